@@ -1,0 +1,219 @@
+"""The GPU lock against real processes and real files under tmp_path."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from specperf.errors import ConfigError, GpuLockTimeout
+from specperf.lock import (
+    GpuLock,
+    Holder,
+    default_lock_dir,
+    holder_path_for,
+    lock_path_for,
+    read_holder,
+)
+
+HOLDER_SCRIPT = Path(__file__).with_name("lock_holder.py")
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+@pytest.fixture
+def lock_path(tmp_path: Path) -> Path:
+    """A lock file path in a fresh directory."""
+    return tmp_path / "locks" / "gpu-127.0.0.1-30000.lock"
+
+
+def _start_holder(path: Path, seconds: float) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    proc = subprocess.Popen(
+        [sys.executable, str(HOLDER_SCRIPT), str(path), str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    # Block until the child really holds the lock, so the test never races it.
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+@pytest.fixture
+def holder_process(lock_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holding the lock for a minute; killed at teardown."""
+    proc = _start_holder(lock_path, 60)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+def test_acquire_writes_holder_and_release_removes_it(lock_path: Path) -> None:
+    lock = GpuLock(lock_path, endpoint="http://127.0.0.1:30000")
+    waited = lock.acquire()
+    assert lock.held and 0 <= waited < 1 and lock.waited_s == waited
+    holder = read_holder(lock_path)
+    assert holder is not None
+    assert (holder.pid, holder.endpoint) == (os.getpid(), "http://127.0.0.1:30000")
+    assert holder.user and holder.host and holder.since.endswith("Z")
+    lock.release()
+    lock.release()  # idempotent
+    assert not lock.held
+    assert not holder_path_for(lock_path).exists()
+
+
+def test_context_manager_and_fresh_directory(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "b" / "x.lock"
+    with GpuLock(path) as lock:
+        assert lock.held and path.exists()
+    assert not lock.held
+
+
+def test_release_leaves_a_later_holders_record(lock_path: Path) -> None:
+    lock = GpuLock(lock_path)
+    lock.acquire()
+    someone = Holder("bob", "box", 1, "pytest", "2026-11-30T03:00:00Z", "")
+    holder_path_for(lock_path).write_text(json.dumps(dataclasses.asdict(someone)))
+    lock.release()
+    assert read_holder(lock_path) == someone
+
+
+def test_describe() -> None:
+    holder = Holder(
+        "alice", "gpu-box", 4242, "pytest perf_tests -m context_scaling",
+        "2026-11-30T03:00:00Z", "http://127.0.0.1:30000",
+    )  # fmt: skip
+    assert holder.describe() == (
+        "alice@gpu-box pid 4242 since 2026-11-30T03:00:00Z (pytest perf_tests -m context_scaling)"
+    )
+
+
+@pytest.mark.parametrize("content", [None, "", "{not json", "[]", '{"user": "a"}'])
+def test_read_holder_tolerates_missing_or_corrupt(lock_path: Path, content: str | None) -> None:
+    if content is not None:
+        lock_path.parent.mkdir(parents=True)
+        holder_path_for(lock_path).write_text(content)
+    assert read_holder(lock_path) is None
+
+
+def test_timeout_names_holder_and_path(
+    lock_path: Path, holder_process: subprocess.Popen[str]
+) -> None:
+    lines: list[str] = []
+    lock = GpuLock(
+        lock_path, timeout_s=1, progress=lines.append, progress_interval_s=0.2, poll_s=0.05
+    )
+    with pytest.raises(GpuLockTimeout) as info:
+        lock.acquire()
+    holder = read_holder(lock_path)
+    assert holder is not None and holder.pid == holder_process.pid
+    assert str(info.value) == (
+        f"GPU lock {lock_path} held by {holder.describe()} for longer than the 1 s timeout. "
+        "Another specperf run is measuring this endpoint: wait for it to finish, or raise "
+        "--gpu-lock-timeout to wait longer. Do not delete the lock file: the OS frees the lock "
+        "when its holder exits, even if killed."
+    )
+    assert (info.value.lock_file, info.value.holder) == (str(lock_path), holder.describe())
+    assert f"pid {holder_process.pid}" in info.value.holder
+    assert isinstance(info.value.__cause__, TimeoutError)  # filelock's, chained
+    assert not lock.held and lock.waited_s >= 1
+    assert lines, "no progress line while waiting"
+    assert lines[0].startswith(
+        f"specperf: waiting for the GPU lock {lock_path} held by {holder.describe()}; waited "
+    )
+    assert lines[0].endswith(" s of 1 s")
+
+
+def test_waits_for_holder_to_release(lock_path: Path) -> None:
+    proc = _start_holder(lock_path, 1.0)
+    try:
+        lock = GpuLock(lock_path, timeout_s=10, poll_s=0.05)
+        waited = lock.acquire()
+        assert 0 < waited < 10
+        holder = read_holder(lock_path)
+        assert holder is not None and holder.pid == os.getpid()
+        lock.release()
+    finally:
+        assert proc.wait(timeout=10) == 0
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+def test_sigkilled_holder_frees_the_lock(
+    lock_path: Path, holder_process: subprocess.Popen[str]
+) -> None:
+    holder_process.send_signal(signal.SIGKILL)
+    holder_process.wait()
+    stale = read_holder(lock_path)
+    assert stale is not None and stale.pid == holder_process.pid  # left behind by the dead process
+    start = time.monotonic()
+    with GpuLock(lock_path, timeout_s=5, poll_s=0.05):
+        current = read_holder(lock_path)
+        assert current is not None and current.pid == os.getpid()
+    assert time.monotonic() - start < 2
+
+
+def test_uncreatable_directory_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    directory = tmp_path / "file" / "sub"
+    with pytest.raises(ConfigError) as info:
+        GpuLock(directory / "x.lock", timeout_s=0).acquire()
+    message = str(info.value)
+    assert message.startswith(f"GPU lock directory {directory} cannot be created (Not a directory)")
+    assert "--gpu-lock PATH" in message and "SPECPERF_LOCK_DIR" in message
+    assert isinstance(info.value.__cause__, OSError)
+
+
+def test_default_lock_dir_from_env_or_tempdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SPECPERF_LOCK_DIR", str(tmp_path / "mine"))
+    assert default_lock_dir() == tmp_path / "mine"
+    monkeypatch.delenv("SPECPERF_LOCK_DIR")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    shared = default_lock_dir()
+    assert shared == tmp_path / "specperf-locks"
+    assert shared.stat().st_mode & 0o7777 == 0o1777
+    assert default_lock_dir() == shared  # already there: fine
+
+
+def test_default_lock_dir_uncreatable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("SPECPERF_LOCK_DIR", str(tmp_path / "file" / "sub"))
+    with pytest.raises(ConfigError, match="SPECPERF_LOCK_DIR"):
+        default_lock_dir()
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "name"),
+    [
+        ("http://127.0.0.1:30000", "gpu-127.0.0.1-30000.lock"),
+        ("http://127.0.0.1:30000/v1/", "gpu-127.0.0.1-30000.lock"),
+        ("https://GPU-Box.example.com", "gpu-gpu-box.example.com-443.lock"),
+        ("http://gpu_box", "gpu-gpu_box-80.lock"),
+        ("http://[::1]:30000", "gpu-__1-30000.lock"),
+        ("localhost:8000", "gpu-localhost-8000.lock"),
+    ],
+)
+def test_lock_path_for(tmp_path: Path, endpoint: str, name: str) -> None:
+    assert lock_path_for(endpoint, tmp_path) == tmp_path / name
+
+
+@pytest.mark.parametrize("endpoint", ["http://host:port", "ftp://host", "http://"])
+def test_lock_path_for_bad_endpoint(tmp_path: Path, endpoint: str) -> None:
+    with pytest.raises(ConfigError, match="--gpu-lock PATH"):
+        lock_path_for(endpoint, tmp_path)

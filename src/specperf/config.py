@@ -1,0 +1,281 @@
+"""Settings: every option defined once, resolved once, CLI > SPECPERF_* env > ini > default.
+
+Each :class:`Option` carries its help text, used for the command-line flag and
+the ini key alike. :func:`resolve` turns raw strings into a frozen
+:class:`Settings`; a bad value raises :class:`ConfigError` naming where it came
+from and the accepted form.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from .errors import ConfigError
+
+Parser = Callable[[str], Any]
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    values = tuple(int(v) for v in text.replace(" ", "").split(",") if v)
+    if not values or any(v <= 0 for v in values):
+        raise ValueError(text)
+    return values
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    values = tuple(v.strip() for v in text.split(",") if v.strip())
+    if not values:
+        raise ValueError(text)
+    return values
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def _nonneg_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise ValueError(text)
+    return value
+
+
+def _bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(text)
+
+
+def _url(text: str) -> str:
+    parts = urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(text)
+    return text.strip().rstrip("/")
+
+
+def _choice(*choices: str) -> Parser:
+    def parse(text: str) -> str:
+        if text not in choices:
+            raise ValueError(text)
+        return text
+
+    return parse
+
+
+def _text(text: str) -> str:
+    return text
+
+
+def _path(text: str) -> Path:
+    return Path(text).expanduser()
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its name, how to parse it, its default and its one help text."""
+
+    name: str
+    parse: Parser
+    default: str | None
+    help: str
+    form: str
+    flag_only: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return "SPECPERF_" + self.name.upper()
+
+    @property
+    def ini(self) -> str:
+        return "specperf_" + self.name
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("endpoint", _url, None,
+           "Base URL of the server to measure; unset starts the embedded simulator.",
+           "an http(s) URL such as http://127.0.0.1:30000"),
+    Option("api", _choice("auto", "sglang", "openai", "openai-chat"), "auto",
+           "Route to measure: SGLang native /generate, /v1/completions or /v1/chat/completions.",
+           "one of auto, sglang, openai, openai-chat"),
+    Option("model", _text, None, "Model name sent on OpenAI routes (default: the server's).",
+           "a model name"),
+    Option("api_key_env", _text, None,
+           "Name of the environment variable holding the API key (the key itself is never "
+           "taken from the command line).", "an environment variable name"),
+    Option("contexts", _int_list, "13,1663,3333,5553",
+           "Prompt lengths in tokens, comma separated.", "comma-separated positive integers"),
+    Option("text_classes", _name_list, "padding,reasoning",
+           "Text classes to measure, comma separated (built-in or from --text-class-dir).",
+           "comma-separated class names"),
+    Option("text_class_dir", _path, None,
+           "Directory of extra text classes, one TOML file each.", "a directory path"),
+    Option("output_tokens", _positive_int, "600",
+           "Tokens generated per request (ignore_eos forces exactly this many).",
+           "a positive integer"),
+    Option("repeats", _positive_int, "3", "Measured requests per case (minimum).",
+           "a positive integer"),
+    Option("max_repeats", _positive_int, "8",
+           "Upper bound on repeats when a case is noisy or near its limit.",
+           "a positive integer"),
+    Option("warmup", _nonneg_int, "1", "Unmeasured warm-up requests per case.",
+           "a non-negative integer"),
+    Option("acceptance_source", _choice("auto", "response", "metrics", "log", "none"), "auto",
+           "Where verify-step counts come from; auto picks the most trusted that works.",
+           "one of auto, response, metrics, log, none"),
+    Option("log_command", _text, None,
+           "Command printing the server log since {since}, e.g. "
+           "'journalctl -u sglang --since {since} -o cat'; run without a shell.",
+           "a command line containing {since}"),
+    Option("request_timeout", _positive_float, "600",
+           "Seconds one request may take before it is an error.", "a positive number"),
+    Option("sim_profile", _text, "kimi-k26-ddtree",
+           "Simulator profile (name or TOML path) for the embedded simulator.",
+           "a profile name or path"),
+    Option("sim_time_scale", _positive_float, "0.05",
+           "Embedded simulator speed: 0.05 runs 20x faster than real time; figures are "
+           "reported in simulated time.", "a positive number"),
+    Option("baseline_dir", _path, "baselines", "Directory of versioned baselines.",
+           "a directory path"),
+    Option("deployment", _text, None,
+           "Baseline deployment name (default: a slug of the server fingerprint).",
+           "a name"),
+    Option("baseline_version", _text, "latest", "Baseline version to compare with.",
+           "a positive integer or 'latest'"),
+    Option("update_baselines", _bool, "false",
+           "Write a new baseline version from this run if every case was clean and stable.",
+           "a flag", flag_only=True),
+    Option("gpu_lock", _path, None,
+           "Lock file guarding the GPU (default: derived from the endpoint).", "a file path"),
+    Option("gpu_lock_timeout", _positive_float, "1800",
+           "Seconds to wait for another run's GPU lock.", "a positive number"),
+)
+
+OPTIONS_BY_NAME = {o.name: o for o in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved settings of one session, with where each value came from."""
+
+    endpoint: str | None = None
+    api: str = "auto"
+    model: str | None = None
+    api_key_env: str | None = None
+    contexts: tuple[int, ...] = (13, 1663, 3333, 5553)
+    text_classes: tuple[str, ...] = ("padding", "reasoning")
+    text_class_dir: Path | None = None
+    output_tokens: int = 600
+    repeats: int = 3
+    max_repeats: int = 8
+    warmup: int = 1
+    acceptance_source: str = "auto"
+    log_command: str | None = None
+    request_timeout: float = 600.0
+    sim_profile: str = "kimi-k26-ddtree"
+    sim_time_scale: float = 0.05
+    baseline_dir: Path = Path("baselines")
+    deployment: str | None = None
+    baseline_version: str = "latest"
+    update_baselines: bool = False
+    gpu_lock: Path | None = None
+    gpu_lock_timeout: float = 1800.0
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def simulated(self) -> bool:
+        return self.endpoint is None
+
+    def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
+        """The API key, read from the named environment variable only."""
+        if not self.api_key_env:
+            return None
+        env = os.environ if environ is None else environ
+        return env.get(self.api_key_env) or None
+
+    def public_dict(self) -> dict[str, Any]:
+        """Settings safe to print or store: never holds the key itself."""
+        return {f.name: _jsonable(getattr(self, f.name)) for f in fields(self)
+                if f.name != "sources"}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def resolve(cli: Mapping[str, Any], environ: Mapping[str, str],
+            ini: Mapping[str, str]) -> Settings:
+    """Resolve every option: CLI > env > ini > default; errors name the source."""
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for opt in OPTIONS:
+        raw, source = _pick(opt, cli, environ, ini)
+        sources[opt.name] = source
+        if raw is None:
+            continue
+        if not isinstance(raw, str):
+            values[opt.name] = raw
+            continue
+        try:
+            values[opt.name] = opt.parse(raw)
+        except (ValueError, TypeError):
+            raise ConfigError(
+                f"{source} = {raw!r} is not valid: expected {opt.form}.") from None
+    settings = Settings(**values, sources=sources)
+    _check(settings)
+    return settings
+
+
+def _pick(opt: Option, cli: Mapping[str, Any], environ: Mapping[str, str],
+          ini: Mapping[str, str]) -> tuple[Any, str]:
+    if cli.get(opt.name) is not None:
+        return cli[opt.name], opt.flag
+    if environ.get(opt.env):
+        return environ[opt.env], opt.env
+    if ini.get(opt.name):
+        return ini[opt.name], f"ini {opt.ini}"
+    return opt.default, "default"
+
+
+def _check(s: Settings) -> None:
+    if s.max_repeats < s.repeats:
+        raise ConfigError(
+            f"{s.sources.get('max_repeats', '--max-repeats')} = {s.max_repeats} is below "
+            f"--repeats = {s.repeats}: expected max repeats >= repeats.")
+    if s.baseline_version != "latest" and not s.baseline_version.isdigit():
+        raise ConfigError(
+            f"{s.sources.get('baseline_version')} = {s.baseline_version!r} is not valid: "
+            "expected a positive integer or 'latest'.")
+    if s.log_command is not None and "{since}" not in s.log_command:
+        raise ConfigError(
+            f"{s.sources.get('log_command')} = {s.log_command!r} has no {{since}} "
+            "placeholder: expected a command line containing {since}.")
+    if s.api_key_env and s.api_key_env not in os.environ:
+        raise ConfigError(
+            f"{s.sources.get('api_key_env')} names {s.api_key_env}, which is not set in the "
+            f"environment: export {s.api_key_env} with the key, or drop --api-key-env.")

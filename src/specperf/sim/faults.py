@@ -1,0 +1,127 @@
+"""Fault and regression injection: the simulator's own API under ``/_sim/`` (not SGLang).
+
+``GET /_sim/faults`` returns the current state; ``POST /_sim/faults`` merges the given fields
+into it (unknown names -> 400 listing the accepted ones); ``POST /_sim/reset`` restores the
+defaults and stops background traffic; ``GET /_sim/truth`` serves the ground truth.
+
+Fields (all apply to generation requests: /generate, /v1/completions, /v1/chat/completions):
+
+- ``error_rate`` (0.0): fraction answered with ``error_status`` and an SGLang-like error body.
+- ``error_status`` (500): the status used by error_rate (and /health_generate answers 503).
+- ``hang_s`` (0.0): wall seconds (not time-scaled) to sleep before answering.
+- ``drop_rate`` (0.0): fraction whose connection is closed mid-response (headers and half
+  the body, or the first stream chunks, then the connection is dropped).
+- ``malformed_rate`` (0.0): fraction answered 200 with an invalid JSON body.
+- ``early_stop_rate`` (0.0): fraction that finish with ``{"type": "stop"}`` at 10-50 % of
+  max_new_tokens although ignore_eos was set.
+- ``omit_spec_fields`` (false): drop every speculative field from responses.
+- ``background_requests`` (0): foreign long generations kept running in the scheduler, each
+  restarted when it ends; they share verify steps and move the counters and gauges.
+- ``step_time_mult`` (1.0), ``slope_mult`` (1.0): multiply the whole step time, or only the
+  context slope b.
+- ``acceptance_mult`` (1.0): multiplies the mean commit per step.
+- ``noise`` (null): overrides the profile's relative step-time noise.
+
+Fault draws come from their own RNG seeded by the simulator seed, so injecting faults does not
+change any request's tokens or commits.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+
+class FaultError(ValueError):
+    """A POST /_sim/faults body the simulator cannot apply."""
+
+
+@dataclass(frozen=True)
+class FaultState:
+    """The current faults; every field documented in the module docstring."""
+
+    error_rate: float = 0.0
+    error_status: int = 500
+    hang_s: float = 0.0
+    drop_rate: float = 0.0
+    malformed_rate: float = 0.0
+    early_stop_rate: float = 0.0
+    omit_spec_fields: bool = False
+    background_requests: int = 0
+    step_time_mult: float = 1.0
+    slope_mult: float = 1.0
+    acceptance_mult: float = 1.0
+    noise: float | None = None
+
+
+FIELD_NAMES = tuple(f.name for f in fields(FaultState))
+_RATES = ("error_rate", "drop_rate", "malformed_rate", "early_stop_rate")
+_MULTS = ("step_time_mult", "slope_mult", "acceptance_mult")
+
+
+class Faults:
+    """Holds the fault state and the fault RNG."""
+
+    def __init__(self, seed: int) -> None:
+        self._seed = seed
+        self._rng = random.Random(seed * 7919 + 17)
+        self.state = FaultState()
+
+    def update(self, body: object) -> FaultState:
+        """Merge a JSON object into the state; raises FaultError naming the problem."""
+        if not isinstance(body, dict):
+            raise FaultError("body must be a JSON object")
+        unknown = sorted(set(body) - set(FIELD_NAMES))
+        if unknown:
+            raise FaultError(f"unknown fault fields {unknown}; accepted: {list(FIELD_NAMES)}")
+        changes = {name: _coerce(name, value) for name, value in body.items()}
+        self.state = replace(self.state, **changes)
+        return self.state
+
+    def reset(self) -> None:
+        """Back to defaults (also reseeds the fault RNG so runs stay reproducible)."""
+        self.state = FaultState()
+        self._rng = random.Random(self._seed * 7919 + 17)
+
+    def roll(self, rate: float) -> bool:
+        """True with probability rate (no draw at all when the rate is zero)."""
+        return rate > 0.0 and self._rng.random() < rate
+
+    def uniform(self, low: float, high: float) -> float:
+        return self._rng.uniform(low, high)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self.state)
+
+
+def _coerce(name: str, value: object) -> Any:
+    if name == "omit_spec_fields":
+        if not isinstance(value, bool):
+            raise FaultError("omit_spec_fields must be true or false")
+        return value
+    if name == "noise" and value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise FaultError(f"{name} must be a number, got {value!r}")
+    if name in ("error_status", "background_requests"):
+        return _int_field(name, value)
+    number = float(value)
+    if name in _RATES and not 0.0 <= number <= 1.0:
+        raise FaultError(f"{name} must be within [0, 1], got {number}")
+    if name in _MULTS and number <= 0.0:
+        raise FaultError(f"{name} must be positive, got {number}")
+    if number < 0.0:
+        raise FaultError(f"{name} must not be negative, got {number}")
+    return number
+
+
+def _int_field(name: str, value: float) -> int:
+    if int(value) != value:
+        raise FaultError(f"{name} must be an integer, got {value}")
+    number = int(value)
+    if name == "error_status" and not 400 <= number <= 599:
+        raise FaultError(f"error_status must be an HTTP error status, got {number}")
+    if name == "background_requests" and not 0 <= number <= 64:
+        raise FaultError(f"background_requests must be within [0, 64], got {number}")
+    return number

@@ -1,0 +1,417 @@
+"""Verdicts: compare a case with its baseline and say, in one sentence, what moved and why.
+
+A :class:`Verdict` is a small value whose :meth:`Verdict.fails` returns the sentence
+a person acts on (or None). Regressions are attributed with the log identity of
+:mod:`specperf.model`: tok/s = avg commit / step time, so a tok/s drop splits into
+an acceptance share, a step-time share and an unexplained rest.
+
+Tolerances are fractions of the baseline median; each metric has a direction
+(:data:`DIRECTION`): +1 must not fall, −1 must not rise. A metric regresses when
+its median moves past ``baseline · (1 ∓ tolerance)`` in its bad direction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .errors import ConfigError
+from .model import Attribution, ContextFit, attribute, predict_tok_s
+from .stats import UNSTABLE_REL_MAD, Summary, summarize
+
+if TYPE_CHECKING:  # baseline imports this module's tables, so only a type-time import here
+    from .baseline import CaseBaseline
+
+DEFAULT_TOLERANCES: dict[str, float] = {
+    "tok_s": 0.10, "avg_commit": 0.10, "step_ms": 0.10, "decode_tok_s": 0.10, "slope": 0.15,
+}
+DIRECTION: dict[str, int] = {"tok_s": +1, "avg_commit": +1, "decode_tok_s": +1, "step_ms": -1}
+LABELS: dict[str, str] = {
+    "tok_s": "tok/s", "decode_tok_s": "decode tok/s", "avg_commit": "avg commit",
+    "step_ms": "step time",
+}
+STATUSES = ("pass", "fail", "improved", "no-baseline")
+
+# Attribution thresholds. A part "explains" a drop when the other part's share is
+# below SECONDARY_SHARE (it is then noise-sized next to the main cause); when both
+# reach it, both are named with their shares. The drop is unexplained when the rest
+# (prefill, transport, client) carries at least half of it.
+SECONDARY_SHARE = 0.25
+UNEXPLAINED_SHARE = 0.5
+
+MINUS = "\u2212"
+ARROW = "\u2192"
+ACCEPTANCE_HINT = "acceptance regression: check the drafter and the text"
+STEP_HINT = "step-time regression: check the kernels, attention backend and KV cache"
+REFRESH_HINT = "refresh it with --update-baselines if this is intended"
+
+Details = dict[str, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one comparison, with the sentence that explains it."""
+
+    case_id: str
+    status: str
+    message: str
+    attribution: Attribution | None = None
+    details: Details = field(default_factory=dict)
+
+    def fails(self) -> str | None:
+        """The sentence to fail the case with, or None when it did not regress."""
+        return self.message if self.status == "fail" else None
+
+
+# --- formatting -------------------------------------------------------------------
+
+
+def _signed(value: float, decimals: int) -> str:
+    text = f"{abs(value):.{decimals}f}"
+    # A value that rounds to zero reads as +0.0, never as −0.0.
+    negative = value < 0 and float(text) != 0.0
+    return (MINUS if negative else "+") + text
+
+
+def format_percent(fraction: float) -> str:
+    """A relative change as a signed percentage with one decimal, e.g. −30.1%."""
+    return _signed(100.0 * fraction, 1) + "%"
+
+
+def format_limit(metric: str, tolerance: float) -> str:
+    """The limit in the metric's bad direction, e.g. −10% for tok/s, +10% for step time."""
+    sign = MINUS if DIRECTION.get(metric, -1) > 0 else "+"
+    return f"{sign}{round(100.0 * tolerance, 1):g}%"
+
+
+def format_value(metric: str, value: float) -> str:
+    """A metric value at the precision people compare it at (ms carries its unit)."""
+    if metric == "avg_commit":
+        return f"{value:.2f}"
+    if metric == "step_ms":
+        return f"{value:.1f}" if abs(value) < 10 else f"{value:.0f}"
+    return f"{value:.1f}"
+
+
+def format_move(metric: str, base: float, new: float) -> str:
+    """'step time 144 → 148 ms' — label, both values and unit."""
+    unit = " ms" if metric == "step_ms" else ""
+    return (f"{LABELS.get(metric, metric)} {format_value(metric, base)} {ARROW} "
+            f"{format_value(metric, new)}{unit}")
+
+
+def _change(base: float, new: float) -> float:
+    return new / base - 1.0 if base else 0.0
+
+
+# --- tolerances ---------------------------------------------------------------------
+
+
+def resolve_tolerances(*layers: Mapping[str, float]) -> dict[str, float]:
+    """Merge tolerance layers, later ones overriding (defaults < ini < file < case < marker)."""
+    merged: dict[str, float] = {}
+    for layer in layers:
+        for key, value in layer.items():
+            merged[key] = _checked_tolerance(key, value)
+    return merged
+
+
+def _checked_tolerance(key: str, value: object) -> float:
+    if key not in DEFAULT_TOLERANCES:
+        accepted = ", ".join(sorted(DEFAULT_TOLERANCES))
+        raise ConfigError(f"unknown tolerance {key!r}: use one of {accepted}.")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"tolerance {key}={value!r} is not a number: give a fraction "
+                          f"in (0, 1], e.g. 0.10 for 10%.")
+    if not 0.0 < float(value) <= 1.0:
+        raise ConfigError(f"tolerance {key}={value!r} is out of range: give a fraction "
+                          f"in (0, 1], e.g. 0.10 for 10%.")
+    return float(value)
+
+
+def _tolerance(tolerances: Mapping[str, float], metric: str) -> float:
+    return tolerances.get(metric, DEFAULT_TOLERANCES[metric])
+
+
+# --- case verdicts --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Move:
+    """One metric's baseline and current medians, judged against its tolerance."""
+
+    metric: str
+    base: float
+    new: float
+    tolerance: float
+
+    @property
+    def change(self) -> float:
+        return _change(self.base, self.new)
+
+    @property
+    def good_change(self) -> float:
+        """The change signed so that positive is better."""
+        return DIRECTION[self.metric] * self.change
+
+    @property
+    def regressed(self) -> bool:
+        return self.good_change < -self.tolerance
+
+    @property
+    def improved(self) -> bool:
+        return self.good_change > self.tolerance
+
+    @property
+    def noise(self) -> bool:
+        return abs(self.change) < self.tolerance
+
+    def text(self, *, limit: bool = False, noise: bool = False) -> str:
+        """'avg commit 7.85 → 5.64 (−28.2%)', optionally with the limit or 'within noise'."""
+        extra = ""
+        if limit:
+            extra = f", limit {format_limit(self.metric, self.tolerance)}"
+        elif noise and self.noise:
+            extra = ", within noise"
+        return f"{format_move(self.metric, self.base, self.new)} ({format_percent(self.change)}{extra})"
+
+    def detail(self) -> dict[str, float]:
+        return {"base": self.base, "new": self.new, "change": self.change,
+                "limit": -DIRECTION[self.metric] * self.tolerance}
+
+
+def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
+               tolerances: Mapping[str, float]) -> Verdict:
+    """Compare one case's medians with its baseline; tolerances are the resolved layers."""
+    moves = _moves(current, base, tolerances)
+    details = {m: mv.detail() for m, mv in moves.items()}
+    if not moves:
+        return Verdict(case_id, "no-baseline",
+                       f"{case_id}: the baseline has no metric this run measured, so "
+                       f"nothing can be compared — write a new version with --update-baselines.")
+    attribution = _attribution(moves)
+    broken = [m for m in ("tok_s", "decode_tok_s", "avg_commit", "step_ms")
+              if m in moves and moves[m].regressed]
+    if broken:
+        message = _regression_message(moves, broken[0], attribution)
+        return Verdict(case_id, "fail", message, attribution, details)
+    summary = _pass_summary(moves)
+    if any(mv.improved for mv in moves.values()):
+        faster = any(moves[m].improved for m in ("tok_s", "decode_tok_s", "step_ms") if m in moves)
+        word = "faster" if faster else "better"
+        return Verdict(case_id, "improved", f"{summary} — {word} than the baseline: {REFRESH_HINT}.",
+                       attribution, details)
+    return Verdict(case_id, "pass", f"{summary} — within tolerance.", attribution, details)
+
+
+def _moves(current: Mapping[str, Summary], base: CaseBaseline,
+           tolerances: Mapping[str, float]) -> dict[str, _Move]:
+    return {m: _Move(m, base.metrics[m].median, current[m].median, _tolerance(tolerances, m))
+            for m in DIRECTION if m in current and m in base.metrics and base.metrics[m].median}
+
+
+def _attribution(moves: Mapping[str, _Move]) -> Attribution | None:
+    if not all(m in moves for m in ("tok_s", "avg_commit", "step_ms")):
+        return None
+    ratios = [moves[m].new / moves[m].base for m in ("tok_s", "avg_commit", "step_ms")]
+    if min(ratios) <= 0:  # a zero median has no logarithm; nothing to split
+        return None
+    return attribute(*ratios)
+
+
+def _pass_summary(moves: Mapping[str, _Move]) -> str:
+    parts = []
+    if "tok_s" in moves:
+        parts.append(moves["tok_s"].text(limit=True))
+    parts += [format_move(m, moves[m].base, moves[m].new)
+              for m in ("avg_commit", "step_ms") if m in moves]
+    return "; ".join(parts)
+
+
+def _regression_message(moves: Mapping[str, _Move], first: str,
+                        attribution: Attribution | None) -> str:
+    head = moves[first].text(limit=True)
+    if first in ("avg_commit", "step_ms"):
+        hint = ACCEPTANCE_HINT if first == "avg_commit" else STEP_HINT
+        return f"{head}{_while_tok_s(moves)} — {hint}."
+    ratio_attr = attribution if first == "tok_s" else _decode_attribution(moves)
+    if ratio_attr is None or "avg_commit" not in moves or "step_ms" not in moves:
+        return (f"{head} — acceptance or step time was not measured, so the drop cannot be "
+                f"attributed: check the acceptance source.")
+    return f"{head}: {_cause_clause(moves['avg_commit'], moves['step_ms'], ratio_attr)}"
+
+
+def _while_tok_s(moves: Mapping[str, _Move]) -> str:
+    if "tok_s" not in moves:
+        return ""
+    return f" while {moves['tok_s'].text()} stayed within its limit"
+
+
+def _decode_attribution(moves: Mapping[str, _Move]) -> Attribution | None:
+    """Decode tok/s splits like tok/s, without prefill (so its rest is ~0)."""
+    if not all(m in moves for m in ("decode_tok_s", "avg_commit", "step_ms")):
+        return None
+    ratios = [moves[m].new / moves[m].base for m in ("decode_tok_s", "avg_commit", "step_ms")]
+    return attribute(*ratios) if min(ratios) > 0 else None
+
+
+def _cause_clause(commit: _Move, step: _Move, attr: Attribution) -> str:
+    """What explains a drop: acceptance, step time, both, or neither, and what to check."""
+    acc, stp = attr.share("acceptance"), attr.share("step")
+    if attr.share("rest") >= UNEXPLAINED_SHARE or max(acc, stp) < SECONDARY_SHARE:
+        return (f"{commit.text(noise=True)}; {step.text(noise=True)} — neither acceptance nor "
+                f"step time explains it (prefill, transport or client overhead?).")
+    if stp < SECONDARY_SHARE:
+        return f"{commit.text()} explains it; {step.text(noise=True)} — {ACCEPTANCE_HINT}."
+    if acc < SECONDARY_SHARE:
+        return f"{step.text()} explains it; {commit.text(noise=True)} — {STEP_HINT}."
+    return (f"{commit.text()} and {step.text()} both moved, acceptance explains "
+            f"{acc:.0%}, step time {stp:.0%} — acceptance and step-time regression: check the "
+            f"drafter and the text, then the kernels, attention backend and KV cache.")
+
+
+# --- context fit and prediction -------------------------------------------------------------
+
+
+def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
+              slope_tolerance: float) -> Verdict:
+    """Compare the context slope b (step time per 1k context) with the baseline's."""
+    case_id = f"{text_class}-fit"
+    old, new = base.b_ms_per_1k, current.b_ms_per_1k
+    if old <= 0:
+        return Verdict(case_id, "no-baseline",
+                       f"{text_class}: the baseline's step time does not grow with context "
+                       f"({old:.1f} ms per 1k), so its slope cannot be compared — write a new "
+                       f"version with --update-baselines.")
+    change = _change(old, new)
+    head = (f"{text_class}: step time per 1k context {old:.1f} {ARROW} {new:.1f} ms "
+            f"({format_percent(change)}, limit +{round(100 * slope_tolerance, 1):g}%)")
+    details = {"slope": {"base": old, "new": new, "change": change, "limit": slope_tolerance}}
+    if change > slope_tolerance:
+        return Verdict(case_id, "fail", f"{head} — attention scaling regression: step time "
+                       f"grows faster with context than in the baseline.", None, details)
+    if change < -slope_tolerance:
+        return Verdict(case_id, "improved", f"{head} — flatter than the baseline: "
+                       f"{REFRESH_HINT}.", None, details)
+    return Verdict(case_id, "pass", f"{head} — within tolerance.", None, details)
+
+
+def reconcile(case_id: str, observed_tok_s: float, avg_commit: float, base_fit: ContextFit,
+              mean_context: float, output_tokens: int, tolerance: float) -> Verdict | None:
+    """Predict tok/s from this run's acceptance and the baseline's context curve.
+
+    None when the observation agrees within ``tolerance``. Otherwise a "fail" verdict
+    when slower than predicted (the slowdown nothing in the model explains) or an
+    "improved" one when faster; the caller decides whether to fail or warn.
+    """
+    step = base_fit.predict_step_ms(mean_context)
+    if step <= 0 or avg_commit <= 0:
+        return None
+    predicted = predict_tok_s(avg_commit, step, output_tokens)
+    change = _change(predicted, observed_tok_s)
+    if abs(change) <= tolerance:
+        return None
+    head = (f"observed tok/s {observed_tok_s:.1f} vs {predicted:.1f} predicted from this run's "
+            f"acceptance ({avg_commit:.2f}) and the baseline's context curve "
+            f"({format_percent(change)})")
+    details = {"tok_s": {"base": predicted, "new": observed_tok_s, "change": change,
+                         "limit": -tolerance}}
+    if change < 0:
+        return Verdict(case_id, "fail", f"{head}: a slowdown neither acceptance nor the context "
+                       f"curve explains — look at the server (KV cache fragmentation, other "
+                       f"load, clocks).", None, details)
+    return Verdict(case_id, "improved", f"{head}: faster than acceptance and the context curve "
+                   f"predict — the baseline's fit may be stale; {REFRESH_HINT}.", None, details)
+
+
+# --- adaptive repeats ---------------------------------------------------------------------
+
+# For normal data 1.4826·MAD estimates the standard deviation σ, and the median of n
+# samples has standard error ≈ 1.2533·σ/√n (√(π/2): the median's efficiency relative
+# to the mean). A median 3 standard errors from its limit would need a 3σ fluke to
+# land on the other side (≈0.1% one-sided), so more repeats would not change the verdict.
+MAD_TO_SIGMA = 1.4826
+MEDIAN_SE_FACTOR = 1.2533
+CLEAR_MARGIN_SE = 3.0
+
+
+@dataclass(frozen=True)
+class RepeatDecision:
+    """Whether a case needs more repeats: "stop", "more" or "unstable", and why."""
+
+    action: str
+    reason: str
+
+
+def decide_repeats(values: Mapping[str, Sequence[float]], base: CaseBaseline | None,
+                   tolerances: Mapping[str, float], *, min_repeats: int,
+                   max_repeats: int) -> RepeatDecision:
+    """Decide after each repeat whether to stop, take another, or give up as unstable.
+
+    1. Fewer than ``min_repeats`` repeats: more.
+    2. Any metric whose relative MAD exceeds 0.10 (stats.UNSTABLE_REL_MAD) is too noisy
+       to judge: more, or "unstable" once ``max_repeats`` is reached — a noisy cell
+       must never pass or fail.
+    3. With a baseline: for each metric with a tolerance, the margin is the median's
+       relative distance from its regression limit, in units of the baseline median;
+       the median's uncertainty is 1.4826·MAD·1.2533/√n in the same units. Any margin
+       within 3 uncertainties (the verdict could still flip): more, until ``max_repeats``
+       (then stop and judge on what there is). Only this run's spread counts: more
+       repeats cannot shrink the baseline's.
+    4. Otherwise (and always without a baseline once stable): stop.
+    """
+    n = min((len(v) for v in values.values() if v), default=0)
+    if n < min_repeats:
+        return RepeatDecision("more", f"{n} of at least {min_repeats} repeats taken.")
+    summaries = {m: summarize(v) for m, v in values.items() if v}
+    noisy = _noisy(summaries, n, max_repeats)
+    if noisy is not None:
+        return noisy
+    if base is None:
+        return RepeatDecision("stop", f"no baseline to compare with; {n} stable repeats taken.")
+    return _near_limit(summaries, base, tolerances, n, max_repeats)
+
+
+def _noisy(summaries: Mapping[str, Summary], n: int, max_repeats: int) -> RepeatDecision | None:
+    for metric, summary in summaries.items():
+        if summary.rel_mad <= UNSTABLE_REL_MAD:
+            continue
+        spread = (f"{LABELS.get(metric, metric)} spreads too widely: relative MAD "
+                  f"{summary.rel_mad:.2f} > {UNSTABLE_REL_MAD:.2f} after {n} repeats")
+        if n < max_repeats:
+            return RepeatDecision("more", f"{spread}; taking more.")
+        return RepeatDecision("unstable", f"{spread} (the bound): the cell cannot be judged — "
+                              f"quiet the server (other load, clocks) or raise the repeat bound.")
+    return None
+
+
+def _near_limit(summaries: Mapping[str, Summary], base: CaseBaseline,
+                tolerances: Mapping[str, float], n: int, max_repeats: int) -> RepeatDecision:
+    for metric, summary in summaries.items():
+        reference = base.metrics.get(metric)
+        if metric not in DIRECTION or reference is None or not reference.median:
+            continue
+        margin, uncertainty = _margin(metric, summary, reference.median,
+                                      _tolerance(tolerances, metric))
+        if abs(margin) >= CLEAR_MARGIN_SE * uncertainty:
+            continue
+        near = (f"{LABELS.get(metric, metric)} sits {abs(margin):.1%} from its limit with "
+                f"uncertainty {uncertainty:.1%} after {n} repeats")
+        if n < max_repeats:
+            return RepeatDecision("more", f"{near}; taking more.")
+        return RepeatDecision("stop", f"{near}, at the repeat bound: judging on these.")
+    return RepeatDecision("stop", f"verdict clear after {n} repeats: every metric is at least "
+                          f"{CLEAR_MARGIN_SE:g} standard errors from its limit.")
+
+
+def _margin(metric: str, summary: Summary, base_median: float,
+            tolerance: float) -> tuple[float, float]:
+    """Signed distance of the median from its limit (positive: safe side) and its uncertainty.
+
+    Both are fractions of the baseline median, the unit the tolerance is given in.
+    """
+    good = DIRECTION[metric] * (summary.median / base_median - 1.0)
+    uncertainty = MAD_TO_SIGMA * summary.mad * MEDIAN_SE_FACTOR / math.sqrt(summary.n)
+    return good + tolerance, uncertainty / abs(base_median)

@@ -92,6 +92,19 @@ def test_release_leaves_a_later_holders_record(lock_path: Path) -> None:
     assert read_holder(lock_path) == someone
 
 
+def test_unwritable_holder_record_does_not_stop_the_run(
+    lock_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(src: str, dst: str) -> None:
+        raise PermissionError(1, "Operation not permitted", dst)
+
+    # Tests run as root, so simulate another user's record in a sticky directory.
+    monkeypatch.setattr(os, "replace", refuse)
+    with GpuLock(lock_path) as lock:
+        assert lock.held and read_holder(lock_path) is None
+    assert list(lock_path.parent.iterdir()) == [lock_path]  # no temp file left behind
+
+
 def test_describe() -> None:
     holder = Holder(
         "alice", "gpu-box", 4242, "pytest perf_tests -m context_scaling",

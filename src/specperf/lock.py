@@ -230,13 +230,22 @@ class GpuLock:
         start = time.monotonic()
         self._wait(start)
         self.waited_s = time.monotonic() - start
-        self._holder = Holder.current(self.endpoint)
+        self._record_holder()
+        return self.waited_s
+
+    def _record_holder(self) -> None:
+        holder = Holder.current(self.endpoint)
         try:
-            _write_holder(self.path, self._holder)
+            _write_holder(self.path, holder)
+        except OSError:
+            # The record only informs waiters; the flock is what excludes them. In a
+            # sticky shared directory another user's stale record cannot be replaced,
+            # and that must not stop this run from measuring.
+            return
         except BaseException:
             self.release()
             raise
-        return self.waited_s
+        self._holder = holder
 
     def release(self) -> None:
         """Remove our holder record and release the lock; does nothing when not held."""

@@ -175,7 +175,8 @@ class _Move:
             extra = f", limit {format_limit(self.metric, self.tolerance)}"
         elif noise and self.noise:
             extra = ", within noise"
-        return f"{format_move(self.metric, self.base, self.new)} ({format_percent(self.change)}{extra})"
+        move = format_move(self.metric, self.base, self.new)
+        return f"{move} ({format_percent(self.change)}{extra})"
 
     def detail(self) -> dict[str, float]:
         return {"base": self.base, "new": self.new, "change": self.change,
@@ -201,8 +202,8 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
     if any(mv.improved for mv in moves.values()):
         faster = any(moves[m].improved for m in ("tok_s", "decode_tok_s", "step_ms") if m in moves)
         word = "faster" if faster else "better"
-        return Verdict(case_id, "improved", f"{summary} — {word} than the baseline: {REFRESH_HINT}.",
-                       attribution, details)
+        message = f"{summary} — {word} than the baseline: {REFRESH_HINT}."
+        return Verdict(case_id, "improved", message, attribution, details)
     return Verdict(case_id, "pass", f"{summary} — within tolerance.", attribution, details)
 
 

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from . import acceptance, routes
+from .acceptance import LogSource, MetricsSnapshot
+from .client import Client
+from .errors import (
+    AcceptanceUnavailable,
+    ContaminatedMeasurement,
+    IgnoreEosNotHonoured,
+    MalformedResponse,
+)
+from .probe import ServerInfo
+from .routes import Completion
 from .stats import Summary, summarize
-from .workload import Case
+from .workload import Case, PromptBuilder
 
 # The metrics every measurement summarises; names as in DESIGN.md.
 METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
@@ -107,3 +122,198 @@ class Measurement:
             "summaries": {k: v.to_dict() for k, v in self.summaries().items()},
             "samples": [s.to_dict() for s in self.samples],
         }
+
+
+# -- taking measurements ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RunConfig:
+    """What the measuring loop needs from the settings."""
+
+    repeats: int
+    max_repeats: int
+    warmup: int
+    request_timeout: float
+    guard_retries: int = 3
+    guard_wait_s: float = 5.0
+
+
+Decide = Callable[[Mapping[str, Sequence[float]], int], str]
+
+
+def _always_enough(values: Mapping[str, Sequence[float]], n: int) -> str:
+    return "stop"
+
+
+class Measurer:
+    """Takes samples of cases against one probed server, one request at a time.
+
+    Per request: check the server is idle (metrics), send one non-streaming fixed-length
+    request, check exactly one request finished and the length was honoured, read the
+    step count from the chosen acceptance source, convert times to the server's time base.
+    """
+
+    def __init__(self, client: Client, server: ServerInfo, prompts: PromptBuilder,
+                 run: RunConfig, *, log: LogSource | None = None,
+                 on_sample: Callable[[Sample, int], None] | None = None) -> None:
+        self.client = client
+        self.server = server
+        self.prompts = prompts
+        self.run = run
+        self.log = log
+        self.on_sample = on_sample or (lambda s, total: None)
+
+    def measure(self, case: Case, decide: Decide = _always_enough) -> Measurement:
+        """Warm up, then repeat until ``decide`` says stop (bounded by max_repeats)."""
+        samples = [self.sample(case, -1 - i, warmup=True) for i in range(self.run.warmup)]
+        measured: list[Sample] = []
+        while True:
+            measured.append(self.sample(case, len(measured), warmup=False))
+            self.on_sample(measured[-1], self.run.repeats)
+            n = len(measured)
+            if n < self.run.repeats:
+                continue
+            if n >= self.run.max_repeats or decide(_values(measured), n) != "more":
+                break
+        return Measurement(case, tuple(samples + measured), self._decode_method(),
+                           self.server.acceptance_source)
+
+    def _decode_method(self) -> str:
+        return "server-timings" if self.server.server_timings else "two-point"
+
+    def sample(self, case: Case, repeat: int, *, warmup: bool) -> Sample:
+        """One clean sample; contaminated attempts are discarded and retried (bounded)."""
+        seen: list[str] = []
+        for _ in range(self.run.guard_retries + 1):
+            try:
+                return self._attempt(case, repeat, warmup)
+            except _Contaminated as exc:
+                seen.append(str(exc))
+        raise ContaminatedMeasurement(
+            f"{case.id}: every one of {len(seen)} attempts was disturbed by other traffic on "
+            f"the server ({'; '.join(seen)}). Measure on an idle server: stop other clients "
+            "or take the endpoint out of rotation.")
+
+    def _attempt(self, case: Case, repeat: int, warmup: bool) -> Sample:
+        before = self._idle_snapshot()
+        comp, wall_s, retries, started = self._generate(case, case.output_tokens)
+        after = self._snapshot()
+        foreign = _foreign_requests(before, after)
+        if foreign:
+            raise _Contaminated(f"{foreign} foreign requests ran during the measurement")
+        self._validate(case, comp)
+        steps = self._steps(comp, before, after, started)
+        decode_s = self._decode_s(comp, case, steps, wall_s)
+        scale = self.server.time_scale
+        return Sample(
+            case_id=case.id, repeat=repeat, warmup=warmup, prompt_tokens=comp.prompt_tokens,
+            completion_tokens=comp.completion_tokens, wall_s=wall_s / scale,
+            verify_steps=steps, decode_s=None if decode_s is None else decode_s / scale,
+            ttft_s=None if comp.ttft_s is None else comp.ttft_s / scale,
+            server_accept_length=comp.accept_length, cached_tokens=comp.cached_tokens,
+            acceptance_source=self.server.acceptance_source, finish_reason=comp.finish,
+            retries=retries, raw={"e2e_s": comp.e2e_s, "wall_s_unscaled": wall_s,
+                                  "histogram_sum": comp.histogram_sum})
+
+    def _generate(self, case: Case, max_tokens: int) -> tuple[Completion, float, int, datetime]:
+        nonce = f"run {uuid.uuid4().hex[:12]}: "
+        prompt = self.prompts.build(case, nonce, want_ids=self.server.api == "sglang")
+        path, body = routes.request_body(self.server.api, prompt, max_tokens,
+                                         self.server.model, nonce.strip(": "))
+        started = datetime.now()
+        reply = self.client.post_json(path, body, timeout_s=self.run.request_timeout)
+        return routes.parse(self.server.api, reply.data), reply.elapsed_s, reply.retries, started
+
+    def _validate(self, case: Case, comp: Completion) -> None:
+        if comp.completion_tokens != case.output_tokens or comp.finish != "length":
+            raise IgnoreEosNotHonoured(
+                f"{case.id}: asked for exactly {case.output_tokens} tokens with ignore_eos, "
+                f"got {comp.completion_tokens} (finish reason {comp.finish!r}): ignore_eos not "
+                "honoured, so tok/s would be measured on a different length. Check that the "
+                "server accepts ignore_eos on this route.", url=self.client.base_url)
+        if comp.prompt_tokens != case.context:
+            raise MalformedResponse(
+                f"{case.id}: the prompt was built to {case.context} tokens but the server "
+                f"counted {comp.prompt_tokens}: its tokenizer and /tokenize disagree.")
+        if comp.output_ids is not None and comp.output_ids != comp.completion_tokens:
+            raise MalformedResponse(
+                f"{case.id}: completion_tokens is {comp.completion_tokens} but output_ids has "
+                f"{comp.output_ids} entries.")
+        if comp.histogram_sum is not None and comp.verify_steps is not None \
+                and comp.histogram_sum != comp.verify_steps:
+            raise MalformedResponse(
+                f"{case.id}: the accept histogram sums to {comp.histogram_sum} steps but "
+                f"spec_verify_ct is {comp.verify_steps}: the server's spec fields disagree.")
+
+    def _steps(self, comp: Completion, before: MetricsSnapshot | None,
+               after: MetricsSnapshot | None, started: datetime) -> int | None:
+        source = self.server.acceptance_source
+        if source == "response":
+            if comp.verify_steps is None:
+                raise AcceptanceUnavailable(
+                    "the response carries no spec_verify_ct although --acceptance-source "
+                    "response is in use; the server stopped returning spec fields.")
+            return comp.verify_steps
+        if source == "metrics" and before is not None and after is not None:
+            return acceptance.steps_from_metrics(before, after)
+        if source == "log" and self.log is not None:
+            windows = self.log.read(started)
+            commit = acceptance.avg_commit_from_windows(windows, started, datetime.now())
+            return None if commit is None else max(1, round((comp.completion_tokens - 1) / commit))
+        return None
+
+    def _decode_s(self, comp: Completion, case: Case, steps: int | None,
+                  wall_s: float) -> float | None:
+        if comp.e2e_s is not None and comp.ttft_s is not None:
+            return comp.e2e_s - comp.ttft_s
+        if steps is None:
+            return None
+        return self._two_point(case, steps, wall_s)
+
+    def _two_point(self, case: Case, steps: int, wall_s: float) -> float | None:
+        """No server timings: a short request on the same prompt length gives prefill."""
+        short = max(2, case.output_tokens // 8)
+        comp, short_s, _, started = self._generate(case, short)
+        short_steps = self._steps(comp, None, None, started) if \
+            self.server.acceptance_source != "metrics" else None
+        if short_steps is None or steps <= short_steps:
+            return None
+        step_s = (wall_s - short_s) / (steps - short_steps)
+        prefill_s = short_s - short_steps * step_s
+        return wall_s - prefill_s
+
+    def _snapshot(self) -> MetricsSnapshot | None:
+        if not self.server.metrics:
+            return None
+        return acceptance.parse_metrics(self.client.get_text("/metrics", timeout_s=30))
+
+    def _idle_snapshot(self) -> MetricsSnapshot | None:
+        """Wait (bounded) until the server runs and queues nothing, then snapshot."""
+        snap = self._snapshot()
+        deadline = time.monotonic() + self.run.guard_wait_s
+        while snap is not None and not snap.idle:
+            if time.monotonic() > deadline:
+                raise _Contaminated(
+                    f"the server was busy before the request ({snap.running:g} running, "
+                    f"{snap.queued:g} queued)")
+            time.sleep(0.05)
+            snap = self._snapshot()
+        return snap
+
+
+class _Contaminated(Exception):
+    """One attempt saw foreign traffic; retried by Measurer.sample."""
+
+
+def _foreign_requests(before: MetricsSnapshot | None, after: MetricsSnapshot | None) -> int:
+    if before is None or after is None or before.requests is None or after.requests is None:
+        return 0
+    return max(0, int(after.requests - before.requests) - 1)
+
+
+def _values(samples: Sequence[Sample]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for metric in METRICS:
+        vals = [v for s in samples if (v := s.metric(metric)) is not None]
+        if vals:
+            out[metric] = vals
+    return out

@@ -1,0 +1,148 @@
+"""Where verify-step counts come from, in order of trust (DESIGN.md).
+
+1. ``response``: per-request fields the server returns (see :mod:`specperf.routes`).
+2. ``metrics``: Prometheus counter deltas bracketing one request at concurrency 1.
+3. ``log``: SGLang ``Decode batch`` lines, ``accept len`` weighted by steps.
+4. ``none``: throughput only.
+
+Every parser here returns a value or raises :class:`MalformedResponse`; none lets
+another exception escape on junk input.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from .errors import AcceptanceUnavailable, MalformedResponse
+
+SOURCES = ("response", "metrics", "log", "none")
+
+# Sample names (as exposed, with _total) summed over label sets, per server family.
+_COUNTERS = {
+    "verify_calls": ("sglang:spec_verify_calls_total", "vllm:spec_decode_num_drafts_total"),
+    "generation_tokens": ("sglang:generation_tokens_total", "vllm:generation_tokens_total"),
+    "requests": ("sglang:num_requests_total", "vllm:request_success_total"),
+    "running": ("sglang:num_running_reqs", "vllm:num_requests_running"),
+    "queued": ("sglang:num_queue_reqs", "vllm:num_requests_waiting"),
+}
+
+
+@dataclass(frozen=True)
+class MetricsSnapshot:
+    """The counters and gauges specperf reads from /metrics, summed over label sets."""
+
+    verify_calls: float | None
+    generation_tokens: float | None
+    requests: float | None
+    running: float | None
+    queued: float | None
+
+    @property
+    def idle(self) -> bool:
+        return not self.running and not self.queued
+
+    @property
+    def has_steps(self) -> bool:
+        return self.verify_calls is not None and self.generation_tokens is not None
+
+
+def parse_metrics(text: str) -> MetricsSnapshot:
+    """Parse Prometheus text exposition with prometheus_client's parser."""
+    sums: dict[str, float] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                sums[sample.name] = sums.get(sample.name, 0.0) + float(sample.value)
+    except Exception as exc:  # the parser raises ValueError, IndexError, ... on junk
+        raise MalformedResponse(f"/metrics is not valid Prometheus text: {exc}") from exc
+
+    def pick(names: tuple[str, ...]) -> float | None:
+        return next((sums[n] for n in names if n in sums), None)
+
+    return MetricsSnapshot(**{key: pick(names) for key, names in _COUNTERS.items()})
+
+
+def steps_from_metrics(before: MetricsSnapshot, after: MetricsSnapshot) -> int:
+    """Verify steps of the one request that ran between two snapshots."""
+    if before.verify_calls is None or after.verify_calls is None:
+        raise AcceptanceUnavailable(
+            "/metrics has no verify-step counter (sglang:spec_verify_calls_total or "
+            "vllm:spec_decode_num_drafts_total); choose another --acceptance-source.")
+    steps = after.verify_calls - before.verify_calls
+    if steps <= 0 or steps != int(steps):
+        raise MalformedResponse(
+            f"verify-step counter moved by {steps:g} during one request: expected a positive "
+            "whole number; was the server restarted mid-measurement?")
+    return int(steps)
+
+
+# -- the log source ---------------------------------------------------------------------------
+_DECODE = re.compile(
+    r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\]\s*Decode batch[.,]\s*"
+    r"#running-req:\s*(?P<running>\d+).*?accept len:\s*(?P<accept>[0-9.]+)")
+
+
+@dataclass(frozen=True)
+class DecodeWindow:
+    """One SGLang decode log line: ``accept len`` over the last decode_log_interval steps."""
+
+    ts: datetime
+    running: int
+    accept_len: float
+
+
+def parse_decode_log(lines: Iterable[str]) -> list[DecodeWindow]:
+    """Decode-batch windows from SGLang log lines, current and older formats; others skipped."""
+    windows = []
+    for line in lines:
+        m = _DECODE.search(line)
+        if not m:
+            continue
+        try:
+            ts = datetime.strptime(m["ts"], "%Y-%m-%d %H:%M:%S")
+            windows.append(DecodeWindow(ts, int(m["running"]), float(m["accept"])))
+        except ValueError:
+            continue
+    return windows
+
+
+def avg_commit_from_windows(windows: list[DecodeWindow], start: datetime,
+                            end: datetime) -> float | None:
+    """Mean accept len of the windows inside [start, end], dropping the first (partial) one.
+
+    Every window covers the same number of steps, so a plain mean is the step-weighted one.
+    """
+    inside = [w for w in windows if start <= w.ts <= end and w.running >= 1]
+    full = inside[1:]
+    if not full:
+        return None
+    return sum(w.accept_len for w in full) / len(full)
+
+
+class LogSource:
+    """Runs ``--log-command`` (split, no shell: the string comes from the user's own config,
+    but a shell would also expand whatever a server log puts into it) and parses its output."""
+
+    def __init__(self, command: str, timeout_s: float = 30.0) -> None:
+        self.command = command
+        self.timeout_s = timeout_s
+
+    def read(self, since: datetime) -> list[DecodeWindow]:
+        argv = shlex.split(self.command.replace("{since}", since.strftime("%Y-%m-%d %H:%M:%S")))
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True,
+                                  timeout=self.timeout_s, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise AcceptanceUnavailable(f"--log-command {self.command!r} failed: {exc}") from exc
+        if done.returncode != 0:
+            raise AcceptanceUnavailable(
+                f"--log-command {self.command!r} exited {done.returncode}: "
+                f"{done.stderr.strip()[:200]}")
+        return parse_decode_log(done.stdout.splitlines())

@@ -1,0 +1,235 @@
+"""Identify the server once per session: flavour, fingerprint, tokenizer, acceptance sources."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import acceptance, routes
+from .client import Client
+from .errors import (
+    AcceptanceUnavailable,
+    BadStatus,
+    ConfigError,
+    EndpointError,
+    EndpointUnreachable,
+    MalformedResponse,
+)
+from .workload import Prompt
+
+# server_info key → fingerprint key. The fingerprint keys baselines and heads every report.
+_FINGERPRINT = {
+    "speculative_algorithm": "speculative_algorithm",
+    "speculative_draft_model_path": "draft_model",
+    "speculative_ddtree_budget": "ddtree_budget",
+    "speculative_num_steps": "num_steps",
+    "speculative_num_draft_tokens": "num_draft_tokens",
+    "attention_backend": "attention_backend",
+    "decode_attention_backend": "decode_attention_backend",
+    "page_size": "page_size",
+    "tp_size": "tp_size",
+    "version": "version",
+    "sim_profile": "sim_profile",
+}
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What the probe learnt; immutable for the session."""
+
+    url: str
+    flavour: str
+    api: str
+    model: str | None
+    fingerprint: dict[str, Any]
+    time_scale: float
+    simulated: bool
+    tokenizer_path: str | None
+    max_model_len: int | None
+    metrics: bool
+    server_timings: bool
+    acceptance_source: str
+    acceptance_available: tuple[str, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def label(self) -> str:
+        return f"SIMULATED ({self.url})" if self.simulated else self.url
+
+
+class ServerTokenizer:
+    """The server's /tokenize and /detokenize (SGLang and vLLM share the body shape)."""
+
+    def __init__(self, client: Client, path: str) -> None:
+        self.client = client
+        self.path = path
+        self.detok_path = path.replace("tokenize", "detokenize")
+
+    def tokenize(self, text: str, add_special_tokens: bool) -> list[int]:
+        data = self.client.post_json(
+            self.path, {"prompt": text, "add_special_tokens": add_special_tokens}).data
+        tokens = data.get("tokens") if isinstance(data, dict) else None
+        if not isinstance(tokens, list):
+            raise MalformedResponse(f"{self.path} answered without a tokens list: {data!r:.200}")
+        return [int(t) for t in tokens]
+
+    def detokenize(self, ids: list[int]) -> str:
+        data = self.client.post_json(self.detok_path, {"tokens": ids}).data
+        if not isinstance(data, dict) or not isinstance(data.get("text"), str):
+            raise MalformedResponse(f"{self.detok_path} answered without text: {data!r:.200}")
+        return str(data["text"])
+
+
+def _first_json(client: Client, paths: tuple[str, ...]) -> tuple[str, Any] | None:
+    """GET the first of ``paths`` that answers 200 with JSON; None when all 404/405."""
+    for path in paths:
+        try:
+            return path, client.get_json(path, timeout_s=30)
+        except BadStatus as exc:
+            if exc.status not in (404, 405):
+                raise
+        except MalformedResponse:
+            continue
+    return None
+
+
+def check_reachable(client: Client, source: str) -> None:
+    try:
+        client.get_text("/health", timeout_s=30)
+    except EndpointUnreachable as exc:
+        raise EndpointUnreachable(
+            f"specperf cannot reach the endpoint {client.base_url} (from {source}): tried "
+            f"GET /health and the connection failed ({exc.__cause__}). Start the server, or "
+            "point --endpoint / SPECPERF_ENDPOINT at one that is up.", url=client.base_url,
+        ) from exc
+    except BadStatus as exc:
+        if exc.status != 404:  # a server without /health is still a server
+            raise
+
+
+def _find_tokenizer(client: Client) -> str | None:
+    for path in ("/tokenize", "/v1/tokenize"):
+        try:
+            ServerTokenizer(client, path).tokenize("specperf", True)
+            return path
+        except (BadStatus, MalformedResponse):
+            continue
+    return None
+
+
+def _has_metrics(client: Client) -> bool:
+    try:
+        return acceptance.parse_metrics(client.get_text("/metrics", timeout_s=30)).requests \
+            is not None
+    except (BadStatus, MalformedResponse):
+        return False
+
+
+def _fingerprint(server_info: dict[str, Any], model_info: dict[str, Any],
+                 simulated: bool) -> dict[str, Any]:
+    fp: dict[str, Any] = {
+        "model": server_info.get("served_model_name") or model_info.get("served_model_name")
+        or model_info.get("model_path") or server_info.get("model_path"),
+        "simulated": simulated,
+    }
+    for key, name in _FINGERPRINT.items():
+        fp[name] = server_info.get(key)
+    return fp
+
+
+def _pick_api(requested: str, flavour: str) -> str:
+    if requested != "auto":
+        return requested
+    return "sglang" if flavour == "sglang" else "openai"
+
+
+def _try_generation(client: Client, api: str, model: str | None,
+                    ids: tuple[int, ...] | None) -> routes.Completion:
+    prompt = Prompt(text="specperf probe", input_ids=ids, tokens=len(ids or ()))
+    path, body = routes.request_body(api, prompt, 8, model, "specperf-probe")
+    return routes.parse(api, client.post_json(path, body, timeout_s=120).data)
+
+
+def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
+          log_command: str | None, simulated: bool, endpoint_source: str,
+          warn: Callable[[str], None] = lambda _: None) -> ServerInfo:
+    """Probe the server; raise EndpointError / AcceptanceUnavailable / ConfigError clearly."""
+    check_reachable(client, endpoint_source)
+    info = _first_json(client, ("/server_info", "/get_server_info"))
+    flavour = "sglang" if info else "openai"
+    server_info: dict[str, Any] = info[1] if info and isinstance(info[1], dict) else {}
+    minfo = _first_json(client, ("/model_info", "/get_model_info"))
+    model_info: dict[str, Any] = minfo[1] if minfo and isinstance(minfo[1], dict) else {}
+    chosen_api = _pick_api(api, flavour)
+    if chosen_api == "sglang" and flavour != "sglang":
+        raise ConfigError(f"--api sglang was asked for, but {client.base_url} has no "
+                          "/server_info: it is not an SGLang server; use --api openai.")
+    served = model or server_info.get("served_model_name") or model_info.get("served_model_name")
+    tok_path = _find_tokenizer(client)
+    ids = tuple(ServerTokenizer(client, tok_path).tokenize("specperf probe", True)) \
+        if tok_path and chosen_api == "sglang" else None
+    sample = _try_generation(client, chosen_api, served, ids)
+    metrics = _has_metrics(client)
+    available = _available_sources(sample, metrics, log_command)
+    source = _choose_source(wanted_source, available)
+    notes = _notes(metrics, tok_path, sample, source)
+    for note in notes:
+        warn(note)
+    scale = float(server_info.get("sim_time_scale") or 1.0)
+    return ServerInfo(
+        url=client.base_url, flavour=flavour, api=chosen_api, model=served,
+        fingerprint=_fingerprint(server_info, model_info, simulated), time_scale=scale,
+        simulated=simulated, tokenizer_path=tok_path,
+        max_model_len=_max_len(server_info), metrics=metrics,
+        server_timings=sample.ttft_s is not None and sample.e2e_s is not None,
+        acceptance_source=source, acceptance_available=available, notes=notes)
+
+
+def _max_len(server_info: dict[str, Any]) -> int | None:
+    value = server_info.get("context_length")
+    return int(value) if isinstance(value, int) else None
+
+
+def _available_sources(sample: routes.Completion, metrics: bool,
+                       log_command: str | None) -> tuple[str, ...]:
+    found = []
+    if sample.verify_steps:
+        found.append("response")
+    if metrics:
+        found.append("metrics")
+    if log_command:
+        found.append("log")
+    return (*found, "none")
+
+
+def _choose_source(wanted: str, available: tuple[str, ...]) -> str:
+    if wanted == "auto":
+        return available[0]
+    if wanted not in available:
+        raise AcceptanceUnavailable(
+            f"--acceptance-source {wanted} was asked for, but the server does not provide it "
+            f"(available: {', '.join(available)}). For 'response' the server must return "
+            "spec_verify_ct; for 'metrics' start it with --enable-metrics; for 'log' set "
+            "--log-command.")
+    return wanted
+
+
+def _notes(metrics: bool, tok_path: str | None, sample: routes.Completion,
+           source: str) -> tuple[str, ...]:
+    notes = []
+    if not metrics:
+        notes.append("no /metrics: the contamination guard is off (other traffic on the "
+                     "server would go unnoticed); start the server with --enable-metrics.")
+    if tok_path is None:
+        notes.append("no /tokenize route: prompt lengths are calibrated on usage.prompt_tokens.")
+    if sample.ttft_s is None:
+        notes.append("no server timings (first_token_latency): decode time is estimated with "
+                     "the two-point method.")
+    if source == "none":
+        notes.append("no acceptance source: only tok/s is measured; avg commit and step time "
+                     "checks are skipped.")
+    return tuple(notes)
+
+
+__all__ = ["ServerInfo", "ServerTokenizer", "probe", "check_reachable", "EndpointError"]

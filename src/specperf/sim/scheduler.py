@@ -1,0 +1,278 @@
+"""The simulator's scheduler: one asyncio loop that runs every active request step by step.
+
+Lifecycle. ``submit`` queues a request and wakes the loop. Each loop iteration is either a
+prefill batch (all queued requests, which have priority like SGLang's default) or one verify
+step of every running request together:
+
+- prefill: each request costs ``prefill_ms + prefill_ms_per_token * uncached`` where
+  uncached = prompt minus the longest prefix in the prefix cache (at least one token is always
+  computed); the prefill produces the first token, then the request joins the running batch.
+- verify step: one duration for the whole batch, ``physics.step_ms`` of the sum of the
+  running contexts; then each request commits 1 + accepted drafts (``physics`` docstring).
+
+Durations are simulated milliseconds; the wall clock sleeps ``ms * time_scale / 1000``. The
+loop sleeps to a deadline that advances by each duration, so sleep jitter does not accumulate;
+after an idle period the deadline restarts at "now". Every request records its simulated
+prefill and step durations and commits: the ground truth behind ``/_sim/truth``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from specperf.sim.cache import PrefixCache
+from specperf.sim.faults import Faults
+from specperf.sim.physics import Draws, build_vocabulary, mean_commit, prefill_ms, step_ms
+from specperf.sim.profile import Profile
+from specperf.sim.request import GenerationSpec, SimRequest, new_request
+from specperf.sim.tokenizer import BOS_ID, Tokenizer
+
+_TRUTH_KEEP = 1000
+_MAX_LAG_S = 0.25  # beyond this the loop stops trying to catch up (e.g. after a suspend)
+_BACKGROUND_PROMPT = 256
+_BACKGROUND_OUTPUT = 2000
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """One verify step as observers (metrics, decode log) see it."""
+
+    batch: Sequence[SimRequest]
+    committed: int
+    wall_s: float
+    context_tokens: int
+    queued: int
+
+
+class SchedulerObserver(Protocol):
+    def on_step(self, report: StepReport) -> None: ...
+    def on_first_token(self, request: SimRequest) -> None: ...
+    def on_finish(self, request: SimRequest) -> None: ...
+
+
+class Scheduler:
+    """Owns the queue, the running batch, the prefix cache and the ground truth."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        faults: Faults,
+        tokenizer: Tokenizer,
+        time_scale: float,
+        seed: int,
+    ) -> None:
+        self.profile = profile
+        self.time_scale = time_scale
+        self._physics = profile.physics
+        self._faults = faults
+        self._tokenizer = tokenizer
+        self._seed = seed
+        self.vocab = build_vocabulary(tokenizer)
+        self.observers: list[SchedulerObserver] = []
+        self._cache = PrefixCache()
+        self._noise = Draws([seed, 0])
+        self._waiting: list[SimRequest] = []
+        self._prefilling: list[SimRequest] = []
+        self._running: list[SimRequest] = []
+        self._truth: deque[SimRequest] = deque(maxlen=_TRUTH_KEEP)
+        self._submitted = 0
+        self._background_started = 0
+        self._background_target = 0
+        self._deadline = 0.0
+        self._wake: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def running_count(self) -> int:
+        return len(self._running) + len(self._prefilling)
+
+    @property
+    def queued_count(self) -> int:
+        return len(self._waiting)
+
+    async def start(self) -> None:
+        """Start the loop (call from inside the server's event loop)."""
+        self._wake = asyncio.Event()
+        self._task = asyncio.create_task(self._loop(), name="specperf-sim-scheduler")
+
+    async def stop(self) -> None:
+        """Stop the loop and abort whatever still runs."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for request in [*self._waiting, *self._prefilling, *self._running]:
+            self.abort(request)
+
+    def submit(self, spec: GenerationSpec, background: bool = False) -> SimRequest:
+        """Queue a request; its own RNG depends only on the seed and its arrival index."""
+        if background:
+            self._background_started += 1
+            seed = [self._seed, 2, self._background_started]
+        else:
+            self._submitted += 1
+            seed = [self._seed, 1, self._submitted]
+        now = (time.time(), asyncio.get_running_loop().time())
+        request_id = spec.rid or uuid.uuid4().hex
+        request = new_request(
+            request_id, spec, self._physics, self._tokenizer, self.vocab, seed, background, now
+        )
+        self._waiting.append(request)
+        self._truth.append(request)
+        self._notify()
+        return request
+
+    def abort(self, request: SimRequest) -> None:
+        """Stop a request now (client gone, shutdown, background no longer wanted)."""
+        if request.finish_reason is not None:
+            return
+        for queue in (self._waiting, self._running):
+            if request in queue:
+                queue.remove(request)
+        loop_time = asyncio.get_running_loop().time()
+        reason = {"type": "abort", "message": "request aborted", "status_code": 499,
+                  "err_type": "abort"}
+        request.finish(loop_time, time.time(), reason)
+
+    def flush_cache(self) -> bool:
+        """Empty the prefix cache; refused (False) while any request is active."""
+        if self._waiting or self._prefilling or self._foreground_running():
+            return False
+        self._cache.clear()
+        return True
+
+    def set_background(self, count: int) -> None:
+        """Keep ``count`` foreign long generations running (0 stops them)."""
+        self._background_target = count
+        active = [r for r in self._active() if r.background]
+        for request in active[count:]:
+            self.abort(request)
+        for _ in range(count - len(active)):
+            self._spawn_background()
+
+    def truth(self) -> list[dict[str, Any]]:
+        """Ground truth of the last requests, oldest first."""
+        return [request.truth() for request in self._truth]
+
+    def _active(self) -> list[SimRequest]:
+        return [*self._waiting, *self._prefilling, *self._running]
+
+    def _foreground_running(self) -> bool:
+        return any(not r.background for r in self._running)
+
+    def _notify(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    async def _loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self._wake is not None
+        while True:
+            if not self._waiting and not self._running:
+                self._wake.clear()
+                await self._wake.wait()
+                self._deadline = loop.time()
+                continue
+            if self._waiting:
+                await self._prefill()
+            else:
+                await self._decode()
+
+    async def _sleep(self, sim_ms: float) -> float:
+        """Sleep one simulated duration to the running deadline; returns the wall seconds."""
+        loop = asyncio.get_running_loop()
+        wall = sim_ms * self.time_scale / 1000.0
+        now = loop.time()
+        if self._deadline < now - _MAX_LAG_S:
+            self._deadline = now
+        self._deadline += wall
+        await asyncio.sleep(max(self._deadline - now, 0.0))
+        return wall
+
+    async def _prefill(self) -> None:
+        batch, self._waiting = self._waiting, []
+        self._prefilling = batch
+        loop_now = asyncio.get_running_loop().time()
+        total_ms = 0.0
+        for request in batch:
+            request.prefill_start_mono = loop_now
+            prompt = request.spec.prompt_ids
+            request.cached_tokens = min(self._cache.match(prompt), len(prompt) - 1)
+            request.prefill_ms = prefill_ms(self._physics, len(prompt) - request.cached_tokens)
+            total_ms += request.prefill_ms
+        await self._sleep(total_ms)
+        self._prefilling = []
+        now = asyncio.get_running_loop().time()
+        for request in batch:
+            if request.finish_reason is not None:
+                continue
+            self._cache.insert(request.spec.prompt_ids)
+            request.commit(1)
+            request.first_token_mono = now
+            if request.updates is not None:
+                request.updates.put_nowait(len(request.output_ids))
+            for observer in self.observers:
+                observer.on_first_token(request)
+            if request.finished:
+                self._finish(request)
+            else:
+                self._running.append(request)
+
+    async def _decode(self) -> None:
+        batch = list(self._running)
+        state = self._faults.state
+        noise = self._physics.noise if state.noise is None else state.noise
+        context = sum(r.context for r in batch)
+        ms = step_ms(self._physics, context, len(batch), self._noise.normal(), noise,
+                     state.step_time_mult, state.slope_mult)
+        wall = await self._sleep(ms)
+        committed = 0
+        for request in batch:
+            committed += self._advance(request, ms, state.acceptance_mult)
+        report = StepReport(batch, committed, wall, context, len(self._waiting))
+        for observer in self.observers:
+            observer.on_step(report)
+        for request in batch:
+            if request.finished and request.finish_reason is None:
+                self._finish(request)
+        self._running = [r for r in self._running if not r.finished]
+
+    def _advance(self, request: SimRequest, ms: float, acceptance_mult: float) -> int:
+        if request.finish_reason is not None:
+            return 0  # aborted while the step ran
+        mean = mean_commit(self._physics, request.window, acceptance_mult)
+        before = len(request.output_ids)
+        request.commit(request.commit_draw.draw(mean, request.remaining))
+        count = len(request.output_ids) - before
+        request.step_ms.append(ms)
+        request.commits.append(count)
+        if request.updates is not None:
+            request.updates.put_nowait(len(request.output_ids))
+        return count
+
+    def _finish(self, request: SimRequest) -> None:
+        request.finish(asyncio.get_running_loop().time(), time.time())
+        for observer in self.observers:
+            observer.on_finish(request)
+        if request.background and self._background_target > 0:
+            active = sum(1 for r in self._active() if r.background and not r.finished)
+            if active < self._background_target:
+                self._spawn_background()
+
+    def _spawn_background(self) -> None:
+        draws = Draws([self._seed, 3, self._background_started])
+        words = [self.vocab[int(draws.uniform() * len(self.vocab))] for _ in range(255)]
+        room = self.profile.context_length - _BACKGROUND_PROMPT
+        spec = GenerationSpec(
+            prompt_ids=[BOS_ID, *words],
+            max_new_tokens=max(1, min(_BACKGROUND_OUTPUT, room)),
+            ignore_eos=True,
+        )
+        self.submit(spec, background=True)

@@ -1,0 +1,273 @@
+"""Verdict sentences, attribution, tolerance layering and adaptive repeats (no plugin)."""
+
+from __future__ import annotations
+
+import pytest
+
+from specperf.baseline import CaseBaseline
+from specperf.errors import ConfigError
+from specperf.model import ContextFit
+from specperf.stats import Summary
+from specperf.verdict import (
+    DEFAULT_TOLERANCES,
+    decide_repeats,
+    format_percent,
+    format_value,
+    judge_case,
+    judge_fit,
+    reconcile,
+    resolve_tolerances,
+)
+
+TOL = dict(DEFAULT_TOLERANCES)
+
+
+def base_case(tok_s: float, commit: float, step: float, **extra: float) -> CaseBaseline:
+    metrics = {"tok_s": Summary(tok_s, 0.0, 1), "avg_commit": Summary(commit, 0.0, 1),
+               "step_ms": Summary(step, 0.0, 1)}
+    metrics.update({k: Summary(v, 0.0, 1) for k, v in extra.items()})
+    return CaseBaseline("padding", 5553, 600, metrics, {})
+
+
+def current(tok_s: float, commit: float, step: float, **extra: float) -> dict[str, Summary]:
+    out = {"tok_s": Summary(tok_s, 0.1, 5), "avg_commit": Summary(commit, 0.01, 5),
+           "step_ms": Summary(step, 1.0, 5)}
+    out.update({k: Summary(v, 0.1, 5) for k, v in extra.items()})
+    return out
+
+
+def judge(base: tuple[float, float, float], now: tuple[float, float, float]) -> tuple[str, str]:
+    verdict = judge_case("padding-ctx5553", current(*now), base_case(*base), TOL)
+    return verdict.status, verdict.message
+
+
+# --- case sentences -----------------------------------------------------------------------
+
+
+def test_acceptance_regression_sentence() -> None:
+    verdict = judge_case("padding-ctx5553", current(38.1, 5.64, 148),
+                         base_case(54.5, 7.85, 144), TOL)
+    assert verdict.status == "fail"
+    assert verdict.fails() == (
+        "tok/s 54.5 → 38.1 (−30.1%, limit −10%): avg commit 7.85 → 5.64 (−28.2%) explains it; "
+        "step time 144 → 148 ms (+2.8%, within noise) — acceptance regression: check the "
+        "drafter and the text.")
+
+
+def test_acceptance_only_drop_attributes_at_least_90_percent() -> None:
+    # acceptance ×0.6 with the step time unchanged, as the injected fault does
+    verdict = judge_case("padding-ctx5553", current(54.5 * 0.6, 7.85 * 0.6, 144),
+                         base_case(54.5, 7.85, 144), TOL)
+    assert verdict.attribution is not None
+    assert verdict.attribution.share("acceptance") >= 0.9
+    assert "avg commit 7.85 → 4.71 (−40.0%) explains it" in verdict.message
+
+
+def test_step_time_regression_sentence() -> None:
+    assert judge((54.5, 7.85, 144), (46.1, 7.80, 170)) == ("fail", (
+        "tok/s 54.5 → 46.1 (−15.4%, limit −10%): step time 144 → 170 ms (+18.1%) explains it; "
+        "avg commit 7.85 → 7.80 (−0.6%, within noise) — step-time regression: check the "
+        "kernels, attention backend and KV cache."))
+
+
+def test_both_moved_names_both_shares() -> None:
+    assert judge((54.5, 7.85, 144), (35.0, 6.40, 170)) == ("fail", (
+        "tok/s 54.5 → 35.0 (−35.8%, limit −10%): avg commit 7.85 → 6.40 (−18.5%) and step time "
+        "144 → 170 ms (+18.1%) both moved, acceptance explains 46%, step time 37% — acceptance "
+        "and step-time regression: check the drafter and the text, then the kernels, attention "
+        "backend and KV cache."))
+
+
+def test_neither_explains_it() -> None:
+    assert judge((54.5, 7.85, 144), (40.0, 7.80, 146)) == ("fail", (
+        "tok/s 54.5 → 40.0 (−26.6%, limit −10%): avg commit 7.85 → 7.80 (−0.6%, within noise); "
+        "step time 144 → 146 ms (+1.4%, within noise) — neither acceptance nor step time "
+        "explains it (prefill, transport or client overhead?)."))
+
+
+def test_pass_sentence() -> None:
+    verdict = judge_case("padding-ctx3333", current(78.3, 7.88, 101), base_case(77.9, 7.90, 101),
+                         TOL)
+    assert verdict.status == "pass"
+    assert verdict.fails() is None
+    assert verdict.message == ("tok/s 77.9 → 78.3 (+0.5%, limit −10%); avg commit 7.90 → 7.88; "
+                               "step time 101 → 101 ms — within tolerance.")
+
+
+def test_improvement_passes_with_refresh_hint() -> None:
+    status, message = judge((54.5, 7.85, 144), (65.0, 7.85, 120))
+    assert status == "improved"
+    assert message == ("tok/s 54.5 → 65.0 (+19.3%, limit −10%); avg commit 7.85 → 7.85; "
+                       "step time 144 → 120 ms — faster than the baseline: refresh it with "
+                       "--update-baselines if this is intended.")
+
+
+def test_step_time_alone_breaks_its_limit() -> None:
+    assert judge((54.5, 7.85, 144), (52.0, 7.85, 160)) == ("fail", (
+        "step time 144 → 160 ms (+11.1%, limit +10%) while tok/s 54.5 → 52.0 (−4.6%) stayed "
+        "within its limit — step-time regression: check the kernels, attention backend and "
+        "KV cache."))
+
+
+def test_avg_commit_alone_breaks_its_limit() -> None:
+    assert judge((54.5, 7.85, 144), (52.0, 6.90, 133)) == ("fail", (
+        "avg commit 7.85 → 6.90 (−12.1%, limit −10%) while tok/s 54.5 → 52.0 (−4.6%) stayed "
+        "within its limit — acceptance regression: check the drafter and the text."))
+
+
+def test_tolerance_widens_the_limit() -> None:
+    tolerances = resolve_tolerances(DEFAULT_TOLERANCES, {"step_ms": 0.15})
+    verdict = judge_case("c", current(52.0, 7.85, 160), base_case(54.5, 7.85, 144), tolerances)
+    assert verdict.status == "pass"
+    assert verdict.details["step_ms"]["limit"] == pytest.approx(0.15)
+    assert verdict.details["tok_s"]["limit"] == pytest.approx(-0.10)
+
+
+def test_details_record_base_new_change() -> None:
+    verdict = judge_case("c", current(38.1, 5.64, 148), base_case(54.5, 7.85, 144), TOL)
+    assert verdict.details["tok_s"]["base"] == 54.5
+    assert verdict.details["tok_s"]["new"] == 38.1
+    assert verdict.details["tok_s"]["change"] == pytest.approx(38.1 / 54.5 - 1)
+
+
+def test_without_acceptance_data_the_drop_is_not_attributed() -> None:
+    base = base_case(54.5, 7.85, 144)
+    verdict = judge_case("c", {"tok_s": Summary(38.1, 0.1, 3)}, base, TOL)
+    assert verdict.status == "fail"
+    assert verdict.attribution is None
+    assert verdict.message == ("tok/s 54.5 → 38.1 (−30.1%, limit −10%) — acceptance or step "
+                               "time was not measured, so the drop cannot be attributed: check "
+                               "the acceptance source.")
+
+
+def test_nothing_comparable_is_no_baseline() -> None:
+    base = CaseBaseline("padding", 13, 600, {}, {})
+    verdict = judge_case("padding-ctx13", current(1, 1, 1), base, TOL)
+    assert verdict.status == "no-baseline"
+    assert verdict.fails() is None
+
+
+def test_number_formats() -> None:
+    assert format_value("step_ms", 9.46) == "9.5"
+    assert format_value("step_ms", 144.4) == "144"
+    assert format_value("avg_commit", 2.9) == "2.90"
+    assert format_value("tok_s", 139.64) == "139.6"
+    assert format_percent(-0.3009) == "−30.1%"
+    assert format_percent(0.0) == "+0.0%"
+    assert format_percent(-0.0001) == "+0.0%"
+
+
+# --- fit and reconcile --------------------------------------------------------------------
+
+
+def test_fit_regression_sentence() -> None:
+    base = ContextFit(40.0, 0.0208, 1.0, 4)
+    now = ContextFit(40.0, 0.0287, 1.0, 4)
+    verdict = judge_fit("reasoning", now, base, 0.15)
+    assert verdict.case_id == "reasoning-fit"
+    assert verdict.fails() == (
+        "reasoning: step time per 1k context 20.8 → 28.7 ms (+38.0%, limit +15%) — attention "
+        "scaling regression: step time grows faster with context than in the baseline.")
+
+
+def test_fit_within_tolerance_passes() -> None:
+    verdict = judge_fit("padding", ContextFit(30, 0.021, 1, 4), ContextFit(30, 0.0208, 1, 4), 0.15)
+    assert verdict.status == "pass"
+    assert verdict.message == ("padding: step time per 1k context 20.8 → 21.0 ms (+1.0%, "
+                               "limit +15%) — within tolerance.")
+
+
+def test_reconcile_flags_an_unexplained_slowdown() -> None:
+    fit = ContextFit(a_ms=30.0, b_ms_per_token=0.02, residual_ms=1.0, n_points=4)
+    # step at 5853 context = 147.06 ms; 599/7.85 steps → 54.5 tok/s predicted
+    verdict = reconcile("padding-ctx5553", 38.0, 7.85, fit, 5853, 600, 0.10)
+    assert verdict is not None
+    assert verdict.status == "fail"
+    assert verdict.message == (
+        "observed tok/s 38.0 vs 53.5 predicted from this run's acceptance (7.85) and the "
+        "baseline's context curve (−29.0%): a slowdown neither acceptance nor the context curve "
+        "explains — look at the server (KV cache fragmentation, other load, clocks).")
+
+
+def test_reconcile_is_silent_when_the_prediction_holds() -> None:
+    fit = ContextFit(a_ms=30.0, b_ms_per_token=0.02, residual_ms=1.0, n_points=4)
+    assert reconcile("padding-ctx5553", 52.0, 7.85, fit, 5853, 600, 0.10) is None
+
+
+# --- tolerances ---------------------------------------------------------------------------
+
+
+def test_later_layers_override_earlier() -> None:
+    merged = resolve_tolerances(DEFAULT_TOLERANCES, {"tok_s": 0.05}, {"slope": 0.2},
+                                {}, {"tok_s": 0.2, "step_ms": 0.15})
+    assert merged == {"tok_s": 0.2, "avg_commit": 0.10, "step_ms": 0.15,
+                      "decode_tok_s": 0.10, "slope": 0.2}
+
+
+def test_unknown_tolerance_names_the_accepted_keys() -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve_tolerances({"tok": 0.1})
+    assert str(info.value) == ("unknown tolerance 'tok': use one of avg_commit, decode_tok_s, "
+                               "slope, step_ms, tok_s.")
+
+
+@pytest.mark.parametrize("value", [0, 0.0, -0.1, 1.5])
+def test_tolerance_out_of_range(value: float) -> None:
+    with pytest.raises(ConfigError, match=r"out of range: give a fraction in \(0, 1\]"):
+        resolve_tolerances({"step_ms": value})
+
+
+def test_tolerance_must_be_a_number() -> None:
+    with pytest.raises(ConfigError, match="is not a number"):
+        resolve_tolerances({"step_ms": "0.1"})  # type: ignore[dict-item]
+
+
+# --- adaptive repeats ---------------------------------------------------------------------
+
+
+def steady(value: float, n: int, wobble: float = 0.005) -> list[float]:
+    """n values with median ``value`` and relative MAD ``wobble`` (for n a multiple of 3)."""
+    return [value * (1 + wobble * (0, -1, 1)[i % 3]) for i in range(n)]
+
+
+def test_too_few_repeats_asks_for_more() -> None:
+    decision = decide_repeats({"tok_s": [50.0, 51.0]}, None, TOL, min_repeats=3, max_repeats=9)
+    assert decision.action == "more"
+    assert decision.reason == "2 of at least 3 repeats taken."
+
+
+def test_stable_without_baseline_stops() -> None:
+    decision = decide_repeats({"tok_s": steady(50, 3)}, None, TOL, min_repeats=3, max_repeats=9)
+    assert decision.action == "stop"
+
+
+def test_noisy_cell_takes_more_then_is_unstable() -> None:
+    noisy = {"tok_s": steady(50, 3), "step_ms": steady(100, 3, wobble=0.2)}
+    more = decide_repeats(noisy, None, TOL, min_repeats=3, max_repeats=9)
+    assert more.action == "more"
+    noisy = {"tok_s": steady(50, 9), "step_ms": steady(100, 9, wobble=0.2)}
+    unstable = decide_repeats(noisy, None, TOL, min_repeats=3, max_repeats=9)
+    assert unstable.action == "unstable"
+    assert unstable.reason == (
+        "step time spreads too widely: relative MAD 0.20 > 0.10 after 9 repeats (the bound): "
+        "the cell cannot be judged — quiet the server (other load, clocks) or raise the repeat "
+        "bound.")
+
+
+def test_clear_verdict_stops_early() -> None:
+    base = base_case(54.5, 7.85, 144)
+    values = {"tok_s": steady(54.5, 3), "avg_commit": steady(7.85, 3), "step_ms": steady(144, 3)}
+    decision = decide_repeats(values, base, TOL, min_repeats=3, max_repeats=9)
+    assert decision.action == "stop"
+    assert decision.reason.startswith("verdict clear after 3 repeats")
+
+
+def test_near_the_limit_takes_more_until_the_bound() -> None:
+    base = base_case(54.5, 7.85, 144)
+    # tok/s 9.5% down: 0.5% from its limit while the median's uncertainty is ~3%
+    near = {"tok_s": steady(54.5 * 0.905, 3, wobble=0.04)}
+    assert decide_repeats(near, base, TOL, min_repeats=3, max_repeats=9).action == "more"
+    near = {"tok_s": steady(54.5 * 0.905, 9, wobble=0.04)}
+    at_bound = decide_repeats(near, base, TOL, min_repeats=3, max_repeats=9)
+    assert at_bound.action == "stop"
+    assert "at the repeat bound" in at_bound.reason

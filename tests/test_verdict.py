@@ -185,7 +185,7 @@ def test_reconcile_flags_an_unexplained_slowdown() -> None:
     assert verdict.status == "fail"
     assert verdict.message == (
         "observed tok/s 38.0 vs 53.5 predicted from this run's acceptance (7.85) and the "
-        "baseline's context curve (−29.0%): a slowdown neither acceptance nor the context curve "
+        "baseline's context curve (−28.9%): a slowdown neither acceptance nor the context curve "
         "explains — look at the server (KV cache fragmentation, other load, clocks).")
 
 

@@ -17,10 +17,12 @@ from .errors import (
     ContaminatedMeasurement,
     IgnoreEosNotHonoured,
     MalformedResponse,
+    UnstableMeasurement,
 )
 from .probe import ServerInfo
 from .routes import Completion
 from .stats import Summary, summarize
+from .verdict import RepeatDecision, decide_repeats
 from .workload import Case, PromptBuilder
 
 # The metrics every measurement summarises; names as in DESIGN.md.
@@ -137,11 +139,7 @@ class RunConfig:
     guard_wait_s: float = 5.0
 
 
-Decide = Callable[[Mapping[str, Sequence[float]], int], str]
-
-
-def _always_enough(values: Mapping[str, Sequence[float]], n: int) -> str:
-    return "stop"
+Decide = Callable[[Mapping[str, Sequence[float]]], RepeatDecision]
 
 
 class Measurer:
@@ -162,20 +160,31 @@ class Measurer:
         self.log = log
         self.on_sample = on_sample or (lambda s, total: None)
 
-    def measure(self, case: Case, decide: Decide = _always_enough) -> Measurement:
-        """Warm up, then repeat until ``decide`` says stop (bounded by max_repeats)."""
+    def measure(self, case: Case, decide: Decide | None = None) -> Measurement:
+        """Warm up, then repeat until ``decide`` says stop (bounded by max_repeats).
+
+        Without ``decide``, repeats stop once the minimum is taken and every metric is
+        stable; a case still too noisy at the bound raises UnstableMeasurement.
+        """
+        decide = decide or self._stable_enough
         samples = [self.sample(case, -1 - i, warmup=True) for i in range(self.run.warmup)]
         measured: list[Sample] = []
         while True:
             measured.append(self.sample(case, len(measured), warmup=False))
             self.on_sample(measured[-1], self.run.repeats)
-            n = len(measured)
-            if n < self.run.repeats:
+            if len(measured) < self.run.repeats:
                 continue
-            if n >= self.run.max_repeats or decide(_values(measured), n) != "more":
+            decision = decide(_values(measured))
+            if decision.action == "unstable":
+                raise UnstableMeasurement(f"{case.id}: {decision.reason}")
+            if decision.action == "stop" or len(measured) >= self.run.max_repeats:
                 break
         return Measurement(case, tuple(samples + measured), self._decode_method(),
                            self.server.acceptance_source)
+
+    def _stable_enough(self, values: Mapping[str, Sequence[float]]) -> RepeatDecision:
+        return decide_repeats(values, None, {}, min_repeats=self.run.repeats,
+                              max_repeats=self.run.max_repeats)
 
     def _decode_method(self) -> str:
         return "server-timings" if self.server.server_timings else "two-point"

@@ -68,6 +68,10 @@ class Tokenizer:
             self._pieces.setdefault(token_id, piece)
         return token_id
 
+    def adopt(self, token_id: int) -> None:
+        """Give a client-supplied id nobody has produced a placeholder piece."""
+        self._pieces.setdefault(token_id, f" <{token_id}>")
+
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         """Tokenize text, prepending ``<bos>`` when add_special_tokens."""
         ids = [BOS_ID] if add_special_tokens else []

@@ -27,7 +27,10 @@ def error_response(status: int, message: str) -> JSONResponse:
     kind = "BadRequestError" if status < 500 else "InternalServerError"
     if status == 404:
         kind = "NotFoundError"
-    body = {"object": "error", "error": {"message": message, "type": kind, "code": status}}
+    # Both spellings SGLang uses: OpenAI routes put the fields at the top level, the native
+    # routes nest them under "error"; clients of either find what they expect.
+    error = {"message": message, "type": kind, "code": status}
+    body = {"object": "error", **error, "error": error}
     return JSONResponse(body, status_code=status)
 
 

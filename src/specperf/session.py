@@ -1,0 +1,195 @@
+"""One measuring session against one endpoint, shared by the pytest plugin and the CLI.
+
+Lifecycle (owned here, explained once): ``start()`` launches the embedded simulator
+when no endpoint is configured, takes the GPU lock *before the first request*, probes
+the server and prepares prompts; ``measure()`` runs one case; ``close()`` releases the
+lock and stops the simulator, always (also on errors and Ctrl-C). Start is lazy, so a
+pytest run that collects no perf case never touches the GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from . import lock as gpulock
+from .acceptance import LogSource
+from .client import Client
+from .config import Settings
+from .errors import ConfigError, EndpointUnreachable, SpecperfError
+from .measure import Decide, Measurement, Measurer, RunConfig, Sample
+from .probe import ServerInfo, ServerTokenizer, probe
+from .workload import PromptBuilder, TextClass, load_text_classes
+
+Progress = Callable[[str], None]
+
+_SIM_START_TIMEOUT_S = 30.0
+
+
+class SimProcess:
+    """The simulator as a real server process on a free loopback port."""
+
+    def __init__(self, profile: str, time_scale: float, seed: int = 0,
+                 extra_args: tuple[str, ...] = ()) -> None:
+        self.argv = [sys.executable, "-m", "specperf.sim", "--host", "127.0.0.1", "--port", "0",
+                     "--profile", profile, "--time-scale", repr(time_scale), "--seed", str(seed),
+                     *extra_args]
+        self.proc: subprocess.Popen[str] | None = None
+        self.url = ""
+
+    def start(self) -> str:
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True, start_new_session=True)
+        line = self._first_line()
+        if "http://" not in line:
+            err = self._stop_and_stderr()
+            raise EndpointUnreachable(
+                f"the embedded simulator did not start ({' '.join(self.argv[1:])}): "
+                f"{err.strip()[-500:] or 'no output'}. Check --sim-profile.")
+        self.url = line[line.index("http://"):].strip()
+        return self.url
+
+    def _first_line(self) -> str:
+        assert self.proc is not None and self.proc.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        ready = sel.select(timeout=_SIM_START_TIMEOUT_S)
+        sel.close()
+        return self.proc.stdout.readline() if ready else ""
+
+    def _stop_and_stderr(self) -> str:
+        self.stop()
+        assert self.proc is not None and self.proc.stderr is not None
+        return self.proc.stderr.read()
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> SimProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class PerfSession:
+    """Settings in, measurements out; see the module docstring for the lifecycle."""
+
+    def __init__(self, settings: Settings, *, progress: Progress = lambda _: None,
+                 on_sample: Callable[[Sample, int], None] | None = None,
+                 hold_lock: bool = True) -> None:
+        self.settings = settings
+        self.progress = progress
+        self.on_sample = on_sample
+        self.hold_lock = hold_lock
+        self.sim: SimProcess | None = None
+        self.client: Client | None = None
+        self.lock: gpulock.GpuLock | None = None
+        self.server: ServerInfo | None = None
+        self.measurer: Measurer | None = None
+        self.classes: dict[str, TextClass] = {}
+        self.measurements: dict[str, Measurement] = {}
+        self.lock_wait_s = 0.0
+        self.started_at = time.time()
+
+    @property
+    def url(self) -> str:
+        return self.settings.endpoint or (self.sim.url if self.sim else "")
+
+    def start(self) -> ServerInfo:
+        """Everything before the first measured request; idempotent."""
+        if self.server is not None:
+            return self.server
+        s = self.settings
+        self.classes = load_text_classes(s.text_class_dir)
+        if s.endpoint is None:
+            self.sim = SimProcess(s.sim_profile, s.sim_time_scale)
+            self.sim.start()
+        self.client = Client(self.url, api_key=s.api_key(), timeout_s=s.request_timeout)
+        if self.hold_lock:
+            self._take_lock()
+        source = s.sources.get("endpoint", "--endpoint") if s.endpoint else "the embedded simulator"
+        self.server = probe(self.client, api=s.api, model=s.model,
+                            wanted_source=s.acceptance_source, log_command=s.log_command,
+                            simulated=s.endpoint is None, endpoint_source=source,
+                            warn=lambda note: self.progress(f"specperf: {note}"))
+        self._check_contexts(self.server)
+        self.measurer = self._measurer(self.client, self.server)
+        return self.server
+
+    def _take_lock(self) -> None:
+        path = self.settings.gpu_lock or gpulock.lock_path_for(self.url)
+        self.lock = gpulock.GpuLock(path, timeout_s=self.settings.gpu_lock_timeout,
+                                    endpoint=self.url, progress=self.progress)
+        self.lock_wait_s = self.lock.acquire()
+
+    def _check_contexts(self, server: ServerInfo) -> None:
+        limit = server.max_model_len
+        worst = max(self.settings.contexts) + self.settings.output_tokens
+        if limit is not None and worst > limit:
+            raise ConfigError(
+                f"context {max(self.settings.contexts)} + {self.settings.output_tokens} output "
+                f"tokens = {worst} exceeds the server's context length {limit}: lower "
+                "--contexts or --output-tokens.")
+
+    def _measurer(self, client: Client, server: ServerInfo) -> Measurer:
+        if server.tokenizer_path is None:
+            raise ConfigError(
+                f"{server.url} has no /tokenize route, so prompts of exact token length "
+                "cannot be built; enable the tokenizer endpoint on the server.")
+        prompts = PromptBuilder(ServerTokenizer(client, server.tokenizer_path), self.classes)
+        s = self.settings
+        run = RunConfig(repeats=s.repeats, max_repeats=s.max_repeats, warmup=s.warmup,
+                        request_timeout=s.request_timeout)
+        log = LogSource(s.log_command) if s.log_command else None
+        return Measurer(client, server, prompts, run, log=log, on_sample=self.on_sample)
+
+    def measure(self, case_text_class: str, context: int, decide: Decide | None = None
+                ) -> Measurement:
+        from .workload import Case
+
+        self.start()
+        assert self.measurer is not None
+        case = Case(case_text_class, context, self.settings.output_tokens)
+        measurement = self.measurer.measure(case, decide) if decide else \
+            self.measurer.measure(case)
+        self.measurements[case.id] = measurement
+        return measurement
+
+    def close(self) -> None:
+        """Release everything; safe to call twice and after a failed start."""
+        try:
+            if self.client is not None:
+                self.client.close()
+            if self.lock is not None:
+                self.lock.release()
+        finally:
+            if self.sim is not None:
+                self.sim.stop()
+
+
+def git_revision(root: Path | None = None) -> str:
+    """The suite's git revision, or 'unknown' outside a checkout."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=5, cwd=root or os.getcwd(), check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+__all__ = ["PerfSession", "SimProcess", "SpecperfError", "git_revision"]

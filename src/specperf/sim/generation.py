@@ -1,0 +1,145 @@
+"""What every generation route shares: validation, faults, submission, waiting, delivery."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from specperf.sim.request import GenerationSpec, SimRequest
+from specperf.sim.state import SimState
+from specperf.sim.wire import (
+    SSE_HEADERS,
+    BadRequest,
+    DroppedResponse,
+    error_response,
+    malformed_response,
+    one_part,
+)
+
+_DISCONNECT_POLL_S = 1.0
+_STREAM_DROP_AFTER = 3  # SSE events sent before a dropped stream is cut
+
+
+def prompt_ids(state: SimState, text: object, ids: object) -> list[int]:
+    """Token ids of a text prompt (with bos) or of given input_ids (used as given)."""
+    if isinstance(text, str) and text:
+        return state.tokenizer.encode(text, add_special_tokens=True)
+    if isinstance(ids, list) and ids and all(_is_id(i) for i in ids):
+        # Ids never seen get placeholder pieces so the output can still be detokenized.
+        for token in ids:
+            if not state.tokenizer.knows([token]):
+                state.tokenizer.adopt(token)
+        return list(ids)
+    raise BadRequest("Provide a non-empty 'text' string or a non-empty list of int 'input_ids'")
+
+
+def build_spec(state: SimState, prompt: list[int], options: dict[str, Any]) -> GenerationSpec:
+    """Validate the sampling options against the profile's context length."""
+    max_new = options.get("max_new_tokens", 128)
+    if isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1:
+        raise BadRequest(f"max_new_tokens must be a positive integer, got {max_new!r}")
+    limit = state.profile.context_length
+    if len(prompt) + max_new > limit:
+        raise BadRequest(
+            f"Requested token count exceeds the model's maximum context length of {limit} "
+            f"tokens. You requested a total of {len(prompt) + max_new} tokens: {len(prompt)} "
+            f"tokens from the input messages and {max_new} tokens for the completion."
+        )
+    return GenerationSpec(
+        prompt_ids=prompt,
+        max_new_tokens=max_new,
+        ignore_eos=bool(options.get("ignore_eos", False)),
+        stop=_stops(options.get("stop")),
+        stream=bool(options.get("stream", False)),
+        rid=options.get("rid") if isinstance(options.get("rid"), str) else None,
+    )
+
+
+async def pre_faults(state: SimState) -> Response | None:
+    """Hang and error faults, applied before the request reaches the scheduler."""
+    faults = state.faults
+    if faults.state.hang_s > 0:
+        await asyncio.sleep(faults.state.hang_s)
+    if faults.roll(faults.state.error_rate):
+        status = faults.state.error_status
+        return error_response(status, f"Simulated server error (fault injection, {status})")
+    return None
+
+
+def submit(state: SimState, spec: GenerationSpec) -> SimRequest:
+    """Submit to the scheduler, applying the early-stop fault."""
+    faults = state.faults
+    if faults.roll(faults.state.early_stop_rate):
+        stop_at = max(1, int(spec.max_new_tokens * faults.uniform(0.1, 0.5)))
+        spec = replace(spec, early_stop_at=stop_at)
+    return state.scheduler.submit(spec)
+
+
+async def wait_finished(state: SimState, http: Request, request: SimRequest) -> bool:
+    """Wait for the request; abort it (False) if the client goes away meanwhile."""
+    while True:
+        try:
+            await asyncio.wait_for(request.done.wait(), timeout=_DISCONNECT_POLL_S)
+            return True
+        except TimeoutError:
+            if await http.is_disconnected():
+                state.scheduler.abort(request)
+                return False
+
+
+def deliver(state: SimState, body: bytes) -> Response:
+    """A finished non-streaming JSON body, possibly malformed or dropped by a fault."""
+    faults = state.faults
+    if faults.roll(faults.state.drop_rate):
+        half = body[: len(body) // 2]
+        return DroppedResponse(one_part(half), 1, "application/json", len(body))
+    if faults.roll(faults.state.malformed_rate):
+        return malformed_response(body)
+    return Response(body, media_type="application/json")
+
+
+def stream(state: SimState, events: AsyncIterator[bytes]) -> Response:
+    """An SSE response, possibly cut mid-stream by the drop fault."""
+    faults = state.faults
+    if faults.roll(faults.state.drop_rate):
+        return DroppedResponse(events, _STREAM_DROP_AFTER, "text/event-stream")
+    return StreamingResponse(events, media_type="text/event-stream", headers=SSE_HEADERS)
+
+
+async def progress(request: SimRequest) -> AsyncIterator[int]:
+    """Committed-token counts as the request advances (coalesced); ends when it finishes."""
+    queue = request.updates
+    assert queue is not None
+    while True:
+        items = [await queue.get()]
+        while not queue.empty():
+            items.append(queue.get_nowait())
+        if items[-1] < 0 or request.finish_reason is not None:
+            return
+        yield items[-1]
+
+
+def check_temperature(options: dict[str, Any]) -> None:
+    """Reject option shapes SGLang rejects (kept small: only what the simulator checks)."""
+    temperature = options.get("temperature", 0.0)
+    if temperature is not None and not isinstance(temperature, (int, float)):
+        raise BadRequest(f"temperature must be a number, got {temperature!r}")
+
+
+def _stops(raw: object) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        return (raw,) if raw else ()
+    if isinstance(raw, list) and all(isinstance(s, str) for s in raw):
+        return tuple(s for s in raw if s)
+    raise BadRequest(f"stop must be a string or a list of strings, got {raw!r}")
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -63,8 +63,8 @@ async def _serve(
     generation.check_temperature(body)
     max_tokens = body.get("max_completion_tokens") if chat else None
     if max_tokens is None:
-        max_tokens = body.get("max_tokens", 128 if not chat else state.profile.context_length
-                              - len(prompt))
+        # The simulator never ends on its own (eos_rate 0), so no "until EOS" default here.
+        max_tokens = body.get("max_tokens", 128)
     options = {"max_new_tokens": max_tokens, "ignore_eos": body.get("ignore_eos", False),
                "stop": body.get("stop"), "stream": body.get("stream", False),
                "rid": body.get("rid")}

@@ -86,6 +86,7 @@ class Scheduler:
         self._background_started = 0
         self._background_target = 0
         self._deadline = 0.0
+        self._lifetime = [0, 0]  # committed tokens, request-verify-steps
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
 
@@ -96,6 +97,12 @@ class Scheduler:
     @property
     def queued_count(self) -> int:
         return len(self._waiting)
+
+    @property
+    def lifetime_accept_length(self) -> float:
+        """Committed tokens per verify step since start (SGLang's useless lifetime average)."""
+        committed, steps = self._lifetime
+        return committed / steps if steps else 0.0
 
     async def start(self) -> None:
         """Start the loop (call from inside the server's event loop)."""
@@ -253,6 +260,8 @@ class Scheduler:
         count = len(request.output_ids) - before
         request.step_ms.append(ms)
         request.commits.append(count)
+        self._lifetime[0] += count
+        self._lifetime[1] += 1
         if request.updates is not None:
             request.updates.put_nowait(len(request.output_ids))
         return count

@@ -1,0 +1,17 @@
+"""An SGLang-speaking speculative-decoding server simulator (``python -m specperf.sim``).
+
+It serves SGLang's HTTP API (``/generate``, the OpenAI routes, ``/tokenize``,
+``/server_info``, ``/metrics``, ...) from one asyncio scheduler loop whose physics come from
+a profile (``specperf/sim/profiles/*.toml``); ``--time-scale`` runs it faster than real time.
+A fault API under ``/_sim/`` injects errors and regressions (see ``specperf.sim.faults``).
+
+Public surface: :func:`main` (the CLI), :func:`load_profile`, :class:`Profile`,
+:data:`READY_PREFIX` (the first stdout line starts with it, followed by the URL).
+"""
+
+from __future__ import annotations
+
+from specperf.sim.profile import DEFAULT_PROFILE, Profile, load_profile
+from specperf.sim.server import READY_PREFIX
+
+__all__ = ["DEFAULT_PROFILE", "READY_PREFIX", "Profile", "load_profile"]

@@ -1,0 +1,224 @@
+"""The starlette application: route table, info/admin routes, and the ``/_sim/`` API."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from specperf.sim import native, openai_api
+from specperf.sim.decodelog import DecodeLog
+from specperf.sim.faults import FaultError, Faults
+from specperf.sim.generation import pre_faults, wait_finished
+from specperf.sim.metrics import CONTENT_TYPE, SimMetrics
+from specperf.sim.profile import Profile
+from specperf.sim.request import GenerationSpec
+from specperf.sim.scheduler import Scheduler
+from specperf.sim.state import SimState, get_state
+from specperf.sim.tokenizer import BOS_ID, Tokenizer, UnknownTokenError
+from specperf.sim.wire import BadRequest, error_response, json_body
+
+
+def build_state(profile: Profile, time_scale: float, seed: int, log_file: Path | None) -> SimState:
+    """Wire the components of one simulator."""
+    tokenizer = Tokenizer()
+    faults = Faults(seed)
+    scheduler = Scheduler(profile, faults, tokenizer, time_scale, seed)
+    metrics = SimMetrics(scheduler, profile.served_model_name)
+    draft_tokens = max(1, profile.physics.max_commit - 1)
+    decode_log = DecodeLog(log_file, profile.decode_log_interval,
+                           profile.switches.log_format == "legacy", draft_tokens, metrics)
+    scheduler.observers.extend([metrics, decode_log])
+    return SimState(profile, tokenizer, faults, scheduler, metrics, decode_log, time_scale, seed)
+
+
+def build_app(state: SimState) -> Starlette:
+    """The ASGI app serving one simulator state."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await state.scheduler.start()
+        try:
+            yield
+        finally:
+            await state.scheduler.stop()
+            state.decode_log.close()
+
+    app = Starlette(
+        routes=_routes(),
+        lifespan=lifespan,
+        exception_handlers={
+            BadRequest: _bad_request,
+            404: _not_found,
+            405: _not_allowed,
+        },
+    )
+    app.state.sim = state
+    return app
+
+
+def _routes() -> list[Route]:
+    post, get = ["POST"], ["GET"]
+    return [
+        Route("/generate", native.generate, methods=post),
+        Route("/v1/completions", openai_api.completions, methods=post),
+        Route("/v1/chat/completions", openai_api.chat_completions, methods=post),
+        *(Route(p, tokenize, methods=post) for p in ("/tokenize", "/v1/tokenize")),
+        *(Route(p, detokenize, methods=post) for p in ("/detokenize", "/v1/detokenize")),
+        *(Route(p, server_info, methods=get) for p in ("/server_info", "/get_server_info")),
+        *(Route(p, model_info, methods=get) for p in ("/model_info", "/get_model_info")),
+        Route("/health", health, methods=get),
+        Route("/health_generate", health_generate, methods=get),
+        Route("/flush_cache", flush_cache, methods=["POST", "GET"]),
+        Route("/metrics", metrics, methods=get),
+        Route("/v1/models", models, methods=get),
+        Route("/_sim/faults", faults_get, methods=get),
+        Route("/_sim/faults", faults_post, methods=post),
+        Route("/_sim/reset", sim_reset, methods=post),
+        Route("/_sim/truth", sim_truth, methods=get),
+    ]
+
+
+async def _bad_request(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, BadRequest)
+    return error_response(exc.status, exc.message)
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return error_response(404, f"Not found: {request.url.path}")
+
+
+async def _not_allowed(request: Request, exc: Exception) -> Response:
+    return error_response(405, f"Method {request.method} not allowed on {request.url.path}")
+
+
+async def tokenize(http: Request) -> Response:
+    """``POST /tokenize``: prompt -> tokens, count, max_model_len."""
+    state = get_state(http)
+    if not state.profile.switches.tokenize:
+        return await _not_found(http, Exception())
+    body = await json_body(http)
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str):
+        raise BadRequest("prompt must be a string")
+    tokens = state.tokenizer.encode(prompt, bool(body.get("add_special_tokens", True)))
+    max_len = state.profile.context_length
+    return JSONResponse({"tokens": tokens, "count": len(tokens), "max_model_len": max_len})
+
+
+async def detokenize(http: Request) -> Response:
+    """``POST /detokenize``: tokens -> text (unknown ids are a 400)."""
+    state = get_state(http)
+    if not state.profile.switches.tokenize:
+        return await _not_found(http, Exception())
+    body = await json_body(http)
+    tokens = body.get("tokens")
+    if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
+        raise BadRequest("tokens must be a list of integers")
+    try:
+        text = state.tokenizer.decode(tokens)
+    except UnknownTokenError as exc:
+        raise BadRequest(str(exc)) from exc
+    return JSONResponse({"text": text})
+
+
+async def server_info(http: Request) -> Response:
+    """``GET /server_info``: flattened server args, version, internal_states, sim fields."""
+    state = get_state(http)
+    profile = state.profile
+    info: dict[str, Any] = {
+        "model_path": profile.model.get("model_path"),
+        "served_model_name": profile.served_model_name,
+        **profile.server,
+        "enable_metrics": profile.switches.metrics,
+        "version": profile.version,
+        "internal_states": [{"avg_spec_accept_length": state.scheduler.lifetime_accept_length,
+                             "last_gen_throughput": 0.0}],
+        "sim_time_scale": state.time_scale,
+        "sim_profile": profile.name,
+    }
+    return JSONResponse(info)
+
+
+async def model_info(http: Request) -> Response:
+    """``GET /model_info``."""
+    model = get_state(http).profile.model
+    keys = ("model_path", "served_model_name", "tokenizer_path", "reasoning_parser",
+            "tool_call_parser")
+    info = {key: model.get(key) for key in keys}
+    info["is_generation"] = True
+    return JSONResponse(info)
+
+
+async def models(http: Request) -> Response:
+    """``GET /v1/models`` (OpenAI list with the served model)."""
+    name = get_state(http).profile.served_model_name
+    return JSONResponse({"object": "list", "data": [{"id": name, "object": "model",
+                                                      "owned_by": "sglang"}]})
+
+
+async def health(http: Request) -> Response:
+    return Response(status_code=200)
+
+
+async def health_generate(http: Request) -> Response:
+    """``GET /health_generate``: one 1-token generation through the scheduler."""
+    state = get_state(http)
+    failed = await pre_faults(state)
+    if failed is not None:
+        return Response(status_code=503)
+    spec = GenerationSpec(prompt_ids=[BOS_ID], max_new_tokens=1, ignore_eos=True)
+    request = state.scheduler.submit(spec)
+    if not await wait_finished(state, http, request):
+        return Response(status_code=503)
+    return Response(status_code=200)
+
+
+async def flush_cache(http: Request) -> Response:
+    """``POST /flush_cache``: 200 when flushed, 400 while requests run."""
+    if get_state(http).scheduler.flush_cache():
+        return PlainTextResponse("Cache flushed.\nPlease check backend logs for more details. ")
+    return PlainTextResponse("Cache not flushed: there are running or queued requests.",
+                             status_code=400)
+
+
+async def metrics(http: Request) -> Response:
+    """``GET /metrics`` (404 when the profile runs without --enable-metrics)."""
+    state = get_state(http)
+    if not state.profile.switches.metrics:
+        return await _not_found(http, Exception())
+    return Response(state.metrics.render(), media_type=CONTENT_TYPE)
+
+
+async def faults_get(http: Request) -> Response:
+    return JSONResponse(get_state(http).faults.as_dict())
+
+
+async def faults_post(http: Request) -> Response:
+    state = get_state(http)
+    body = await json_body(http)
+    try:
+        new = state.faults.update(body)
+    except FaultError as exc:
+        raise BadRequest(str(exc)) from exc
+    state.scheduler.set_background(new.background_requests)
+    return JSONResponse(state.faults.as_dict())
+
+
+async def sim_reset(http: Request) -> Response:
+    state = get_state(http)
+    state.faults.reset()
+    state.scheduler.set_background(0)
+    return JSONResponse(state.faults.as_dict())
+
+
+async def sim_truth(http: Request) -> Response:
+    state = get_state(http)
+    return JSONResponse({"profile": state.profile.as_dict(), "time_scale": state.time_scale,
+                         "seed": state.seed, "requests": state.scheduler.truth()})

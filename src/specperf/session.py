@@ -25,7 +25,7 @@ from .config import Settings
 from .errors import ConfigError, EndpointUnreachable, SpecperfError
 from .measure import Decide, Measurement, Measurer, RunConfig, Sample
 from .probe import ServerInfo, ServerTokenizer, probe
-from .workload import PromptBuilder, TextClass, load_text_classes
+from .workload import Case, PromptBuilder, TextClass, load_text_classes
 
 Progress = Callable[[str], None]
 
@@ -158,15 +158,11 @@ class PerfSession:
         log = LogSource(s.log_command) if s.log_command else None
         return Measurer(client, server, prompts, run, log=log, on_sample=self.on_sample)
 
-    def measure(self, case_text_class: str, context: int, decide: Decide | None = None
-                ) -> Measurement:
-        from .workload import Case
-
+    def measure(self, case: Case, decide: Decide | None = None) -> Measurement:
+        """Measure one case (the session starts on first use)."""
         self.start()
         assert self.measurer is not None
-        case = Case(case_text_class, context, self.settings.output_tokens)
-        measurement = self.measurer.measure(case, decide) if decide else \
-            self.measurer.measure(case)
+        measurement = self.measurer.measure(case, decide)
         self.measurements[case.id] = measurement
         return measurement
 

@@ -1,0 +1,125 @@
+"""The fixtures perf cases use. Thin: the work is in session, measure, baseline and verdict.
+
+Scopes: the session (simulator, lock, probe, baseline) once per pytest session; a case's
+measurement per test. Infrastructure problems raise :class:`SpecperfError` from fixtures,
+so pytest reports them as *errors*; regressions are ``pytest.fail`` in the test body.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from .config import Settings
+from .baseline import Baseline, CaseBaseline
+from .measure import Measurement
+from .run import RunState
+
+STATE = pytest.StashKey[RunState]()
+from .session import PerfSession
+from .workload import Case
+
+
+def _state(config: pytest.Config) -> RunState:
+    return config.stash[STATE]
+
+
+@pytest.fixture(scope="session")
+def specperf_settings(pytestconfig: pytest.Config) -> Settings:
+    """The resolved settings of this run."""
+    return _state(pytestconfig).settings
+
+
+@pytest.fixture(scope="session")
+def specperf_session(pytestconfig: pytest.Config) -> Iterator[PerfSession]:
+    """The started measuring session (embedded simulator if no endpoint), closed at the end."""
+    state = _state(pytestconfig)
+    try:
+        yield state.started_session()
+    finally:
+        state.close_session()
+
+
+@pytest.fixture(scope="session")
+def specperf_baseline(pytestconfig: pytest.Config,
+                      specperf_session: PerfSession) -> Baseline | None:
+    """The baseline this run compares with, or None when there is none yet."""
+    return _state(pytestconfig).baseline()
+
+
+@pytest.fixture
+def measurement(request: pytest.FixtureRequest, perf_case: Case,
+                specperf_session: PerfSession) -> Measurement:
+    """The case's measurement (taken once per session, adaptive repeats near a limit)."""
+    state = _state(request.config)
+    tolerances = state.tolerances_for(perf_case, _marker_tolerances(request))
+    measured = state.measure(perf_case, tolerances)
+    request.node.user_properties.append(
+        ("specperf_measurement", json.dumps(measured.to_dict(), default=str)))
+    return measured
+
+
+@pytest.fixture
+def perf_case(request: pytest.FixtureRequest) -> Case:
+    """The case of a parametrized perf test (see the plugin's generate_tests)."""
+    case: Case = request.param
+    return case
+
+
+@pytest.fixture
+def specperf(request: pytest.FixtureRequest) -> Checks:
+    """Checks a perf test runs: the baseline verdict of a case, the context fit of a class."""
+    return Checks(request)
+
+
+class Checks:
+    """Judgements inside the test that regressed, so the failing case is the guilty one."""
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self.request = request
+        self.state = _state(request.config)
+
+    def baseline_case(self, case: Case) -> CaseBaseline:
+        found = self.state.baseline_case(case)
+        if isinstance(found, str):
+            pytest.skip(found)
+        return found
+
+    def compare(self, measured: Measurement) -> None:
+        """Fail with the attributed sentence when the case regressed against its baseline."""
+        base = self.baseline_case(measured.case)
+        verdicts = self.state.judge(measured, base,
+                                    _marker_tolerances(self.request))
+        self._record(verdicts)
+        failing = [v.fails() for v in verdicts if v.fails()]
+        if failing and not self.state.settings.update_baselines:
+            pytest.fail("\n".join(m for m in failing if m), pytrace=False)
+
+    def fit(self, text_class: str) -> None:
+        """Measure every context of a class (cached) and compare its slope with the baseline."""
+        verdict = self.state.judge_fit(text_class, _marker_tolerances(self.request))
+        if isinstance(verdict, str):
+            pytest.skip(verdict)
+        self._record([verdict])
+        message = verdict.fails()
+        if message and not self.state.settings.update_baselines:
+            pytest.fail(message, pytrace=False)
+
+    def measure(self, text_class: str, context: int) -> Measurement:
+        """Measure (or reuse) another case of this session."""
+        case = Case(text_class, context, self.state.settings.output_tokens)
+        return self.state.measure(case, self.state.tolerances_for(case, {}))
+
+    def _record(self, verdicts: list[object]) -> None:
+        for v in verdicts:
+            self.request.node.user_properties.append(
+                ("specperf_verdict", json.dumps(self.state.verdict_dict(v), default=str)))
+
+
+def _marker_tolerances(request: pytest.FixtureRequest) -> dict[str, float]:
+    merged: dict[str, float] = {}
+    for marker in reversed(list(request.node.iter_markers("tolerance"))):
+        merged.update({k: float(v) for k, v in marker.kwargs.items()})
+    return merged

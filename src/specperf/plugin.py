@@ -1,0 +1,147 @@
+"""The pytest plugin: registers options, ini keys, markers and fixtures, and wires the hooks.
+
+Real work lives in named modules (session, run, measure, verdict, report); this file only
+connects pytest to them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from . import summary
+from .config import OPTIONS, resolve
+from .errors import ConfigError, SpecperfError
+from .fixtures import (  # noqa: F401  (fixtures are registered by being importable here)
+    STATE,
+    measurement,
+    perf_case,
+    specperf,
+    specperf_baseline,
+    specperf_session,
+    specperf_settings,
+)
+from .measure import Sample
+from .run import RunState
+from .workload import load_text_classes
+
+MARKERS = (
+    "context_scaling: step time and acceptance across context lengths (the main job)",
+    "text_class: acceptance per text class at equal context",
+    "smoke: the short deploy-gate subset",
+    "parser: the chat route with reasoning and tool-call parsers engaged",
+    "streaming: streaming measured against non-streaming",
+    "tolerance(**limits): per-test tolerance overrides, e.g. tolerance(step_ms=0.15)",
+)
+_TOLERANCE_INI = "specperf_tolerances"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("specperf", "specperf: speculative-decoding performance")
+    for opt in OPTIONS:
+        if opt.flag_only:
+            group.addoption(opt.flag, action="store_true", default=None,
+                            dest=f"specperf_{opt.name}", help=opt.help)
+        else:
+            group.addoption(opt.flag, default=None, dest=f"specperf_{opt.name}",
+                            metavar=opt.name.upper(), help=f"{opt.help} [{opt.env}]")
+        parser.addini(opt.ini, help=opt.help, default="")
+    parser.addini(_TOLERANCE_INI, type="linelist", default=[],
+                  help="Tolerance overrides, one 'metric = fraction' per line "
+                       "(tok_s, avg_commit, step_ms, decode_tok_s, slope).")
+
+
+def _ini_tolerances(config: pytest.Config) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for line in config.getini(_TOLERANCE_INI):
+        key, sep, value = line.partition("=")
+        try:
+            out[key.strip()] = float(value)
+            if not sep:
+                raise ValueError(line)
+        except ValueError:
+            raise pytest.UsageError(f"ini {_TOLERANCE_INI} line {line!r} is not valid: "
+                                    "expected 'metric = fraction', e.g. step_ms = 0.15.") from None
+    return out
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+    cli = {o.name: config.getoption(f"specperf_{o.name}") for o in OPTIONS}
+    ini = {o.name: str(config.getini(o.ini) or "") for o in OPTIONS}
+    try:
+        settings = resolve(cli, os.environ, ini)
+        classes = load_text_classes(settings.text_class_dir)
+        state = RunState(settings, classes, _ini_tolerances(config),
+                         progress=lambda line: _write(config, line),
+                         on_sample=lambda s, total: _progress(config, s, total))
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[STATE] = state
+    config.pluginmanager.register(summary.Collector(), summary.COLLECTOR_NAME)
+
+
+def _write(config: pytest.Config, line: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None:
+        return
+    if capture is None:
+        reporter.write_line(line)
+        return
+    # Progress must reach the terminal while the case runs, past pytest's capture.
+    with capture.global_and_fixture_disabled():
+        reporter.write_line(line)
+
+
+def _progress(config: pytest.Config, sample: Sample, total: int) -> None:
+    if config.get_verbosity() >= 1:
+        _write(config, "  " + summary.sample_line(sample, total))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    state = metafunc.config.stash[STATE]
+    if "perf_case" in metafunc.fixturenames:
+        cases = state.cases
+        metafunc.parametrize("perf_case", cases, ids=[c.id for c in cases], indirect=True)
+    if "text_class" in metafunc.fixturenames:
+        names = list(state.settings.text_classes)
+        metafunc.parametrize("text_class", names, ids=names)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report = yield
+    # One clear sentence instead of a traceback for the suite's own errors.
+    if call.excinfo is not None and isinstance(call.excinfo.value, SpecperfError):
+        report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash.get(STATE, None)
+    if state is None:
+        return
+    collected = summary.collected(session.config)
+    if state.settings.update_baselines and state.measurements:
+        try:
+            lines = state.update_baseline(clean=collected.errors == 0)
+        except SpecperfError as exc:
+            lines = [f"specperf: baseline NOT updated: {exc}"]
+        collected.footer.extend(lines)
+    state.close_session()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    collected = summary.collected(config)
+    state = config.stash.get(STATE, None)
+    if state is None or not collected.measurements:
+        return
+    for line in summary.render(collected, state):
+        terminalreporter.write_line(line)

@@ -1,0 +1,239 @@
+"""The state of one perf run: the session, the baseline, tolerances, verdicts and results.
+
+Pytest-free, so the plugin and the CLI share it. The plugin keeps one in ``config.stash``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from typing import Any
+
+from . import __version__
+from .baseline import Baseline, BaselineStore, CaseBaseline, deployment_slug, \
+    describe_changes, fingerprint_differences
+from .config import Settings
+from .errors import BaselineError, SpecperfError
+from .measure import Measurement, Sample
+from .model import ContextFit, fit_context
+from .session import PerfSession, git_revision
+from .verdict import DEFAULT_TOLERANCES, RepeatDecision, Verdict, decide_repeats, judge_case, \
+    judge_fit, reconcile, resolve_tolerances
+from .workload import Case, TextClass, plan, select_classes
+
+CREATE_HINT = "create one with `pytest perf_tests -m context_scaling --update-baselines`"
+
+
+class RunState:
+    """Everything one run knows; lazily starts the session on the first measured case."""
+
+    def __init__(self, settings: Settings, classes: dict[str, TextClass],
+                 ini_tolerances: Mapping[str, float], *,
+                 progress: Callable[[str], None] = lambda _: None,
+                 on_sample: Callable[[Sample, int], None] | None = None) -> None:
+        self.settings = settings
+        self.classes = classes
+        self.cases = plan(select_classes(settings.text_classes, classes), settings.contexts,
+                          settings.output_tokens)
+        self.ini_tolerances = dict(ini_tolerances)
+        self.progress = progress
+        self.on_sample = on_sample
+        self.session: PerfSession | None = None
+        self._start_error: SpecperfError | None = None
+        self._baseline: Baseline | None = None
+        self._baseline_reason = ""
+        self._baseline_loaded = False
+        self.verdicts: list[Verdict] = []
+        self.reconciled: list[Verdict] = []
+        self.fingerprint_notes: list[str] = []
+
+    # -- session --------------------------------------------------------------------------
+    def started_session(self) -> PerfSession:
+        if self._start_error is not None:
+            raise self._start_error
+        if self.session is None:
+            self.session = PerfSession(self.settings, progress=self.progress,
+                                       on_sample=self.on_sample)
+        try:
+            self.session.start()
+        except SpecperfError as exc:
+            self._start_error = exc
+            self.close_session()
+            raise
+        return self.session
+
+    def close_session(self) -> None:
+        if self.session is not None:
+            self.session.close()
+
+    @property
+    def measurements(self) -> dict[str, Measurement]:
+        return self.session.measurements if self.session else {}
+
+    # -- baseline -------------------------------------------------------------------------
+    def deployment(self) -> str:
+        session = self.started_session()
+        assert session.server is not None
+        if self.settings.deployment:
+            return self.settings.deployment
+        fingerprint = session.server.fingerprint
+        if session.server.simulated:
+            # Simulator baselines must never be mistaken for the real box's.
+            return f"sim-{fingerprint.get('sim_profile') or self.settings.sim_profile}"
+        return deployment_slug(fingerprint)
+
+    def baseline(self) -> Baseline | None:
+        """The baseline to compare with; None (with a reason) when none exists yet."""
+        if self._baseline_loaded:
+            return self._baseline
+        store = BaselineStore(self.settings.baseline_dir)
+        deployment = self.deployment()
+        version = None if self.settings.baseline_version == "latest" \
+            else int(self.settings.baseline_version)
+        self._baseline_loaded = True
+        if store.latest(deployment) is None:
+            self._baseline_reason = (f"no baseline for deployment {deployment!r} in "
+                                     f"{self.settings.baseline_dir}: {CREATE_HINT}.")
+            return None
+        self._baseline = store.load(deployment, version)
+        session = self.started_session()
+        assert session.server is not None
+        self.fingerprint_notes = fingerprint_differences(self._baseline.fingerprint,
+                                                         session.server.fingerprint)
+        return self._baseline
+
+    def baseline_case(self, case: Case) -> CaseBaseline | str:
+        """The case's baseline entry, or the reason there is none."""
+        base = self.baseline()
+        if base is None:
+            return self._baseline_reason
+        found = base.cases.get(case.id)
+        if found is None or found.output_tokens != case.output_tokens:
+            return (f"baseline {base.deployment} v{base.version} has no {case.id} at "
+                    f"{case.output_tokens} output tokens: {CREATE_HINT}.")
+        return found
+
+    def tolerances_for(self, case: Case, marker: Mapping[str, float]) -> dict[str, float]:
+        base = self.baseline()
+        layers: list[Mapping[str, float]] = [DEFAULT_TOLERANCES, self.ini_tolerances]
+        if base is not None:
+            layers.append(base.tolerances)
+            entry = base.cases.get(case.id)
+            if entry is not None:
+                layers.append(entry.tolerances)
+        layers.append(marker)
+        return resolve_tolerances(*layers)
+
+    # -- measuring and judging ---------------------------------------------------------------
+    def measure(self, case: Case, tolerances: Mapping[str, float]) -> Measurement:
+        session = self.started_session()
+        if case.id in session.measurements:
+            return session.measurements[case.id]
+        entry = self.baseline_case(case)
+        base = entry if isinstance(entry, CaseBaseline) else None
+        s = self.settings
+
+        def decide(values: Mapping[str, Any]) -> RepeatDecision:
+            return decide_repeats(values, base, tolerances, min_repeats=s.repeats,
+                                  max_repeats=s.max_repeats)
+
+        return session.measure(case, decide)
+
+    def judge(self, measured: Measurement, base: CaseBaseline,
+              marker: Mapping[str, float]) -> list[Verdict]:
+        tolerances = self.tolerances_for(measured.case, marker)
+        verdict = judge_case(measured.case.id, measured.summaries(), base, tolerances)
+        self.verdicts.append(verdict)
+        found = [verdict]
+        extra = self._reconcile(measured, tolerances)
+        if extra is not None:
+            self.reconciled.append(extra)
+        return found
+
+    def _reconcile(self, measured: Measurement, tolerances: Mapping[str, float]
+                   ) -> Verdict | None:
+        base = self.baseline()
+        fit = base.fits.get(measured.case.text_class) if base else None
+        sums = measured.summaries()
+        if fit is None or "tok_s" not in sums or "avg_commit" not in sums:
+            return None
+        return reconcile(measured.case.id, sums["tok_s"].median, sums["avg_commit"].median,
+                         fit, measured.mean_context, measured.case.output_tokens,
+                         tolerances["tok_s"])
+
+    def class_fit(self, text_class: str) -> ContextFit | None:
+        points = []
+        for case in self.cases:
+            if case.text_class != text_class:
+                continue
+            measured = self.measure(case, self.tolerances_for(case, {}))
+            step = measured.summary("step_ms")
+            if step is not None:
+                points.append((measured.mean_context, step.median))
+        return fit_context(points)
+
+    def judge_fit(self, text_class: str, marker: Mapping[str, float]) -> Verdict | str:
+        base = self.baseline()
+        if base is None:
+            return self._baseline_reason
+        base_fit = base.fits.get(text_class)
+        if base_fit is None:
+            return f"baseline {base.deployment} v{base.version} has no {text_class} fit: " \
+                   f"{CREATE_HINT}."
+        fit = self.class_fit(text_class)
+        if fit is None:
+            return f"{text_class}: fewer than two contexts with a step time; nothing to fit."
+        tol = resolve_tolerances(DEFAULT_TOLERANCES, self.ini_tolerances, base.tolerances,
+                                 marker)
+        verdict = judge_fit(text_class, fit, base_fit, tol["slope"])
+        self.verdicts.append(verdict)
+        return verdict
+
+    @staticmethod
+    def verdict_dict(verdict: object) -> dict[str, Any]:
+        assert isinstance(verdict, Verdict)
+        data = asdict(verdict)
+        data["attribution"] = None if verdict.attribution is None else {
+            "acceptance": verdict.attribution.share("acceptance"),
+            "step": verdict.attribution.share("step"),
+            "rest": verdict.attribution.share("rest")}
+        return data
+
+    # -- end of run -------------------------------------------------------------------------
+    def fits(self) -> dict[str, ContextFit]:
+        out = {}
+        for name in self.settings.text_classes:
+            points = [(m.mean_context, s.median) for m in self.measurements.values()
+                      if m.case.text_class == name and (s := m.summary("step_ms"))]
+            fit = fit_context(points)
+            if fit is not None:
+                out[name] = fit
+        return out
+
+    def update_baseline(self, clean: bool) -> list[str]:
+        """Write v<N+1> from this run when every case was measured cleanly; say what changed."""
+        if not clean:
+            return ["specperf: baseline NOT updated: some cases errored or were not measured; "
+                    "fix them and run --update-baselines again."]
+        missing = [c.id for c in self.cases if c.id not in self.measurements]
+        if missing:
+            return [f"specperf: baseline NOT updated: {len(missing)} planned cases were not "
+                    f"measured ({', '.join(missing[:4])}…); run the full sweep."]
+        session = self.started_session()
+        assert session.server is not None
+        store = BaselineStore(self.settings.baseline_dir)
+        deployment = self.deployment()
+        try:
+            previous = store.load(deployment) if store.latest(deployment) else None
+        except BaselineError:
+            previous = None
+        new = Baseline.from_run(
+            deployment, session.server.fingerprint, [self.measurements[c.id] for c in self.cases],
+            self.fits(), version=0, suite_version=__version__, git_revision=git_revision(),
+            provenance=(f"specperf {__version__} run against {session.server.label}: "
+                        f"{self.settings.repeats}+ repeats per case, median and MAD."),
+            simulated=session.server.simulated)
+        path = store.write_next(new)
+        lines = [f"specperf: wrote baseline {path}"]
+        lines += [f"  {line}" for line in describe_changes(previous, new)]
+        return lines

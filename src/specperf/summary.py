@@ -1,0 +1,120 @@
+"""The terminal side of a run: live progress lines and the closing incident-style table.
+
+Results travel in each test report's ``user_properties`` (JSON), so the table is the same
+with or without pytest-xdist: the controller reads the reports its workers send.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from .measure import Sample
+from .model import fit_context
+from .run import RunState
+
+COLLECTOR_NAME = "specperf-collector"
+
+
+def sample_line(sample: Sample, total: int) -> str:
+    """One finished request, printed as it completes so a long sweep never looks hung."""
+    commit = sample.avg_commit
+    step = sample.step_ms
+    kind = "warm-up" if sample.warmup else f"repeat {sample.repeat + 1}/{total}"
+    return (f"{sample.case_id} {kind}: {sample.tok_s:.1f} tok/s, avg commit "
+            f"{'n/a' if commit is None else f'{commit:.2f}'}, step "
+            f"{'n/a' if step is None else f'{step:.1f} ms'}")
+
+
+@dataclass
+class Collector:
+    """Gathers measurements, verdicts and outcomes from test reports (controller side)."""
+
+    measurements: dict[str, dict[str, Any]] = field(default_factory=dict)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    errors: int = 0
+    failures: int = 0
+    footer: list[str] = field(default_factory=list)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for key, value in report.user_properties:
+            if key == "specperf_measurement" and report.when == "setup":
+                data = json.loads(str(value))
+                self.measurements[data["case"]["id"]] = data
+            elif key == "specperf_verdict" and report.when == "call":
+                self.verdicts.append(json.loads(str(value)))
+        if report.failed and report.when != "call":
+            self.errors += 1
+        elif report.failed:
+            self.failures += 1
+
+
+def collected(config: pytest.Config) -> Collector:
+    found = config.pluginmanager.get_plugin(COLLECTOR_NAME)
+    assert isinstance(found, Collector)
+    return found
+
+
+def _num(summaries: dict[str, Any], metric: str, fmt: str) -> str:
+    entry = summaries.get(metric)
+    return format(entry["median"], fmt) if entry else "n/a"
+
+
+def table(measurements: dict[str, dict[str, Any]]) -> list[str]:
+    """context | class | tok/s | avg commit | step ms | decode tok/s | n, like the incident's."""
+    head = (f"{'context':>8} | {'class':<10} | {'tok/s':>7} | {'avg commit':>10} | "
+            f"{'step ms':>7} | {'decode tok/s':>12} | {'n':>2}")
+    lines = [head, "-" * len(head)]
+    rows = sorted(measurements.values(),
+                  key=lambda d: (d["case"]["text_class"], d["case"]["context"]))
+    for data in rows:
+        s = data["summaries"]
+        n = s.get("tok_s", {}).get("n", 0)
+        lines.append(f"{data['case']['context']:>8} | {data['case']['text_class']:<10} | "
+                     f"{_num(s, 'tok_s', '7.1f')} | {_num(s, 'avg_commit', '10.2f')} | "
+                     f"{_num(s, 'step_ms', '7.1f')} | {_num(s, 'decode_tok_s', '12.1f')} | "
+                     f"{n:>2}")
+    return lines
+
+
+def fit_lines(measurements: dict[str, dict[str, Any]]) -> list[str]:
+    by_class: dict[str, list[tuple[float, float]]] = {}
+    for data in measurements.values():
+        step = data["summaries"].get("step_ms")
+        if step:
+            case = data["case"]
+            x = case["context"] + case["output_tokens"] / 2
+            by_class.setdefault(case["text_class"], []).append((x, step["median"]))
+    lines = []
+    for name, points in sorted(by_class.items()):
+        fit = fit_context(points)
+        if fit is not None:
+            lines.append(f"fit {name}: step_ms = {fit.a_ms:.1f} + {fit.b_ms_per_1k:.2f} ms per "
+                         f"1k context (residual {fit.residual_ms:.2f} ms, {fit.n_points} "
+                         f"contexts; context = prompt + output/2)")
+    return lines
+
+
+def render(found: Collector, state: RunState) -> list[str]:
+    """The closing block: who was measured, the table, the fits, verdicts, notes."""
+    session = state.session
+    server = session.server if session else None
+    label = server.label if server else "(measured on xdist workers)"
+    source = server.acceptance_source if server else "see reports"
+    lines = ["", f"specperf — {label}; acceptance from {source}; "
+                 f"{state.settings.output_tokens} output tokens, ignore_eos, non-streaming"]
+    if server is not None and server.simulated:
+        lines.append(f"SIMULATED: profile {state.settings.sim_profile} at time scale "
+                     f"{server.time_scale:g}; figures are in simulated time.")
+    lines += [f"fingerprint differs from the baseline: {n}" for n in state.fingerprint_notes]
+    lines += table(found.measurements) + fit_lines(found.measurements)
+    failing = [v for v in found.verdicts if v["status"] == "fail"]
+    if failing:
+        lines.append(f"regressions ({len(failing)}):")
+        lines += [f"  {v['case_id']}: {v['message']}" for v in failing]
+    lines += [f"unexplained by the model: {v.case_id}: {v.message}" for v in state.reconciled
+              if v.status == "fail"]
+    return lines + found.footer

@@ -42,12 +42,14 @@ _TOLERANCE_INI = "specperf_tolerances"
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("specperf", "specperf: speculative-decoding performance")
     for opt in OPTIONS:
+        default = f" Default: {opt.default}." if opt.default and not opt.flag_only else ""
+        text = f"{opt.help}{default} [env {opt.env}, ini {opt.ini}]"
         if opt.flag_only:
             group.addoption(opt.flag, action="store_true", default=None,
-                            dest=f"specperf_{opt.name}", help=opt.help)
+                            dest=f"specperf_{opt.name}", help=text)
         else:
             group.addoption(opt.flag, default=None, dest=f"specperf_{opt.name}",
-                            metavar=opt.name.upper(), help=f"{opt.help} [{opt.env}]")
+                            metavar=opt.name.upper(), help=text)
         parser.addini(opt.ini, help=opt.help, default="")
     parser.addini(_TOLERANCE_INI, type="linelist", default=[],
                   help="Tolerance overrides, one 'metric = fraction' per line "

@@ -1,0 +1,44 @@
+"""A pytester project holding the real perf_tests, run as a separate pytest session."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Small and fast, but the real workflow: 2 contexts x 2 classes, 64 output tokens.
+FAST = ("--contexts", "13,1663", "--output-tokens", "64", "--repeats", "3", "--warmup", "1",
+        "-p", "no:cacheprovider", "-p", "no:randomly")
+
+
+class PerfProject:
+    """Writes the real perf tests into a pytester dir and runs pytest on them."""
+
+    def __init__(self, pytester: pytest.Pytester, lock_dir: Path) -> None:
+        self.pytester = pytester
+        self.lock_dir = lock_dir
+        pytester.makeconftest('pytest_plugins = ["specperf.plugin"]\n')
+        pytester.makeini("[pytest]\nfilterwarnings = error\naddopts = --strict-markers\n")
+        for name in ("test_context_scaling.py", "test_text_classes.py"):
+            pytester.path.joinpath(name).write_text((ROOT / "perf_tests" / name).read_text())
+
+    def run(self, *args: str, env: dict[str, str] | None = None,
+            timeout: float = 240) -> pytest.RunResult:
+        mp = pytest.MonkeyPatch()
+        try:
+            mp.setenv("SPECPERF_LOCK_DIR", str(self.lock_dir))
+            for key, value in (env or {}).items():
+                mp.setenv(key, value)
+            return self.pytester.runpytest_subprocess(*FAST, *args, timeout=timeout)
+        finally:
+            mp.undo()
+
+
+@pytest.fixture
+def perf_project(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Callable[[], PerfProject]:
+    """Factory for a project with the real perf tests and its own lock directory."""
+    lock_dir = tmp_path_factory.mktemp("locks")
+    return lambda: PerfProject(pytester, lock_dir)

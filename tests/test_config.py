@@ -1,0 +1,97 @@
+"""Settings: precedence, parsing, and errors that name their source."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from specperf.config import OPTIONS, resolve
+from specperf.errors import ConfigError
+
+
+def test_defaults_are_the_incident_experiment():
+    s = resolve({}, {}, {})
+    assert s.contexts == (13, 1663, 3333, 5553)
+    assert s.text_classes == ("padding", "reasoning")
+    assert s.output_tokens == 600 and s.repeats == 3 and s.warmup == 1
+    assert s.endpoint is None and s.simulated
+
+
+def test_cli_beats_env_beats_ini():
+    ini = {"repeats": "5", "output_tokens": "100", "contexts": "1,2"}
+    env = {"SPECPERF_REPEATS": "4", "SPECPERF_OUTPUT_TOKENS": "200"}
+    s = resolve({"repeats": "3"}, env, ini)
+    assert s.repeats == 3 and s.sources["repeats"] == "--repeats"
+    assert s.output_tokens == 200 and s.sources["output_tokens"] == "SPECPERF_OUTPUT_TOKENS"
+    assert s.contexts == (1, 2) and s.sources["contexts"] == "ini specperf_contexts"
+
+
+@pytest.mark.parametrize(("cli", "env", "ini", "message"), [
+    ({"contexts": "13,abc"}, {}, {},
+     "--contexts = '13,abc' is not valid: expected comma-separated positive integers."),
+    ({}, {"SPECPERF_ENDPOINT": "localhost:30000"}, {},
+     "SPECPERF_ENDPOINT = 'localhost:30000' is not valid: expected an http(s) URL such as "
+     "http://127.0.0.1:30000"),
+    ({}, {}, {"api": "grpc"},
+     "ini specperf_api = 'grpc' is not valid: expected one of auto, sglang, openai, openai-chat."),
+    ({"repeats": "5", "max_repeats": "2"}, {}, {},
+     "--max-repeats = 2 is below --repeats = 5: expected max repeats >= repeats."),
+    ({"log_command": "journalctl -u sglang"}, {}, {},
+     "--log-command = 'journalctl -u sglang' has no {since} placeholder"),
+])
+def test_bad_values_name_their_source(cli, env, ini, message):
+    with pytest.raises(ConfigError) as err:
+        resolve(cli, env, ini)
+    assert message in str(err.value)
+
+
+def test_api_key_only_from_the_named_variable(monkeypatch):
+    monkeypatch.setenv("MY_KEY", "sk-secret")
+    s = resolve({"api_key_env": "MY_KEY"}, {}, {})
+    assert s.api_key() == "sk-secret"
+    assert "sk-secret" not in repr(s.public_dict())
+    monkeypatch.delenv("MY_KEY")
+    with pytest.raises(ConfigError, match="names MY_KEY, which is not set"):
+        resolve({"api_key_env": "MY_KEY"}, {}, {})
+
+
+def test_paths_are_paths():
+    s = resolve({"baseline_dir": "~/b"}, {}, {})
+    assert s.baseline_dir == Path("~/b").expanduser()
+
+
+def test_every_option_is_documented_in_readme():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    missing = [o.flag for o in OPTIONS if o.flag not in readme]
+    assert not missing, f"README does not document {missing}"
+
+
+def test_help_lists_every_option_once(pytester):
+    pytester.makeconftest('pytest_plugins = ["specperf.plugin"]\n')
+    result = pytester.runpytest_subprocess("--help")
+    text = result.stdout.str()
+    for opt in OPTIONS:
+        assert len(re.findall(rf"^  {opt.flag}[= \n]", text, re.M)) == 1, opt.flag
+    result.stdout.fnmatch_lines([
+        "specperf: speculative-decoding performance:",
+        "  --endpoint=ENDPOINT*Base URL of the server to measure; unset starts the*",
+    ])
+
+
+def test_bad_option_is_a_usage_error(pytester):
+    pytester.makeconftest('pytest_plugins = ["specperf.plugin"]\n')
+    result = pytester.runpytest_subprocess("--output-tokens", "many")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*--output-tokens = 'many' is not valid: expected a positive integer.*"])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_unknown_text_class_is_a_usage_error(pytester):
+    pytester.makeconftest('pytest_plugins = ["specperf.plugin"]\n')
+    result = pytester.runpytest_subprocess("--text-classes", "padding,poetry")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown text class poetry: available are code, padding, "
+                                 "reasoning; add one as a TOML file in --text-class-dir.*"])

@@ -77,6 +77,8 @@ class DroppedResponse(Response):
         super().__init__(media_type=media_type)
         self._parts = parts
         self._limit = limit
+        # Starlette declares "content-length: 0" for an empty body; a stream must be chunked.
+        del self.headers["content-length"]
         if content_length is not None:
             self.headers["content-length"] = str(content_length)
 

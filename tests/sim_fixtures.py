@@ -79,7 +79,7 @@ def _read_url(sim: SimProcess) -> str:
     except queue.Empty:
         line = ""
     if not line.startswith(READY_PREFIX):
-        sim.stop(timeout=2)
+        sim.stop(timeout=2)  # also joins the stderr reader, so the message is complete
         stderr = "".join(sim.stderr_lines)
         pytest.fail(f"simulator did not announce its URL (got {line!r}); stderr:\n{stderr}")
     return line[len(READY_PREFIX):].strip()
@@ -88,6 +88,7 @@ def _read_url(sim: SimProcess) -> str:
 def _pump(stream: object, lines: queue.Queue[str]) -> None:
     for line in stream:  # type: ignore[attr-defined]
         lines.put(line)
+    lines.put("")  # EOF: the process died before announcing itself
 
 
 def _collect(stream: object, sink: list[str]) -> None:

@@ -18,9 +18,10 @@ fractional remainder of the previous step. Steps still vary (a realistic histogr
 per-request average tracks the mean within a fraction of a token, so a single 600-token
 request reproduces the incident's acceptance instead of a Poisson-noisy +-4 %.
 
-Text. If the last three tokens occurred earlier in the context, the next token copies what
-followed them last time, so repeated padding keeps repeating; otherwise it is a word from a
-fixed pseudo-word vocabulary, so varied prose stays varied.
+Text. If the window is repetitive (s > rep_floor) and the last three tokens occurred earlier,
+the next token copies what followed them last time, so repeated padding keeps repeating;
+otherwise it is a word from a fixed pseudo-word vocabulary, so varied prose stays varied (a
+common trigram at the end of varied prose must not start a verbatim replay of the prompt).
 
 Step time (simulated ms, before the time scale)::
 
@@ -126,9 +127,10 @@ class Continuation:
             self._followers[(last[0], last[1], last[2])] = token
         self._last = (*last[-2:], token)
 
-    def next_token(self) -> int:
+    def next_token(self, copy: bool) -> int:
+        """Copy the seen trigram's follower when ``copy`` (the context is repetitive)."""
         last = self._last
-        if len(last) == 3:
+        if copy and len(last) == 3:
             follower = self._followers.get((last[0], last[1], last[2]))
             if follower is not None:
                 return follower
@@ -152,6 +154,11 @@ class CommitDraw:
         commit = min(max(int(x), 1), self._max, remaining)
         self._carry = min(max(x - commit, -1.0), 1.0)
         return commit
+
+
+def is_repetitive(physics: Physics, window: RepetitionWindow) -> bool:
+    """Whether the text generation continues repetitions (see module docstring)."""
+    return window.fraction > physics.rep_floor
 
 
 def mean_commit(physics: Physics, window: RepetitionWindow, acceptance_mult: float) -> float:

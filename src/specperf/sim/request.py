@@ -74,12 +74,16 @@ class SimRequest:
         """True once generation reached a stop condition (finish() not necessarily called)."""
         return self.stop_reason is not None or self.finish_reason is not None
 
-    def commit(self, count: int) -> None:
-        """Generate and commit up to count tokens, finishing the request when due."""
+    def commit(self, count: int, copy: bool) -> None:
+        """Generate and commit up to count tokens, finishing the request when due.
+
+        ``copy``: continue repetitions of the context (decided once per step, which keeps the
+        per-token work to a few dict operations).
+        """
         for _ in range(count):
             if self._maybe_eos():
                 return
-            token = self.continuation.next_token()
+            token = self.continuation.next_token(copy)
             self.output_ids.append(token)
             self.window.push(token)
             self.continuation.observe(token)

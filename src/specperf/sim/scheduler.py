@@ -29,7 +29,14 @@ from typing import Any, Protocol
 
 from specperf.sim.cache import PrefixCache
 from specperf.sim.faults import Faults
-from specperf.sim.physics import Draws, build_vocabulary, mean_commit, prefill_ms, step_ms
+from specperf.sim.physics import (
+    Draws,
+    build_vocabulary,
+    is_repetitive,
+    mean_commit,
+    prefill_ms,
+    step_ms,
+)
 from specperf.sim.profile import Profile
 from specperf.sim.request import GenerationSpec, SimRequest, new_request
 from specperf.sim.tokenizer import BOS_ID, Tokenizer
@@ -221,7 +228,7 @@ class Scheduler:
             if request.finish_reason is not None:
                 continue
             self._cache.insert(request.spec.prompt_ids)
-            request.commit(1)
+            request.commit(1, is_repetitive(self._physics, request.window))
             request.first_token_mono = now
             if request.updates is not None:
                 request.updates.put_nowait(len(request.output_ids))
@@ -256,7 +263,8 @@ class Scheduler:
             return 0  # aborted while the step ran
         mean = mean_commit(self._physics, request.window, acceptance_mult)
         before = len(request.output_ids)
-        request.commit(request.commit_draw.draw(mean, request.remaining))
+        copy = is_repetitive(self._physics, request.window)
+        request.commit(request.commit_draw.draw(mean, request.remaining), copy)
         count = len(request.output_ids) - before
         request.step_ms.append(ms)
         request.commits.append(count)

@@ -12,6 +12,6 @@ def test_context_scaling(perf_case, measurement, specperf):
     specperf.compare(measurement)
 
 
-def test_context_fit(text_class, specperf):
+def test_context_fit(text_class, class_measurements, specperf):
     """Step time per 1k context of each class against the baseline's slope."""
     specperf.fit(text_class)

@@ -69,7 +69,26 @@ def perf_case(request: pytest.FixtureRequest) -> Case:
 
 
 @pytest.fixture
-def specperf(request: pytest.FixtureRequest) -> Checks:
+def class_measurements(pytestconfig: pytest.Config, text_class: str,
+                       specperf_session: PerfSession) -> list[Measurement]:
+    """Every planned context of one text class, measured (or reused) during setup."""
+    state = _state(pytestconfig)
+    return [state.measure(case, state.tolerances_for(case, {}))
+            for case in state.cases if case.text_class == text_class]
+
+
+@pytest.fixture
+def largest_context_by_class(pytestconfig: pytest.Config,
+                             specperf_session: PerfSession) -> dict[str, Measurement]:
+    """Each planned text class at the largest planned context, measured during setup."""
+    state = _state(pytestconfig)
+    context = max(state.settings.contexts)
+    return {c.text_class: state.measure(c, state.tolerances_for(c, {}))
+            for c in state.cases if c.context == context}
+
+
+@pytest.fixture
+def specperf(request: pytest.FixtureRequest, specperf_session: PerfSession) -> Checks:
     """Checks a perf test runs: the baseline verdict of a case, the context fit of a class."""
     return Checks(request)
 
@@ -98,7 +117,7 @@ class Checks:
             pytest.fail("\n".join(m for m in failing if m), pytrace=False)
 
     def fit(self, text_class: str) -> None:
-        """Measure every context of a class (cached) and compare its slope with the baseline."""
+        """Compare a class's slope with the baseline's (its cases are measured in setup)."""
         verdict = self.state.judge_fit(text_class, _marker_tolerances(self.request))
         if isinstance(verdict, str):
             pytest.skip(verdict)
@@ -106,11 +125,6 @@ class Checks:
         message = verdict.fails()
         if message and not self.state.settings.update_baselines:
             pytest.fail(message, pytrace=False)
-
-    def measure(self, text_class: str, context: int) -> Measurement:
-        """Measure (or reuse) another case of this session."""
-        case = Case(text_class, context, self.state.settings.output_tokens)
-        return self.state.measure(case, self.state.tolerances_for(case, {}))
 
     def _record(self, verdicts: list[object]) -> None:
         for v in verdicts:

@@ -167,7 +167,10 @@ class Measurer:
         stable; a case still too noisy at the bound raises UnstableMeasurement.
         """
         decide = decide or self._stable_enough
-        samples = [self.sample(case, -1 - i, warmup=True) for i in range(self.run.warmup)]
+        samples = []
+        for i in range(self.run.warmup):
+            samples.append(self.sample(case, -1 - i, warmup=True))
+            self.on_sample(samples[-1], self.run.repeats)
         measured: list[Sample] = []
         while True:
             measured.append(self.sample(case, len(measured), warmup=False))

@@ -17,6 +17,8 @@ from .config import OPTIONS, resolve
 from .errors import ConfigError, SpecperfError
 from .fixtures import (  # noqa: F401  (fixtures are registered by being importable here)
     STATE,
+    class_measurements,
+    largest_context_by_class,
     measurement,
     perf_case,
     specperf,

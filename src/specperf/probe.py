@@ -177,6 +177,7 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
     for note in notes:
         warn(note)
     scale = float(server_info.get("sim_time_scale") or 1.0)
+    simulated = simulated or "sim_time_scale" in server_info
     return ServerInfo(
         url=client.base_url, flavour=flavour, api=chosen_api, model=served,
         fingerprint=_fingerprint(server_info, model_info, simulated), time_scale=scale,

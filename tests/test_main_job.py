@@ -1,0 +1,134 @@
+"""The main job end to end: real pytest sessions (pytester) against real simulator processes."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+import pytest
+
+
+def _table_rows(text: str) -> dict[str, list[float]]:
+    """Parse the closing incident table: {'padding-ctx13': [tok/s, commit, step, decode]}."""
+    rows = {}
+    for m in re.finditer(r"^\s*(\d+) \| (\w+)\s*\|([^|\n]+)\|([^|\n]+)\|([^|\n]+)\|([^|\n]+)\|",
+                         text, re.M):
+        rows[f"{m[2]}-ctx{m[1]}"] = [float(m[i]) for i in range(3, 7)]
+    return rows
+
+
+def test_embedded_simulator_runs_the_main_job_and_reports_simulated(perf_project, tmp_path):
+    project = perf_project()
+    result = project.run("-m", "context_scaling", "-v", "-rs", "--baseline-dir", str(tmp_path))
+    out = result.stdout.str()
+    # No baseline yet: every case is skipped with the command that creates one.
+    result.assert_outcomes(skipped=6)
+    assert "create one with `pytest perf_tests -m context_scaling --update-baselines`" in out
+    assert "SIMULATED: profile kimi-k26-ddtree at time scale 0.05" in out
+    result.stdout.fnmatch_lines([
+        "*padding-ctx13 warm-up: * tok/s, avg commit *, step * ms",
+        "*padding-ctx1663 repeat 3/3: * tok/s, avg commit *, step * ms",
+        "*acceptance from response*",
+        "fit padding: step_ms = * + * ms per 1k context*",
+    ])
+    rows = _table_rows(out)
+    assert set(rows) == {"padding-ctx13", "padding-ctx1663", "reasoning-ctx13",
+                         "reasoning-ctx1663"}
+    # The physics the suite exists to see: padding drafts better, step time grows with context.
+    assert rows["padding-ctx1663"][1] > rows["reasoning-ctx1663"][1] * 1.5
+    assert rows["padding-ctx1663"][2] > rows["padding-ctx13"][2] * 1.3
+
+
+def test_update_then_compare_passes_and_never_overwrites(perf_project, tmp_path):
+    project = perf_project()
+    first = project.run("-m", "context_scaling", "--update-baselines", "--baseline-dir",
+                        str(tmp_path))
+    first.stdout.fnmatch_lines(["specperf: wrote baseline */sim-kimi-k26-ddtree/v1.json",
+                                "  first baseline of sim-kimi-k26-ddtree: 4 cases*"])
+    v1 = (tmp_path / "sim-kimi-k26-ddtree" / "v1.json").read_bytes()
+    second = project.run("-m", "context_scaling", "--baseline-dir", str(tmp_path))
+    second.assert_outcomes(passed=6)
+    third = project.run("-m", "context_scaling", "--update-baselines", "--baseline-dir",
+                        str(tmp_path))
+    third.stdout.fnmatch_lines(["specperf: wrote baseline */sim-kimi-k26-ddtree/v2.json"])
+    assert (tmp_path / "sim-kimi-k26-ddtree" / "v1.json").read_bytes() == v1
+    data = json.loads(v1)
+    assert data["simulated"] is True and data["fingerprint"]["simulated"] is True
+    assert set(data["cases"]) == {"padding-ctx13", "padding-ctx1663", "reasoning-ctx13",
+                                  "reasoning-ctx1663"}
+
+
+def test_separately_started_simulator_behaves_like_the_embedded_one(perf_project, start_sim,
+                                                                     tmp_path):
+    sim = start_sim(time_scale=0.05)
+    project = perf_project()
+    external = project.run("-m", "context_scaling", "--endpoint", sim.url,
+                           "--baseline-dir", str(tmp_path))
+    embedded = project.run("-m", "context_scaling", "--baseline-dir", str(tmp_path))
+    assert f"SIMULATED ({sim.url})" in external.stdout.str()
+    ext, emb = _table_rows(external.stdout.str()), _table_rows(embedded.stdout.str())
+    assert set(ext) == set(emb)
+    for case in ext:
+        # Acceptance comes from the server's seeded physics: equal within its draw noise.
+        # Step time is wall-clock on a shared 2-core box: only a loose sanity bound here
+        # (accuracy is measured against /_sim/truth in benchmarks/, not in a flaky test).
+        assert ext[case][1] == pytest.approx(emb[case][1], rel=0.05), case
+        assert ext[case][2] == pytest.approx(emb[case][2], rel=0.25), case
+
+
+def test_unreachable_endpoint_errors_every_case_with_one_sentence(perf_project):
+    project = perf_project()
+    result = project.run("-m", "context_scaling", "--endpoint", "http://127.0.0.1:9")
+    result.assert_outcomes(errors=6)  # 4 cases and 2 fits
+    out = result.stdout.str()
+    assert "Traceback" not in out and "httpx" not in out
+    result.stdout.fnmatch_lines([
+        "*ERROR at setup of test_context_scaling?padding-ctx13?*",
+        "EndpointUnreachable: specperf cannot "
+        "reach the endpoint http://127.0.0.1:9 (from --endpoint): tried GET /health and the "
+        "connection failed*Start the server, or point --endpoint / SPECPERF_ENDPOINT at one "
+        "that is up.",
+    ])
+
+
+def _faulty(start_sim, **faults):
+    sim = start_sim()
+    httpx.post(f"{sim.url}/_sim/faults", json=faults).raise_for_status()
+    return sim
+
+
+@pytest.mark.parametrize(("faults", "args", "expected"), [
+    ({"early_stop_rate": 1.0}, (),
+     "*IgnoreEosNotHonoured: padding-ctx13: asked for exactly 64 tokens with ignore_eos, got "
+     "* (finish reason 'stop'): ignore_eos not honoured*"),
+    ({"error_rate": 1.0, "error_status": 503}, (),
+     "*BadStatus: POST http://127.0.0.1:*/generate answered HTTP 503*(after 2 retries)"),
+    ({"malformed_rate": 1.0}, (),
+     "*MalformedResponse: http://127.0.0.1:*/generate answered HTTP 200 with a body that is "
+     "not JSON*"),
+    ({"omit_spec_fields": True}, ("--acceptance-source", "response"),
+     "*AcceptanceUnavailable: --acceptance-source response was asked for, but the server does "
+     "not provide it*"),
+    ({"hang_s": 5.0}, ("--request-timeout", "1"),
+     "*EndpointTimeout: POST http://127.0.0.1:*/generate gave no complete answer within 1 s*"),
+])
+def test_server_faults_are_errors_with_one_clear_sentence(perf_project, start_sim, faults,
+                                                          args, expected):
+    sim = _faulty(start_sim, **faults)
+    project = perf_project()
+    result = project.run("-m", "context_scaling", "--endpoint", sim.url, "--text-classes",
+                         "padding", "--contexts", "13", *args)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(errors=2)  # the case and its class's fit
+    result.stdout.fnmatch_lines([expected])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_context_beyond_the_servers_length_is_an_error(perf_project):
+    project = perf_project()
+    result = project.run("-m", "context_scaling", "--contexts", "300000",
+                         "--text-classes", "padding")
+    result.stdout.fnmatch_lines(["*ConfigError: context 300000 + 64 output tokens = 300064 "
+                                 "exceeds the server's context length *"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -9,8 +9,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # Small and fast, but the real workflow: 2 contexts x 2 classes, 64 output tokens.
-FAST = ("--contexts", "13,1663", "--output-tokens", "64", "--repeats", "3", "--warmup", "1",
-        "-p", "no:cacheprovider", "-p", "no:randomly")
+FAST = ("-p", "specperf.plugin", "--contexts=13,1663", "--output-tokens=64", "--repeats=3",
+        "--warmup=1", "-p", "no:cacheprovider")
 
 
 class PerfProject:
@@ -19,7 +19,6 @@ class PerfProject:
     def __init__(self, pytester: pytest.Pytester, lock_dir: Path) -> None:
         self.pytester = pytester
         self.lock_dir = lock_dir
-        pytester.makeconftest('pytest_plugins = ["specperf.plugin"]\n')
         pytester.makeini("[pytest]\nfilterwarnings = error\naddopts = --strict-markers\n")
         for name in ("test_context_scaling.py", "test_text_classes.py"):
             pytester.path.joinpath(name).write_text((ROOT / "perf_tests" / name).read_text())

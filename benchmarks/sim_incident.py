@@ -102,15 +102,16 @@ def measure(client: httpx.Client, prompt: str, scale: float) -> dict[str, float]
 
 def compare(name: str, got: dict[str, float], want: tuple[float, float, float]) -> dict[str, Any]:
     keys = ("tok_s", "avg_commit", "step_ms")
-    errors = {k: got[k] / w - 1 for k, w in zip(keys, want)}
+    errors = {k: got[k] / w - 1 for k, w in zip(keys, want, strict=True)}
     if name.endswith("prose"):
         # The incident states a band for varied prose: tok/s 29-32.
         errors["tok_s"] = 0.0 if 29 <= got["tok_s"] <= 32 else got["tok_s"] / want[0] - 1
     ok = all(abs(e) <= TOLERANCE for e in errors.values())
     cells = "  ".join(f"{k} {got[k]:7.2f} vs {w:7.2f} ({errors[k]:+6.1%})" for k, w in
-                      zip(keys, want))
+                      zip(keys, want, strict=True))
     print(f"{name:>18}  {cells}  {'ok' if ok else 'OFF'}")
-    return {"case": name, "sim": got, "incident": dict(zip(keys, want)), "error": errors, "ok": ok}
+    incident = dict(zip(keys, want, strict=True))
+    return {"case": name, "sim": got, "incident": incident, "error": errors, "ok": ok}
 
 
 def run(url: str, scale: float) -> list[dict[str, Any]]:

@@ -98,7 +98,7 @@ def _collect(stream: object, sink: list[str]) -> None:
 
 @pytest.fixture(scope="session")
 def start_sim() -> Iterator[Callable[..., SimProcess]]:
-    """Factory: ``start_sim(profile=..., time_scale=..., extra_args=...)``; all stopped at the end."""
+    """Factory ``start_sim(profile=, time_scale=, extra_args=, log_file=)``; stops all at end."""
     started: list[SimProcess] = []
 
     def start(

@@ -58,7 +58,9 @@ def test_shipped_profiles() -> None:
     assert {"kimi-k26-ddtree", "alt-eagle3"} <= set(shipped_profiles())
 
 
-async def _simulate(prompts: dict[int, list[int]], tokenizer: Tokenizer) -> dict[int, tuple[float, ...]]:
+async def _simulate(
+    prompts: dict[int, list[int]], tokenizer: Tokenizer
+) -> dict[int, tuple[float, ...]]:
     profile = load_profile("kimi-k26-ddtree")
     scheduler = Scheduler(profile, Faults(0), tokenizer, 1e-9, 0)
     await scheduler.start()
@@ -84,7 +86,7 @@ def test_default_profile_reproduces_incident_in_simulated_time() -> None:
     prompts = {n: base[:n] for n in INCIDENT} | {3500: prose[:3500]}
     results = asyncio.run(_simulate(prompts, tokenizer))
     for length, target in INCIDENT.items():
-        for got, want in zip(results[length], target):
+        for got, want in zip(results[length], target, strict=True):
             assert abs(got / want - 1) < 0.05, (length, results[length], target)
     tok_s, commit, step = results[3500]
     assert 29 <= tok_s <= 32 and abs(commit / 2.9 - 1) < 0.05 and abs(step / 100 - 1) < 0.05

@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-from sim_fixtures import launch_sim
 
+from sim_fixtures import launch_sim
 from specperf.sim.server import is_loopback
 
 CURRENT_LINE = re.compile(
@@ -78,7 +78,7 @@ def _sequence(url: str) -> list[tuple[list[int], int, list[int]]]:
         truth_ids.append(data["meta_info"]["id"])
     truth = {r["id"]: r["commits"] for r in httpx.get(url + "/_sim/truth").json()["requests"]}
     return [(d["output_ids"], d["meta_info"]["spec_verify_ct"], truth[i])
-            for d, i in zip(out, truth_ids)]
+            for d, i in zip(out, truth_ids, strict=True)]
 
 
 def test_same_seed_same_outputs(start_sim: Callable[..., Any]) -> None:

@@ -33,8 +33,8 @@ def _sse_events(text: str) -> list[str]:
 
 
 def test_generate_shape_and_spec_fields(sim_server: Any) -> None:
-    body = {"text": (SENTENCE * 20).strip(), "sampling_params": {"max_new_tokens": 64, "ignore_eos": True,
-                                                        "temperature": 0}}
+    params = {"max_new_tokens": 64, "ignore_eos": True, "temperature": 0}
+    body = {"text": (SENTENCE * 20).strip(), "sampling_params": params}
     response = _post(sim_server.url, "/generate", body)
     assert response.status_code == 200
     data = response.json()
@@ -68,7 +68,7 @@ def test_generate_stream_sse(sim_server: Any) -> None:
     chunks = [json.loads(e) for e in _sse_events(response.text)[:-1]]
     assert len(chunks) >= 2
     texts = [c["text"] for c in chunks]
-    assert all(b.startswith(a) for a, b in zip(texts, texts[1:]))  # cumulative text
+    assert all(b.startswith(a) for a, b in zip(texts, texts[1:], strict=False))  # cumulative text
     assert all(c["meta_info"]["finish_reason"] is None for c in chunks[:-1])
     final = chunks[-1]["meta_info"]
     assert final["completion_tokens"] == 40 and final["finish_reason"]["type"] == "length"

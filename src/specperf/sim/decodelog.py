@@ -2,14 +2,14 @@
 
 Current format (SGLang 0.5.x)::
 
-    [2026-11-29 10:00:00 TP0] Decode batch, #running-req: 1, #token: 10234, token usage: 0.01,
-    accept len: 4.50, accept rate: 0.23, cuda graph: True, gen throughput (token/s): 604.01,
-    #queue-req: 0
+    [2026-11-29 10:00:00 TP0] Decode batch, #running-req: 1, #token: 10234, token usage: ...
+    ... 0.01, accept len: 4.50, accept rate: 0.23, cuda graph: True, gen throughput ...
+    ... (token/s): 604.01, #queue-req: 0
 
 (one line). The legacy format is ``[...] Decode batch. #running-req: 1, #token: 10234, token
 usage: 0.01, accept len: 4.50, gen throughput (token/s): 604.01, #queue-req: 0, `` (period, no
-accept rate, trailing comma); both carry the logger's ``[time TP0]`` prefix. ``accept len`` is committed tokens per
-request-verify-step over the window; ``accept rate`` is (accept len - 1) / draft tokens per
+accept rate, trailing comma); both carry the logger's ``[time TP0]`` prefix. ``accept len``
+is committed tokens per request-verify-step over the window; ``accept rate`` is (accept len - 1) / draft tokens per
 step; throughput is committed tokens per wall second of the window.
 """
 
@@ -96,7 +96,8 @@ def format_line(
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     if legacy:
         return (
-            f"[{stamp} TP0] Decode batch. #running-req: {running}, #token: {tokens}, token usage: {usage:.2f}, "
+            f"[{stamp} TP0] Decode batch. #running-req: {running}, #token: {tokens}, "
+            f"token usage: {usage:.2f}, "
             f"accept len: {accept_len:.2f}, gen throughput (token/s): {throughput:.2f}, "
             f"#queue-req: {queued}, "
         )

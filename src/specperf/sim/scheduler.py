@@ -143,6 +143,12 @@ class Scheduler:
         self._notify()
         return request
 
+    def admit_running(self, request: SimRequest) -> None:
+        """Put a submitted request straight into the running batch (benchmarks only)."""
+        self._waiting.remove(request)
+        request.commit(1, is_repetitive(self._physics, request.window))
+        self._running.append(request)
+
     def abort(self, request: SimRequest) -> None:
         """Stop a request now (client gone, shutdown, background no longer wanted)."""
         if request.finish_reason is not None:
@@ -241,15 +247,25 @@ class Scheduler:
 
     async def _decode(self) -> None:
         batch = list(self._running)
+        ms = self.step_duration(batch)
+        wall = await self._sleep(ms)
+        self.apply_step(batch, ms, wall)
+
+    def step_duration(self, batch: Sequence[SimRequest]) -> float:
+        """Simulated ms of the next verify step of ``batch`` (draws the step noise)."""
         state = self._faults.state
         noise = self._physics.noise if state.noise is None else state.noise
         context = sum(r.context for r in batch)
-        ms = step_ms(self._physics, context, len(batch), self._noise.normal(), noise,
-                     state.step_time_mult, state.slope_mult)
-        wall = await self._sleep(ms)
+        return step_ms(self._physics, context, len(batch), self._noise.normal(), noise,
+                       state.step_time_mult, state.slope_mult)
+
+    def apply_step(self, batch: Sequence[SimRequest], ms: float, wall: float) -> None:
+        """Commit one verify step for every request of ``batch`` (the hot path; no waiting)."""
+        context = sum(r.context for r in batch)
+        acceptance_mult = self._faults.state.acceptance_mult
         committed = 0
         for request in batch:
-            committed += self._advance(request, ms, state.acceptance_mult)
+            committed += self._advance(request, ms, acceptance_mult)
         report = StepReport(batch, committed, wall, context, len(self._waiting))
         for observer in self.observers:
             observer.on_step(report)

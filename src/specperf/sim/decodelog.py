@@ -9,8 +9,9 @@ Current format (SGLang 0.5.x)::
 (one line). The legacy format is ``[...] Decode batch. #running-req: 1, #token: 10234, token
 usage: 0.01, accept len: 4.50, gen throughput (token/s): 604.01, #queue-req: 0, `` (period, no
 accept rate, trailing comma); both carry the logger's ``[time TP0]`` prefix. ``accept len``
-is committed tokens per request-verify-step over the window; ``accept rate`` is (accept len - 1) / draft tokens per
-step; throughput is committed tokens per wall second of the window.
+is committed tokens per request-verify-step over the window; ``accept rate`` is
+(accept len - 1) / draft tokens per step; throughput is committed tokens per wall second of
+the window.
 """
 
 from __future__ import annotations

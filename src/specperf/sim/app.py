@@ -15,7 +15,7 @@ from starlette.routing import Route
 from specperf.sim import native, openai_api
 from specperf.sim.decodelog import DecodeLog
 from specperf.sim.faults import FaultError, Faults
-from specperf.sim.generation import pre_faults, wait_finished
+from specperf.sim.generation import arrive, error_fault, wait_finished
 from specperf.sim.metrics import CONTENT_TYPE, SimMetrics
 from specperf.sim.profile import Profile
 from specperf.sim.request import GenerationSpec
@@ -170,11 +170,11 @@ async def health(http: Request) -> Response:
 async def health_generate(http: Request) -> Response:
     """``GET /health_generate``: one 1-token generation through the scheduler."""
     state = get_state(http)
-    failed = await pre_faults(state)
-    if failed is not None:
+    arrived = await arrive(state)
+    if error_fault(state) is not None:
         return Response(status_code=503)
     spec = GenerationSpec(prompt_ids=[BOS_ID], max_new_tokens=1, ignore_eos=True)
-    request = state.scheduler.submit(spec)
+    request = state.scheduler.submit(spec, arrived=arrived)
     if not await wait_finished(state, http, request):
         return Response(status_code=503)
     return Response(status_code=200)

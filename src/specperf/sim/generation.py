@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -60,24 +61,33 @@ def build_spec(state: SimState, prompt: list[int], options: dict[str, Any]) -> G
     )
 
 
-async def pre_faults(state: SimState) -> Response | None:
-    """Hang and error faults, applied before the request reaches the scheduler."""
+async def arrive(state: SimState) -> tuple[float, float]:
+    """Apply the hang fault, then stamp the arrival (epoch, loop clock) of a request.
+
+    The scheduler may start a request's simulated prefill at its arrival, so the
+    simulator's own parsing and tokenizing does not add to the (time-scaled) wall time.
+    """
+    if state.faults.state.hang_s > 0:
+        await asyncio.sleep(state.faults.state.hang_s)
+    return time.time(), asyncio.get_running_loop().time()
+
+
+def error_fault(state: SimState) -> Response | None:
+    """The error fault: an SGLang-like error response for a fraction of requests."""
     faults = state.faults
-    if faults.state.hang_s > 0:
-        await asyncio.sleep(faults.state.hang_s)
     if faults.roll(faults.state.error_rate):
         status = faults.state.error_status
         return error_response(status, f"Simulated server error (fault injection, {status})")
     return None
 
 
-def submit(state: SimState, spec: GenerationSpec) -> SimRequest:
+def submit(state: SimState, spec: GenerationSpec, arrived: tuple[float, float]) -> SimRequest:
     """Submit to the scheduler, applying the early-stop fault."""
     faults = state.faults
     if faults.roll(faults.state.early_stop_rate):
         stop_at = max(1, int(spec.max_new_tokens * faults.uniform(0.1, 0.5)))
         spec = replace(spec, early_stop_at=stop_at)
-    return state.scheduler.submit(spec)
+    return state.scheduler.submit(spec, arrived=arrived)
 
 
 async def wait_finished(state: SimState, http: Request, request: SimRequest) -> bool:

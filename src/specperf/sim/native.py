@@ -18,6 +18,7 @@ from specperf.sim.wire import SSE_DONE, BadRequest, dumps, error_response, json_
 async def generate(http: Request) -> Response:
     """``POST /generate``: text or input_ids plus sampling_params."""
     state = get_state(http)
+    arrived = await generation.arrive(state)
     body = await json_body(http)
     params = body.get("sampling_params") or {}
     if not isinstance(params, dict):
@@ -26,10 +27,10 @@ async def generate(http: Request) -> Response:
     prompt = generation.prompt_ids(state, body.get("text"), body.get("input_ids"))
     options = {**params, "stream": body.get("stream", False), "rid": body.get("rid")}
     spec = generation.build_spec(state, prompt, options)
-    failed = await generation.pre_faults(state)
+    failed = generation.error_fault(state)
     if failed is not None:
         return failed
-    request = generation.submit(state, spec)
+    request = generation.submit(state, spec, arrived)
     if spec.stream:
         return generation.stream(state, _events(state, request))
     if not await generation.wait_finished(state, http, request):

@@ -39,14 +39,16 @@ class _Call:
 async def completions(http: Request) -> Response:
     """``POST /v1/completions``."""
     state = get_state(http)
+    arrived = await generation.arrive(state)
     body = await json_body(http)
     prompt = _completion_prompt(state, body.get("prompt"))
-    return await _serve(state, http, body, prompt, chat=False)
+    return await _serve(state, http, body, prompt, arrived, chat=False)
 
 
 async def chat_completions(http: Request) -> Response:
     """``POST /v1/chat/completions`` (messages rendered with the documented template)."""
     state = get_state(http)
+    arrived = await generation.arrive(state)
     body = await json_body(http)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not all(
@@ -54,11 +56,16 @@ async def chat_completions(http: Request) -> Response:
     ):
         raise BadRequest("messages must be a non-empty list of message objects")
     prompt = state.tokenizer.encode(render_chat(messages), add_special_tokens=True)
-    return await _serve(state, http, body, prompt, chat=True)
+    return await _serve(state, http, body, prompt, arrived, chat=True)
 
 
 async def _serve(
-    state: SimState, http: Request, body: dict[str, Any], prompt: list[int], chat: bool
+    state: SimState,
+    http: Request,
+    body: dict[str, Any],
+    prompt: list[int],
+    arrived: tuple[float, float],
+    chat: bool,
 ) -> Response:
     generation.check_temperature(body)
     max_tokens = body.get("max_completion_tokens") if chat else None
@@ -70,10 +77,10 @@ async def _serve(
                "rid": body.get("rid")}
     spec = generation.build_spec(state, prompt, options)
     call = _call(state, body, chat)
-    failed = await generation.pre_faults(state)
+    failed = generation.error_fault(state)
     if failed is not None:
         return failed
-    request = generation.submit(state, spec)
+    request = generation.submit(state, spec, arrived)
     if spec.stream:
         return generation.stream(state, _events(state, call, request))
     if not await generation.wait_finished(state, http, request):

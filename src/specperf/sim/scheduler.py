@@ -43,6 +43,7 @@ from specperf.sim.tokenizer import BOS_ID, Tokenizer
 
 _TRUTH_KEEP = 1000
 _MAX_LAG_S = 0.25  # beyond this the loop stops trying to catch up (e.g. after a suspend)
+_MAX_ARRIVAL_CREDIT_S = 0.1  # how far back an idle loop may start a prefill (see _wake_up)
 _BACKGROUND_PROMPT = 256
 _BACKGROUND_OUTPUT = 2000
 
@@ -125,15 +126,23 @@ class Scheduler:
         for request in [*self._waiting, *self._prefilling, *self._running]:
             self.abort(request)
 
-    def submit(self, spec: GenerationSpec, background: bool = False) -> SimRequest:
-        """Queue a request; its own RNG depends only on the seed and its arrival index."""
+    def submit(
+        self,
+        spec: GenerationSpec,
+        background: bool = False,
+        arrived: tuple[float, float] | None = None,
+    ) -> SimRequest:
+        """Queue a request; its own RNG depends only on the seed and its arrival index.
+
+        ``arrived`` = (epoch, loop clock) when the HTTP request came in (default: now).
+        """
         if background:
             self._background_started += 1
             seed = [self._seed, 2, self._background_started]
         else:
             self._submitted += 1
             seed = [self._seed, 1, self._submitted]
-        now = (time.time(), asyncio.get_running_loop().time())
+        now = arrived or (time.time(), asyncio.get_running_loop().time())
         request_id = spec.rid or uuid.uuid4().hex
         request = new_request(
             request_id, spec, self._physics, self._tokenizer, self.vocab, seed, background, now
@@ -198,12 +207,23 @@ class Scheduler:
             if not self._waiting and not self._running:
                 self._wake.clear()
                 await self._wake.wait()
-                self._deadline = loop.time()
+                self._deadline = self._wake_up_deadline(loop.time())
                 continue
             if self._waiting:
                 await self._prefill()
             else:
                 await self._decode()
+
+    def _wake_up_deadline(self, now: float) -> float:
+        """Where an idle loop's clock restarts: at the earliest arrival, not at "now".
+
+        Parsing and tokenizing a request took real (unscaled) CPU time before it was queued;
+        starting the simulated prefill at arrival keeps that overhead out of the time-scaled
+        wall time, as the GPU would have been free then. Bounded so stale stamps never count.
+        """
+        arrivals = [r.received_mono for r in self._waiting]
+        earliest = min(arrivals, default=now)
+        return min(now, max(earliest, now - _MAX_ARRIVAL_CREDIT_S))
 
     async def _sleep(self, sim_ms: float) -> float:
         """Sleep one simulated duration to the running deadline; returns the wall seconds."""

@@ -2,6 +2,5 @@
 
 from __future__ import annotations
 
-from sim_fixtures import sim_server, start_sim  # noqa: F401
-
 from perf_project import perf_project  # noqa: F401
+from sim_fixtures import sim_server, start_sim  # noqa: F401

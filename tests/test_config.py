@@ -88,7 +88,8 @@ def test_bad_option_is_a_usage_error(pytester):
 
 
 def test_unknown_text_class_is_a_usage_error(pytester):
-    result = pytester.runpytest_subprocess("-p", "specperf.plugin", "--text-classes", "padding,poetry")
+    result = pytester.runpytest_subprocess("-p", "specperf.plugin",
+                                           "--text-classes", "padding,poetry")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*unknown text class poetry: available are code, padding, "
                                  "reasoning; add one as a TOML file in --text-class-dir.*"])

@@ -12,14 +12,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from .config import Settings
 from .baseline import Baseline, CaseBaseline
+from .config import Settings
 from .measure import Measurement
 from .run import RunState
-
-STATE = pytest.StashKey[RunState]()
 from .session import PerfSession
 from .workload import Case
+
+STATE = pytest.StashKey[RunState]()
 
 
 def _state(config: pytest.Config) -> RunState:

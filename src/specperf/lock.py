@@ -281,7 +281,9 @@ class GpuLock:
 
     def _wait(self, start: float) -> None:
         deadline = start + self.timeout_s
-        next_progress = start + self._progress_interval_s
+        # A first, non-blocking try: when the lock is busy the waiter says so at once,
+        # naming the holder, then again every progress interval.
+        next_progress = start
         while True:
             # Never a negative slice: filelock reads a negative timeout as "forever".
             slice_s = max(0.0, min(deadline, next_progress) - time.monotonic())

@@ -10,15 +10,29 @@ from dataclasses import asdict
 from typing import Any
 
 from . import __version__
-from .baseline import Baseline, BaselineStore, CaseBaseline, deployment_slug, \
-    describe_changes, fingerprint_differences
+from .baseline import (
+    Baseline,
+    BaselineStore,
+    CaseBaseline,
+    deployment_slug,
+    describe_changes,
+    fingerprint_differences,
+)
 from .config import Settings
 from .errors import BaselineError, SpecperfError
 from .measure import Measurement, Sample
 from .model import ContextFit, fit_context
 from .session import PerfSession, git_revision
-from .verdict import DEFAULT_TOLERANCES, RepeatDecision, Verdict, decide_repeats, judge_case, \
-    judge_fit, reconcile, resolve_tolerances
+from .verdict import (
+    DEFAULT_TOLERANCES,
+    RepeatDecision,
+    Verdict,
+    decide_repeats,
+    judge_case,
+    judge_fit,
+    reconcile,
+    resolve_tolerances,
+)
 from .workload import Case, TextClass, plan, select_classes
 
 CREATE_HINT = "create one with `pytest perf_tests -m context_scaling --update-baselines`"
@@ -90,12 +104,13 @@ class RunState:
         deployment = self.deployment()
         version = None if self.settings.baseline_version == "latest" \
             else int(self.settings.baseline_version)
-        self._baseline_loaded = True
         if store.latest(deployment) is None:
+            self._baseline_loaded = True
             self._baseline_reason = (f"no baseline for deployment {deployment!r} in "
                                      f"{self.settings.baseline_dir}: {CREATE_HINT}.")
             return None
-        self._baseline = store.load(deployment, version)
+        self._baseline = store.load(deployment, version)  # BaselineError: every case errors
+        self._baseline_loaded = True
         session = self.started_session()
         assert session.server is not None
         self.fingerprint_notes = fingerprint_differences(self._baseline.fingerprint,

@@ -1,0 +1,154 @@
+"""Baselines, attributed verdicts and the GPU lock, through real pytest sessions and simulators."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree
+
+import httpx
+import pytest
+
+from specperf.lock import lock_path_for
+
+HOLDER = Path(__file__).with_name("lock_holder.py")
+
+
+@pytest.fixture
+def baselined(perf_project, start_sim, tmp_path):
+    """A fresh simulator, a project, and a v1 baseline written from a clean run against it."""
+    sim = start_sim(time_scale=0.05)
+    project = perf_project()
+    base_dir = tmp_path / "baselines"
+    args = ("-m", "context_scaling", "--endpoint", sim.url, "--baseline-dir", str(base_dir),
+            "--deployment", "test-dep")
+    first = project.run(*args, "--update-baselines")
+    first.stdout.fnmatch_lines(["specperf: wrote baseline */test-dep/v1.json"])
+    return sim, project, args, base_dir
+
+
+def _inject(sim, **faults):
+    httpx.post(f"{sim.url}/_sim/faults", json=faults).raise_for_status()
+
+
+def test_clean_run_against_its_baseline_passes(baselined):
+    sim, project, args, _ = baselined
+    result = project.run(*args)
+    result.assert_outcomes(passed=6)
+
+
+def _verdicts(xml_path: Path) -> list[dict]:
+    """The verdicts a run recorded, read back from its JUnit XML user properties."""
+    root = ElementTree.parse(xml_path).getroot()
+    return [json.loads(p.get("value")) for p in root.iter("property")
+            if p.get("name") == "specperf_verdict"]
+
+
+def test_acceptance_drop_fails_every_case_attributed_to_acceptance(baselined, tmp_path):
+    sim, project, args, _ = baselined
+    _inject(sim, acceptance_mult=0.6)
+    xml = tmp_path / "junit.xml"
+    result = project.run(*args, "-rf", f"--junitxml={xml}")
+    out = result.stdout.str()
+    failing = [v for v in _verdicts(xml) if v["status"] == "fail"
+               and not v["case_id"].endswith("-fit")]
+    # ctx13 commits are capped by the short output, so only some cases move past -10%.
+    assert len(failing) >= 3, out
+    for verdict in failing:
+        assert verdict["attribution"]["acceptance"] >= 0.9, verdict
+        assert "acceptance regression: check the drafter and the text." in verdict["message"]
+        assert f"{verdict['case_id']}" in out
+    assert "step-time regression" not in out
+
+
+def test_context_slope_regression_fails_high_context_and_names_the_slope(baselined):
+    sim, project, args, _ = baselined
+    _inject(sim, slope_mult=1.4)
+    result = project.run(*args, "-rf")
+    result.stdout.fnmatch_lines([
+        "*padding-ctx1663*step time * ms (+*%) explains it*step-time regression*",
+        "*padding: step time per 1k context * ms (+*%, limit +15%) — attention scaling "
+        "regression*",
+    ])
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] == 4  # two 1663 cases and two fits; the ctx13 cases pass
+    assert outcomes["passed"] == 2
+
+
+def test_update_writes_v2_beside_v1_without_touching_it(baselined):
+    sim, project, args, base_dir = baselined
+    v1 = (base_dir / "test-dep" / "v1.json").read_bytes()
+    result = project.run(*args, "--update-baselines")
+    result.stdout.fnmatch_lines(["specperf: wrote baseline */test-dep/v2.json"])
+    assert (base_dir / "test-dep" / "v1.json").read_bytes() == v1
+    assert json.loads((base_dir / "test-dep" / "v2.json").read_text())["version"] == 2
+
+
+@pytest.mark.parametrize(("damage", "expected"), [
+    (lambda text: text[: len(text) // 2], "*BaselineError: baseline */test-dep/v1.json is not "
+                                          "valid JSON*restore it from git*"),
+    (lambda text: text.replace('"schema_version": 1', '"schema_version": 99'),
+     "*BaselineError: baseline */test-dep/v1.json*schema_version*"),
+])
+def test_corrupt_or_wrong_schema_baseline_is_one_clear_error(baselined, damage, expected):
+    sim, project, args, base_dir = baselined
+    path = base_dir / "test-dep" / "v1.json"
+    path.write_text(damage(path.read_text()))
+    result = project.run(*args)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert result.parseoutcomes().get("errors") == 6
+    result.stdout.fnmatch_lines([expected])
+    assert "Traceback" not in result.stdout.str()
+
+
+def _hold(lock: Path, seconds: float) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, str(HOLDER), str(lock), str(seconds)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    proc.stdout.close()
+    assert line == "held"
+    return proc
+
+
+def test_second_session_waits_for_the_holder_then_runs(perf_project, start_sim):
+    sim = start_sim()
+    project = perf_project()
+    holder = _hold(lock_path_for(sim.url, project.lock_dir), 3)
+    try:
+        result = project.run("-m", "context_scaling", "--endpoint", sim.url,
+                             "--contexts=13", "--text-classes=padding")
+    finally:
+        holder.wait()
+    result.stdout.fnmatch_lines([
+        f"specperf: waiting for the GPU lock * held by *pid {holder.pid} since *; waited 0 s "
+        "of 1800 s"])
+    result.assert_outcomes(skipped=2)
+
+
+def test_lock_timeout_is_an_error_naming_the_holder(perf_project, start_sim):
+    sim = start_sim()
+    project = perf_project()
+    holder = _hold(lock_path_for(sim.url, project.lock_dir), 30)
+    try:
+        result = project.run("-m", "context_scaling", "--endpoint", sim.url,
+                             "--contexts=13", "--text-classes=padding", "--gpu-lock-timeout=1")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.parseoutcomes().get("errors") == 2
+    result.stdout.fnmatch_lines([f"GpuLockTimeout: GPU lock * held by *pid {holder.pid} since "
+                                 "* for longer than the 1 s timeout.*"])
+
+
+def test_a_killed_holder_frees_the_lock(perf_project, start_sim):
+    sim = start_sim()
+    project = perf_project()
+    holder = _hold(lock_path_for(sim.url, project.lock_dir), 300)
+    holder.kill()
+    holder.wait()
+    result = project.run("-m", "context_scaling", "--endpoint", sim.url, "--contexts=13",
+                         "--text-classes=padding", "--gpu-lock-timeout=5")
+    result.assert_outcomes(skipped=2)

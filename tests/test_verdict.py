@@ -271,3 +271,17 @@ def test_near_the_limit_takes_more_until_the_bound() -> None:
     at_bound = decide_repeats(near, base, TOL, min_repeats=3, max_repeats=9)
     assert at_bound.action == "stop"
     assert "at the repeat bound" in at_bound.reason
+
+
+def test_a_clear_regression_is_confirmed_before_it_fails() -> None:
+    base = base_case(54.5, 7.85, 144)
+    # 30% down, three samples in agreement: clear, yet confirmed with twice the minimum.
+    values = {"tok_s": steady(38.0, 3), "avg_commit": steady(5.5, 3), "step_ms": steady(144, 3)}
+    first = decide_repeats(values, base, TOL, min_repeats=3, max_repeats=9)
+    assert first.action == "more"
+    assert first.reason == "tok/s is past its limit after 3 repeats; confirming with 6."
+    values = {k: steady(v[0], 6) for k, v in values.items()}
+    assert decide_repeats(values, base, TOL, min_repeats=3, max_repeats=9).action == "stop"
+    # The bound wins over confirmation.
+    values = {k: steady(v[0], 4) for k, v in values.items()}
+    assert decide_repeats(values, base, TOL, min_repeats=3, max_repeats=4).action == "stop"

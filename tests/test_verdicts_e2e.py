@@ -152,3 +152,15 @@ def test_a_killed_holder_frees_the_lock(perf_project, start_sim):
     result = project.run("-m", "context_scaling", "--endpoint", sim.url, "--contexts=13",
                          "--text-classes=padding", "--gpu-lock-timeout=5")
     result.assert_outcomes(skipped=2)
+
+
+def test_noisy_cells_error_as_unstable_instead_of_passing_or_failing(baselined):
+    sim, project, args, _ = baselined
+    _inject(sim, request_noise=0.3)
+    result = project.run(*args, "--max-repeats=6")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("errors", 0) >= 3, result.stdout.str()
+    assert outcomes.get("failed", 0) == 0
+    result.stdout.fnmatch_lines([
+        "UnstableMeasurement: *-ctx*: * spreads too widely: relative MAD * > 0.10 after 6 "
+        "repeats (the bound): the cell cannot be judged*"])

@@ -60,6 +60,7 @@ class RunState:
         self.verdicts: list[Verdict] = []
         self.reconciled: list[Verdict] = []
         self.fingerprint_notes: list[str] = []
+        self._case_errors: dict[str, SpecperfError] = {}
 
     # -- session --------------------------------------------------------------------------
     def started_session(self) -> PerfSession:
@@ -141,9 +142,20 @@ class RunState:
 
     # -- measuring and judging ---------------------------------------------------------------
     def measure(self, case: Case, tolerances: Mapping[str, float]) -> Measurement:
+        """Measure a case once per run; its error, if any, is remembered and raised again."""
         session = self.started_session()
         if case.id in session.measurements:
             return session.measurements[case.id]
+        if case.id in self._case_errors:
+            raise self._case_errors[case.id]
+        try:
+            return self._measure(session, case, tolerances)
+        except SpecperfError as exc:
+            self._case_errors[case.id] = exc
+            raise
+
+    def _measure(self, session: PerfSession, case: Case,
+                 tolerances: Mapping[str, float]) -> Measurement:
         entry = self.baseline_case(case)
         base = entry if isinstance(entry, CaseBaseline) else None
         s = self.settings

@@ -348,7 +348,7 @@ class RepeatDecision:
 
 def decide_repeats(values: Mapping[str, Sequence[float]], base: CaseBaseline | None,
                    tolerances: Mapping[str, float], *, min_repeats: int,
-                   max_repeats: int) -> RepeatDecision:
+                   max_repeats: int, confirm_repeats: int | None = None) -> RepeatDecision:
     """Decide after each repeat whether to stop, take another, or give up as unstable.
 
     1. Fewer than ``min_repeats`` repeats: more.
@@ -361,7 +361,12 @@ def decide_repeats(values: Mapping[str, Sequence[float]], base: CaseBaseline | N
        within 3 uncertainties (the verdict could still flip): more, until ``max_repeats``
        (then stop and judge on what there is). Only this run's spread counts: more
        repeats cannot shrink the baseline's.
-    4. Otherwise (and always without a baseline once stable): stop.
+    4. A metric past its limit (the case would fail) with fewer than ``confirm_repeats``
+       (default: twice ``min_repeats``, within ``max_repeats``): more. Blocking a deploy is
+       expensive, and three samples can agree by chance under noise that does not average
+       out within a request; the extra repeats are spent only on cells about to fail, and
+       give the spread check of rule 2 a fair chance to call them unstable instead.
+    5. Otherwise (and always without a baseline once stable): stop.
     """
     n = min((len(v) for v in values.values() if v), default=0)
     if n < min_repeats:
@@ -372,7 +377,8 @@ def decide_repeats(values: Mapping[str, Sequence[float]], base: CaseBaseline | N
         return noisy
     if base is None:
         return RepeatDecision("stop", f"no baseline to compare with; {n} stable repeats taken.")
-    return _near_limit(summaries, base, tolerances, n, max_repeats)
+    confirm = min(max_repeats, confirm_repeats or 2 * min_repeats)
+    return _near_limit(summaries, base, tolerances, n, max_repeats, confirm)
 
 
 def _noisy(summaries: Mapping[str, Summary], n: int, max_repeats: int) -> RepeatDecision | None:
@@ -389,13 +395,17 @@ def _noisy(summaries: Mapping[str, Summary], n: int, max_repeats: int) -> Repeat
 
 
 def _near_limit(summaries: Mapping[str, Summary], base: CaseBaseline,
-                tolerances: Mapping[str, float], n: int, max_repeats: int) -> RepeatDecision:
+                tolerances: Mapping[str, float], n: int, max_repeats: int,
+                confirm: int) -> RepeatDecision:
     for metric, summary in summaries.items():
         reference = base.metrics.get(metric)
         if metric not in DIRECTION or reference is None or not reference.median:
             continue
         margin, uncertainty = _margin(metric, summary, reference.median,
                                       _tolerance(tolerances, metric))
+        if margin < 0 and n < confirm:
+            return RepeatDecision("more", f"{LABELS.get(metric, metric)} is past its limit "
+                                  f"after {n} repeats; confirming with {confirm}.")
         if abs(margin) >= CLEAR_MARGIN_SE * uncertainty:
             continue
         near = (f"{LABELS.get(metric, metric)} sits {abs(margin):.1%} from its limit with "

@@ -20,7 +20,11 @@ Fields (all apply to generation requests: /generate, /v1/completions, /v1/chat/c
 - ``step_time_mult`` (1.0), ``slope_mult`` (1.0): multiply the whole step time, or only the
   context slope b.
 - ``acceptance_mult`` (1.0): multiplies the mean commit per step.
-- ``noise`` (null): overrides the profile's relative step-time noise.
+- ``noise`` (null): overrides the profile's relative step-time noise (independent per step,
+  so it averages out over a request's many steps).
+- ``request_noise`` (0.0): relative sd of a slowdown factor drawn once per request and applied
+  to every step it takes part in (clock or thermal states, a neighbour on the GPU): noise that
+  does *not* average out within a request, so repeats of one case disagree.
 
 Fault draws come from their own RNG seeded by the simulator seed, so injecting faults does not
 change any request's tokens or commits.
@@ -53,6 +57,7 @@ class FaultState:
     slope_mult: float = 1.0
     acceptance_mult: float = 1.0
     noise: float | None = None
+    request_noise: float = 0.0
 
 
 FIELD_NAMES = tuple(f.name for f in fields(FaultState))
@@ -90,6 +95,11 @@ class Faults:
 
     def uniform(self, low: float, high: float) -> float:
         return self._rng.uniform(low, high)
+
+    def request_factor(self) -> float:
+        """The per-request step-time factor (1.0, and no draw, when request_noise is 0)."""
+        sd = self.state.request_noise
+        return 1.0 if sd == 0.0 else max(0.2, 1.0 + sd * self._rng.gauss(0.0, 1.0))
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self.state)

@@ -42,6 +42,7 @@ class SimRequest:
     output_ids: list[int] = field(default_factory=list)
     cached_tokens: int = 0
     prefill_ms: float = 0.0
+    step_factor: float = 1.0
     step_ms: list[float] = field(default_factory=list)
     commits: list[int] = field(default_factory=list)
     prefill_start_mono: float | None = None

@@ -243,6 +243,7 @@ class Scheduler:
         total_ms = 0.0
         for request in batch:
             request.prefill_start_mono = loop_now
+            request.step_factor = self._faults.request_factor()
             prompt = request.spec.prompt_ids
             request.cached_tokens = min(self._cache.match(prompt), len(prompt) - 1)
             request.prefill_ms = prefill_ms(self._physics, len(prompt) - request.cached_tokens)
@@ -276,8 +277,10 @@ class Scheduler:
         state = self._faults.state
         noise = self._physics.noise if state.noise is None else state.noise
         context = sum(r.context for r in batch)
+        # The slowest member's per-request factor sets the pace of the whole batch.
+        factor = max((r.step_factor for r in batch), default=1.0)
         return step_ms(self._physics, context, len(batch), self._noise.normal(), noise,
-                       state.step_time_mult, state.slope_mult)
+                       state.step_time_mult * factor, state.slope_mult)
 
     def apply_step(self, batch: Sequence[SimRequest], ms: float, wall: float) -> None:
         """Commit one verify step for every request of ``batch`` (the hot path; no waiting)."""

@@ -1,0 +1,50 @@
+"""The ``specperf`` command: subcommands that work outside a pytest run.
+
+``specperf report RESULTS`` re-renders the HTML of a run, ``specperf trend`` renders the
+nightly history, ``specperf gate`` runs the deploy gate. Each subcommand lives in its own
+module and registers here; exit codes are the gate's (0 pass, 1 regression, 2 usage,
+3 infrastructure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+Command = Callable[[argparse.Namespace], int]
+USAGE_ERROR = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="specperf", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module in _modules():
+        module.add_subcommand(sub)
+    return parser
+
+
+def _modules() -> list[object]:
+    """Modules that provide ``add_subcommand(subparsers)``; imported lazily (matplotlib)."""
+    found = []
+    for name in ("report", "gate"):
+        try:
+            found.append(__import__(f"specperf.{name}", fromlist=["add_subcommand"]))
+        except ImportError:
+            continue
+    return [m for m in found if hasattr(m, "add_subcommand")]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``specperf`` console script."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
+        return int(exc.code or 0)
+    run: Command = args.run
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -58,6 +58,9 @@ def measurement(request: pytest.FixtureRequest, perf_case: Case,
     measured = state.measure(perf_case, tolerances)
     request.node.user_properties.append(
         ("specperf_measurement", json.dumps(measured.to_dict(), default=str)))
+    if specperf_session.server is not None:
+        request.node.user_properties.append(
+            ("specperf_server", json.dumps(specperf_session.server.to_dict(), default=str)))
     return measured
 
 

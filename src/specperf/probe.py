@@ -57,6 +57,17 @@ class ServerInfo:
     def label(self) -> str:
         return f"SIMULATED ({self.url})" if self.simulated else self.url
 
+    def to_dict(self) -> dict[str, Any]:
+        """Everything the probe learnt, for reports (no credentials are ever part of it)."""
+        return {"url": self.url, "label": self.label, "flavour": self.flavour, "api": self.api,
+                "model": self.model, "fingerprint": self.fingerprint,
+                "time_scale": self.time_scale, "simulated": self.simulated,
+                "tokenizer_path": self.tokenizer_path, "max_model_len": self.max_model_len,
+                "metrics": self.metrics, "server_timings": self.server_timings,
+                "acceptance_source": self.acceptance_source,
+                "acceptance_available": list(self.acceptance_available),
+                "notes": list(self.notes)}
+
 
 class ServerTokenizer:
     """The server's /tokenize and /detokenize (SGLang and vLLM share the body shape)."""

@@ -35,6 +35,8 @@ class Collector:
 
     measurements: dict[str, dict[str, Any]] = field(default_factory=dict)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
+    server: dict[str, Any] = field(default_factory=dict)
+    outcomes: dict[str, str] = field(default_factory=dict)
     errors: int = 0
     failures: int = 0
     footer: list[str] = field(default_factory=list)
@@ -46,6 +48,11 @@ class Collector:
                 self.measurements[data["case"]["id"]] = data
             elif key == "specperf_verdict" and report.when == "call":
                 self.verdicts.append(json.loads(str(value)))
+            elif key == "specperf_server" and not self.server:
+                self.server = json.loads(str(value))
+        if report.failed or report.when == "call" or report.skipped:
+            self.outcomes[report.nodeid] = ("error" if report.failed and report.when != "call"
+                                            else report.outcome)
         if report.failed and report.when != "call":
             self.errors += 1
         elif report.failed:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from . import summary
-from .config import OPTIONS, resolve
+from .config import OPTIONS, Settings, resolve
 from .errors import ConfigError, SpecperfError
 from .fixtures import (  # noqa: F401  (fixtures are registered by being importable here)
     STATE,
@@ -26,6 +26,7 @@ from .fixtures import (  # noqa: F401  (fixtures are registered by being importa
     specperf_session,
     specperf_settings,
 )
+from .lock import GpuLock, lock_path_for
 from .measure import Sample
 from .run import RunState
 from .workload import load_text_classes
@@ -77,16 +78,56 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     cli = {o.name: config.getoption(f"specperf_{o.name}") for o in OPTIONS}
     ini = {o.name: str(config.getini(o.ini) or "") for o in OPTIONS}
+    workerinput = getattr(config, "workerinput", None)
+    # An xdist worker whose controller holds the session lock locks per case instead.
+    lock_mode = "case" if workerinput and workerinput.get("specperf_lock_held") else "session"
     try:
         settings = resolve(cli, os.environ, ini)
         classes = load_text_classes(settings.text_class_dir)
         state = RunState(settings, classes, _ini_tolerances(config),
                          progress=lambda line: _write(config, line),
-                         on_sample=lambda s, total: _progress(config, s, total))
+                         on_sample=lambda s, total: _progress(config, s, total),
+                         lock_mode=lock_mode)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE] = state
     config.pluginmanager.register(summary.Collector(), summary.COLLECTOR_NAME)
+    if workerinput is None and config.pluginmanager.hasplugin("xdist") \
+            and config.getoption("dist", "no") != "no" and settings.endpoint is not None:
+        config.pluginmanager.register(XdistController(config, settings), "specperf-xdist")
+
+
+class XdistController:
+    """Under pytest-xdist the controller holds the endpoint's session GPU lock.
+
+    Taken at session start, before any worker measures, released when the session ends.
+    Workers are told (``workerinput``) and serialise among themselves per case. Only for a
+    configured endpoint: with the embedded simulator each worker runs its own simulator.
+    """
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.lock: GpuLock | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        assert self.settings.endpoint is not None
+        path = self.settings.gpu_lock or lock_path_for(self.settings.endpoint)
+        lock = GpuLock(path, timeout_s=self.settings.gpu_lock_timeout,
+                       endpoint=self.settings.endpoint,
+                       progress=lambda line: _write(self.config, line))
+        try:
+            lock.acquire()
+        except SpecperfError as exc:
+            pytest.exit(f"{type(exc).__name__}: {exc}", returncode=pytest.ExitCode.INTERNAL_ERROR)
+        self.lock = lock
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["specperf_lock_held"] = self.lock is not None
+
+    def pytest_sessionfinish(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
 
 
 def _write(config: pytest.Config, line: str) -> None:

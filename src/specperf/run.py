@@ -44,8 +44,10 @@ class RunState:
     def __init__(self, settings: Settings, classes: dict[str, TextClass],
                  ini_tolerances: Mapping[str, float], *,
                  progress: Callable[[str], None] = lambda _: None,
-                 on_sample: Callable[[Sample, int], None] | None = None) -> None:
+                 on_sample: Callable[[Sample, int], None] | None = None,
+                 lock_mode: str = "session") -> None:
         self.settings = settings
+        self.lock_mode = lock_mode
         self.classes = classes
         self.cases = plan(select_classes(settings.text_classes, classes), settings.contexts,
                           settings.output_tokens)
@@ -68,7 +70,7 @@ class RunState:
             raise self._start_error
         if self.session is None:
             self.session = PerfSession(self.settings, progress=self.progress,
-                                       on_sample=self.on_sample)
+                                       on_sample=self.on_sample, lock_mode=self.lock_mode)
         try:
             self.session.start()
         except SpecperfError as exc:

@@ -5,10 +5,16 @@ when no endpoint is configured, takes the GPU lock *before the first request*, p
 the server and prepares prompts; ``measure()`` runs one case; ``close()`` releases the
 lock and stops the simulator, always (also on errors and Ctrl-C). Start is lazy, so a
 pytest run that collects no perf case never touches the GPU.
+
+Lock modes: ``session`` (the default) holds the GPU lock for the whole session.
+``case`` is for pytest-xdist workers whose controller already holds the session lock:
+each worker then takes ``<lock>.case`` around the probe and around every case, so
+workers never measure one endpoint at the same time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -91,11 +97,11 @@ class PerfSession:
 
     def __init__(self, settings: Settings, *, progress: Progress = lambda _: None,
                  on_sample: Callable[[Sample, int], None] | None = None,
-                 hold_lock: bool = True) -> None:
+                 lock_mode: str = "session") -> None:
         self.settings = settings
         self.progress = progress
         self.on_sample = on_sample
-        self.hold_lock = hold_lock
+        self.lock_mode = lock_mode
         self.sim: SimProcess | None = None
         self.client: Client | None = None
         self.lock: gpulock.GpuLock | None = None
@@ -120,22 +126,34 @@ class PerfSession:
             self.sim = SimProcess(s.sim_profile, s.sim_time_scale)
             self.sim.start()
         self.client = Client(self.url, api_key=s.api_key(), timeout_s=s.request_timeout)
-        if self.hold_lock:
-            self._take_lock()
+        self._take_lock()
         source = s.sources.get("endpoint", "--endpoint") if s.endpoint else "the embedded simulator"
-        self.server = probe(self.client, api=s.api, model=s.model,
-                            wanted_source=s.acceptance_source, log_command=s.log_command,
-                            simulated=s.endpoint is None, endpoint_source=source,
-                            warn=lambda note: self.progress(f"specperf: {note}"))
+        with self._case_lock():
+            self.server = probe(self.client, api=s.api, model=s.model,
+                                wanted_source=s.acceptance_source, log_command=s.log_command,
+                                simulated=s.endpoint is None, endpoint_source=source,
+                                warn=lambda note: self.progress(f"specperf: {note}"))
         self._check_contexts(self.server)
         self.measurer = self._measurer(self.client, self.server)
         return self.server
 
+    def _lock_path(self) -> Path:
+        return self.settings.gpu_lock or gpulock.lock_path_for(self.url)
+
     def _take_lock(self) -> None:
-        path = self.settings.gpu_lock or gpulock.lock_path_for(self.url)
-        self.lock = gpulock.GpuLock(path, timeout_s=self.settings.gpu_lock_timeout,
+        if self.lock_mode != "session":
+            return
+        self.lock = gpulock.GpuLock(self._lock_path(), timeout_s=self.settings.gpu_lock_timeout,
                                     endpoint=self.url, progress=self.progress)
         self.lock_wait_s = self.lock.acquire()
+
+    def _case_lock(self) -> contextlib.AbstractContextManager[object]:
+        """In ``case`` mode, the per-case lock among xdist workers; else nothing."""
+        if self.lock_mode != "case":
+            return contextlib.nullcontext()
+        path = self._lock_path().with_name(self._lock_path().name + ".case")
+        return gpulock.GpuLock(path, timeout_s=self.settings.gpu_lock_timeout,
+                               endpoint=self.url, progress=self.progress)
 
     def _check_contexts(self, server: ServerInfo) -> None:
         limit = server.max_model_len
@@ -162,7 +180,8 @@ class PerfSession:
         """Measure one case (the session starts on first use)."""
         self.start()
         assert self.measurer is not None
-        measurement = self.measurer.measure(case, decide)
+        with self._case_lock():
+            measurement = self.measurer.measure(case, decide)
         self.measurements[case.id] = measurement
         return measurement
 

@@ -107,15 +107,15 @@ def fit_lines(measurements: dict[str, dict[str, Any]]) -> list[str]:
 
 def render(found: Collector, state: RunState) -> list[str]:
     """The closing block: who was measured, the table, the fits, verdicts, notes."""
-    session = state.session
-    server = session.server if session else None
-    label = server.label if server else "(measured on xdist workers)"
-    source = server.acceptance_source if server else "see reports"
-    lines = ["", f"specperf — {label}; acceptance from {source}; "
-                 f"{state.settings.output_tokens} output tokens, ignore_eos, non-streaming"]
-    if server is not None and server.simulated:
-        lines.append(f"SIMULATED: profile {state.settings.sim_profile} at time scale "
-                     f"{server.time_scale:g}; figures are in simulated time.")
+    # From the reports, so it reads the same when xdist workers did the measuring.
+    server = found.server
+    lines = ["", f"specperf — {server.get('label', '?')}; acceptance from "
+                 f"{server.get('acceptance_source', '?')}; {state.settings.output_tokens} output "
+                 f"tokens, ignore_eos, non-streaming"]
+    if server.get("simulated"):
+        profile = server.get("fingerprint", {}).get("sim_profile") or state.settings.sim_profile
+        lines.append(f"SIMULATED: profile {profile} at time scale "
+                     f"{server.get('time_scale', 1):g}; figures are in simulated time.")
     lines += [f"fingerprint differs from the baseline: {n}" for n in state.fingerprint_notes]
     lines += table(found.measurements) + fit_lines(found.measurements)
     failing = [v for v in found.verdicts if v["status"] == "fail"]

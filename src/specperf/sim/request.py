@@ -142,6 +142,9 @@ class SimRequest:
             "commits": list(self.commits),
             "background": self.background,
             "finish_reason": self.finish_reason,
+            # The simulator's monotonic clock (wall seconds): when requests overlapped.
+            "received_mono": self.received_mono,
+            "finished_mono": self.finished_mono,
         }
 
 

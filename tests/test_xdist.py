@@ -1,0 +1,37 @@
+"""Under pytest-xdist the controller holds the session GPU lock; workers never overlap."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+
+
+def test_xdist_workers_share_one_endpoint_without_overlapping(perf_project, start_sim, tmp_path):
+    sim = start_sim(time_scale=0.05)
+    project = perf_project()
+    result = project.run("-n", "2", "-m", "context_scaling", "--endpoint", sim.url,
+                         "--baseline-dir", str(tmp_path))
+    result.assert_outcomes(skipped=6)
+    out = result.stdout.str()
+    assert f"specperf — SIMULATED ({sim.url})" in out
+    assert "padding" in out and "reasoning" in out
+    # Ground truth: no two of the suite's requests ever ran on the server at the same time.
+    truth = httpx.get(f"{sim.url}/_sim/truth").json()["requests"]
+    spans = sorted((r["received_mono"], r["finished_mono"]) for r in truth)
+    assert len(spans) >= 2 + 4 * 4  # two probes, then 4 cases of warm-up + 3 repeats
+    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+        assert start >= end, "two requests overlapped on the server"
+
+
+def test_xdist_lock_is_held_by_the_controller(perf_project, start_sim, tmp_path):
+    sim = start_sim(time_scale=0.05)
+    project = perf_project()
+    lock_dir = Path(project.lock_dir)
+    result = project.run("-n", "2", "-m", "context_scaling", "--endpoint", sim.url,
+                         "--contexts=13", "--baseline-dir", str(tmp_path))
+    result.assert_outcomes(skipped=4)
+    # The workers took only the per-case lock: the session lock's holder was the controller.
+    assert list(lock_dir.glob("*.lock.case")), sorted(p.name for p in lock_dir.iterdir())
+    assert not any(json.loads(p.read_text()).get("pid") for p in lock_dir.glob("*.holder.json"))

@@ -35,6 +35,14 @@ class SimMetrics:
         self.gen_throughput = self._gauge("gen_throughput", "Generation throughput (token/s)")
         self.accept_length = self._gauge("spec_accept_length", "Average accept length")
         self.accept_rate = self._gauge("spec_accept_rate", "Average accept rate")
+        # A labelled metric is exposed only once its child exists: create every child now,
+        # so /metrics lists the same names from the first scrape, as SGLang's does.
+        for metric in (self.verify_calls, self.prompt_tokens, self.num_requests, self.itl,
+                       self.ttft, self.e2e, self.gen_throughput, self.accept_length,
+                       self.accept_rate):
+            metric.labels(**self._values)
+        for streaming in ("true", "false"):
+            self.generation_tokens.labels(**self._values, is_streaming=streaming)
 
     def render(self) -> bytes:
         """The Prometheus text exposition."""

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -23,7 +24,19 @@ from .errors import (
     MalformedResponse,
 )
 
+T = TypeVar("T")
+
 _BODY_EXCERPT = 300
+_MAX_RETRY_AFTER_S = 30.0
+# Hints for the HTTP errors that are never retried: the request itself is wrong.
+_STATUS_HINTS = {
+    400: "the server rejected the request; check --api, --model and --output-tokens against "
+         "what it accepts",
+    401: "check the API key (--api-key-env names the variable that holds it)",
+    403: "check the API key (--api-key-env names the variable that holds it)",
+    404: "the route does not exist there; check --endpoint and --api",
+    429: "the server is rate-limiting; measure on an endpoint reserved for the run",
+}
 
 
 @dataclass(frozen=True)
@@ -35,14 +48,50 @@ class Reply:
     retries: int = 0
 
 
+class TimeoutPolicy:
+    """How long one generation may take: scaled to what the same request took before.
+
+    Before a request of a kind (case and length) has completed, the user's
+    ``--request-timeout`` applies; afterwards ``factor`` times the slowest completed one,
+    never below ``floor_s`` (noise and a busy box) and never above the user's cap. A hung
+    server then errors within about ``factor`` request times, not after ten minutes.
+    """
+
+    def __init__(self, cap_s: float, *, floor_s: float = 30.0, factor: float = 5.0) -> None:
+        self.cap_s = cap_s
+        self.floor_s = floor_s
+        self.factor = factor
+        self._slowest: dict[str, float] = {}
+
+    def seconds(self, key: str) -> tuple[float, str]:
+        """The timeout for a request of ``key`` and the reason, for the error message."""
+        slowest = self._slowest.get(key)
+        cap = f"--request-timeout {self.cap_s:g} s"
+        if slowest is None:
+            return self.cap_s, cap
+        scaled = max(self.floor_s, self.factor * slowest)
+        if scaled >= self.cap_s:
+            return self.cap_s, cap
+        return scaled, (f"{self.factor:g}× the slowest earlier request of this kind, "
+                        f"{slowest:.3g} s, at least {self.floor_s:g} s; {cap} is the cap")
+
+    def observe(self, key: str, elapsed_s: float) -> None:
+        self._slowest[key] = max(self._slowest.get(key, 0.0), elapsed_s)
+
+
 class Client:
-    """A blocking HTTP client bound to one endpoint (requests run one at a time)."""
+    """A blocking HTTP client bound to one endpoint (requests run one at a time).
+
+    The API key lives only in the HTTP client's headers: never in an attribute, the repr,
+    or an error message (server text quoted in errors is scrubbed of it).
+    """
 
     def __init__(self, base_url: str, *, api_key: str | None = None,
                  timeout_s: float = 600.0, retries: int = 2, backoff_s: float = 0.5) -> None:
         self.base_url = base_url.rstrip("/")
         self.retries = retries
         self.backoff_s = backoff_s
+        self._retry_after: float | None = None  # of the last error status answered
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # TCP_NODELAY: httpx writes headers and body separately; with Nagle on, the body
         # waits for the server's delayed ACK (~40 ms per request on Linux keep-alive
@@ -57,6 +106,8 @@ class Client:
     def __repr__(self) -> str:
         return f"Client({self.base_url!r})"
 
+    __str__ = __repr__
+
     def close(self) -> None:
         self._http.close()
 
@@ -64,32 +115,51 @@ class Client:
         return self.request("GET", path, timeout_s=timeout_s).data
 
     def get_text(self, path: str, *, timeout_s: float | None = None) -> str:
-        """GET a text body (e.g. /metrics)."""
-        response = self._send("GET", path, None, timeout_s)
-        return response.text
+        """GET a text body (e.g. /metrics), retried on transient faults like JSON requests."""
+        text: str = self._retrying(lambda: self._send("GET", path, None, timeout_s, "").text)[0]
+        return text
 
-    def post_json(self, path: str, body: Any, *, timeout_s: float | None = None) -> Reply:
-        return self.request("POST", path, body, timeout_s=timeout_s)
+    def post_json(self, path: str, body: Any, *, timeout_s: float | None = None,
+                  timeout_basis: str = "") -> Reply:
+        return self.request("POST", path, body, timeout_s=timeout_s,
+                            timeout_basis=timeout_basis)
 
     def request(self, method: str, path: str, body: Any = None, *,
-                timeout_s: float | None = None) -> Reply:
-        """One JSON request, retried on transient faults (5xx, dropped connection)."""
+                timeout_s: float | None = None, timeout_basis: str = "") -> Reply:
+        """One JSON request, retried on transient faults (5xx, dropped connection, bad JSON)."""
+        def once() -> tuple[Any, float]:
+            start = time.perf_counter()
+            response = self._send(method, path, body, timeout_s, timeout_basis)
+            elapsed = time.perf_counter() - start
+            return self._decode(response, path), elapsed
+
+        (data, elapsed), retries = self._retrying(once)
+        return Reply(data, elapsed, retries)
+
+    def _retrying(self, once: Callable[[], T]) -> tuple[T, int]:
+        """Run ``once``, retrying transient EndpointErrors at most ``retries`` times."""
         attempt = 0
         while True:
             try:
-                start = time.perf_counter()
-                response = self._send(method, path, body, timeout_s)
-                elapsed = time.perf_counter() - start
-                return Reply(self._decode(response, path), elapsed, attempt)
+                return once(), attempt
             except EndpointError as exc:
                 if not exc.transient or attempt >= self.retries:
                     if attempt:
                         exc.args = (f"{exc.args[0]} (after {attempt} retries)",)
                     raise
+                wait = self._backoff(attempt, exc)
             attempt += 1
-            time.sleep(self.backoff_s * 2 ** (attempt - 1))
+            time.sleep(wait)
 
-    def _send(self, method: str, path: str, body: Any, timeout_s: float | None) -> httpx.Response:
+    def _backoff(self, attempt: int, exc: EndpointError) -> float:
+        """Exponential backoff; a server's Retry-After (bounded) when it gives one."""
+        wait = self.backoff_s * 2.0 ** attempt
+        if isinstance(exc, BadStatus) and self._retry_after is not None:
+            wait = max(wait, min(self._retry_after, _MAX_RETRY_AFTER_S))
+        return wait
+
+    def _send(self, method: str, path: str, body: Any, timeout_s: float | None,
+              timeout_basis: str) -> httpx.Response:
         url = self.base_url + path
         kwargs: dict[str, Any] = {}
         if body is not None:
@@ -100,26 +170,52 @@ class Client:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.ConnectError as exc:
-            raise EndpointUnreachable(
-                f"cannot connect to {url}: {exc}. Is the server running and is --endpoint "
-                "right?", url=url) from exc
+            raise self._unreachable(url, exc) from exc
         except httpx.TimeoutException as exc:
+            basis = f" ({timeout_basis})" if timeout_basis else ""
             raise EndpointTimeout(
                 f"{method} {url} gave no complete answer within "
-                f"{self._timeout_text(timeout_s)}: the server is hung or overloaded; raise "
-                "--request-timeout if requests are legitimately this slow.", url=url) from exc
-        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+                f"{self._timeout_text(timeout_s)}{basis}: the server is hung or overloaded; "
+                "raise --request-timeout if requests are legitimately this slow.",
+                url=url) from exc
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             raise EndpointError(
-                f"{method} {url}: the connection dropped mid-response ({exc}).",
-                url=url, transient=True) from exc
+                f"{method} {url}: the connection dropped mid-response ({exc}); the server "
+                "or something between it and specperf closed it: check the server log for "
+                "a crash or restart.", url=url, transient=True) from exc
         except httpx.HTTPError as exc:
-            raise EndpointError(f"{method} {url} failed: {exc}", url=url) from exc
+            raise EndpointError(f"{method} {url} failed: {self._scrub(str(exc))}",
+                                url=url) from exc
         if response.status_code >= 400:
-            text = response.text[:_BODY_EXCERPT]
-            raise BadStatus(
-                f"{method} {url} answered HTTP {response.status_code}: {text}",
-                url=url, status=response.status_code, body=text)
+            raise self._bad_status(method, url, response)
         return response
+
+    def _unreachable(self, url: str, exc: httpx.ConnectError) -> EndpointUnreachable:
+        if _caused_by(exc, socket.gaierror):
+            host = httpx.URL(url).host
+            return EndpointUnreachable(
+                f"cannot resolve the host name {host!r} of {url} ({exc}): check the spelling "
+                "of --endpoint and this machine's DNS.", url=url)
+        return EndpointUnreachable(
+            f"cannot connect to {url}: {exc}. Is the server running and is --endpoint "
+            "right?", url=url)
+
+    def _bad_status(self, method: str, url: str, response: httpx.Response) -> BadStatus:
+        status = response.status_code
+        text = self._scrub(response.text[:_BODY_EXCERPT])
+        if status >= 500:
+            hint = "a server-side failure; retried, check the server log"
+        else:
+            hint = _STATUS_HINTS.get(status, "the request was refused; not retried")
+        self._retry_after = _retry_after(response)
+        return BadStatus(f"{method} {url} answered HTTP {status}: {text} ({hint})",
+                         url=url, status=status, body=text)
+
+    def _scrub(self, text: str) -> str:
+        """Remove the API key from server text quoted in an error (a server may echo it)."""
+        auth = str(self._http.headers.get("Authorization", ""))
+        key = auth.removeprefix("Bearer ")
+        return text.replace(key, "<api key>") if key else text
 
     def _timeout_text(self, timeout_s: float | None) -> str:
         if timeout_s is None:
@@ -129,8 +225,26 @@ class Client:
     def _decode(self, response: httpx.Response, path: str) -> Any:
         try:
             return json.loads(response.content)
-        except (ValueError, UnicodeDecodeError) as exc:
-            excerpt = response.text[:_BODY_EXCERPT]
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            excerpt = self._scrub(response.text[:_BODY_EXCERPT])
             raise MalformedResponse(
                 f"{self.base_url}{path} answered HTTP {response.status_code} with a body that "
                 f"is not JSON: {excerpt!r}", url=self.base_url + path, transient=True) from exc
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After", "")
+    try:
+        seconds = float(value)
+    except ValueError:
+        return None
+    return seconds if 0 <= seconds < float("inf") else None
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

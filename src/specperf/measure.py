@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from . import acceptance, routes
+from . import acceptance, guard, routes
 from .acceptance import LogSource, MetricsSnapshot
-from .client import Client
+from .client import Client, TimeoutPolicy
 from .errors import (
     AcceptanceUnavailable,
-    ContaminatedMeasurement,
     IgnoreEosNotHonoured,
     MalformedResponse,
     UnstableMeasurement,
@@ -159,6 +157,10 @@ class Measurer:
         self.run = run
         self.log = log
         self.on_sample = on_sample or (lambda s, total: None)
+        self.traffic = guard.TrafficGuard(self._snapshot, wait_s=run.guard_wait_s)
+        self.timeouts = TimeoutPolicy(run.request_timeout)
+        self._class_norms: dict[str, float] = {}
+        self._shared_prefix: int | None = None
 
     def measure(self, case: Case, decide: Decide | None = None) -> Measurement:
         """Warm up, then repeat until ``decide`` says stop (bounded by max_repeats).
@@ -194,25 +196,18 @@ class Measurer:
 
     def sample(self, case: Case, repeat: int, *, warmup: bool) -> Sample:
         """One clean sample; contaminated attempts are discarded and retried (bounded)."""
-        seen: list[str] = []
-        for _ in range(self.run.guard_retries + 1):
-            try:
-                return self._attempt(case, repeat, warmup)
-            except _Contaminated as exc:
-                seen.append(str(exc))
-        raise ContaminatedMeasurement(
-            f"{case.id}: every one of {len(seen)} attempts was disturbed by other traffic on "
-            f"the server ({'; '.join(seen)}). Measure on an idle server: stop other clients "
-            "or take the endpoint out of rotation.")
+        sample, discarded = guard.retry_clean(
+            case.id, lambda: self._attempt(case, repeat, warmup), self.run.guard_retries)
+        if discarded:
+            sample.raw["discarded_attempts"] = discarded
+        return sample
 
     def _attempt(self, case: Case, repeat: int, warmup: bool) -> Sample:
-        before = self._idle_snapshot()
+        before = self.traffic.before()
         comp, wall_s, retries, started = self._generate(case, case.output_tokens)
-        after = self._snapshot()
-        foreign = _foreign_requests(before, after)
-        if foreign:
-            raise _Contaminated(f"{foreign} foreign requests ran during the measurement")
+        after = self.traffic.after(before)
         self._validate(case, comp)
+        checks = self._checks(case, comp)
         steps = self._steps(comp, before, after, started)
         decode_s = self._decode_s(comp, case, steps, wall_s)
         scale = self.server.time_scale
@@ -224,15 +219,30 @@ class Measurer:
             server_accept_length=comp.accept_length, cached_tokens=comp.cached_tokens,
             acceptance_source=self.server.acceptance_source, finish_reason=comp.finish,
             retries=retries, raw={"e2e_s": comp.e2e_s, "wall_s_unscaled": wall_s,
-                                  "histogram_sum": comp.histogram_sum})
+                                  "histogram_sum": comp.histogram_sum, **checks})
+
+    def _checks(self, case: Case, comp: Completion) -> dict[str, Any]:
+        """Prefix-cache and degenerate-output guards (see guard.py); flags for Sample.raw."""
+        if self._shared_prefix is None:
+            self._shared_prefix = guard.shared_prefix(self.prompts.tokenizer)
+        flags = guard.check_prefix_cache(case.id, comp.cached_tokens, comp.prompt_tokens,
+                                         self._shared_prefix)
+        if case.text_class not in self._class_norms:
+            self._class_norms[case.text_class] = guard.class_norm(
+                self.prompts.classes[case.text_class])
+        units = guard.output_units(comp.text, comp.ids)
+        return {**flags, **guard.check_output(case.id, units, self._class_norms[case.text_class])}
 
     def _generate(self, case: Case, max_tokens: int) -> tuple[Completion, float, int, datetime]:
-        nonce = f"run {uuid.uuid4().hex[:12]}: "
+        nonce = f"{guard.NONCE_LEAD}{uuid.uuid4().hex[:12]}: "
         prompt = self.prompts.build(case, nonce, want_ids=self.server.api == "sglang")
         path, body = routes.request_body(self.server.api, prompt, max_tokens,
                                          self.server.model, nonce.strip(": "))
         started = datetime.now()
-        reply = self.client.post_json(path, body, timeout_s=self.run.request_timeout)
+        kind = f"{case.id}/{max_tokens}"
+        timeout_s, basis = self.timeouts.seconds(kind)
+        reply = self.client.post_json(path, body, timeout_s=timeout_s, timeout_basis=basis)
+        self.timeouts.observe(kind, reply.elapsed_s)
         return routes.parse(self.server.api, reply.data), reply.elapsed_s, reply.retries, started
 
     def _validate(self, case: Case, comp: Completion) -> None:
@@ -297,29 +307,6 @@ class Measurer:
         if not self.server.metrics:
             return None
         return acceptance.parse_metrics(self.client.get_text("/metrics", timeout_s=30))
-
-    def _idle_snapshot(self) -> MetricsSnapshot | None:
-        """Wait (bounded) until the server runs and queues nothing, then snapshot."""
-        snap = self._snapshot()
-        deadline = time.monotonic() + self.run.guard_wait_s
-        while snap is not None and not snap.idle:
-            if time.monotonic() > deadline:
-                raise _Contaminated(
-                    f"the server was busy before the request ({snap.running:g} running, "
-                    f"{snap.queued:g} queued)")
-            time.sleep(0.05)
-            snap = self._snapshot()
-        return snap
-
-
-class _Contaminated(Exception):
-    """One attempt saw foreign traffic; retried by Measurer.sample."""
-
-
-def _foreign_requests(before: MetricsSnapshot | None, after: MetricsSnapshot | None) -> int:
-    if before is None or after is None or before.requests is None or after.requests is None:
-        return 0
-    return max(0, int(after.requests - before.requests) - 1)
 
 
 def _values(samples: Sequence[Sample]) -> dict[str, list[float]]:

@@ -8,6 +8,7 @@ are SGLang 0.5.x's, current and legacy spellings (shared/server-apis.md).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ class Completion:
     histogram_sum: int | None
     output_ids: int | None
     text: str
+    ids: tuple[int, ...] | None = None
 
 
 def request_body(api: str, prompt: Prompt, max_tokens: int, model: str | None,
@@ -65,18 +67,38 @@ def parse(api: str, data: Any) -> Completion:
     return _parse_native(data) if api == "sglang" else _parse_openai(api, data)
 
 
-def _get(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+def _count(obj: Mapping[str, Any], key: str, where: str) -> int:
+    """A required token count: a finite, non-negative whole number."""
     value = obj.get(key)
-    if not isinstance(value, kind) or isinstance(value, bool):
-        raise MalformedResponse(f"{where}.{key} is {value!r}: expected a number")
-    return value
+    number = _finite(value)
+    if number is None or number < 0 or number != int(number):
+        shown = "missing" if key not in obj else _show(value)
+        raise MalformedResponse(f"{where}.{key} is {shown}: expected a whole number of tokens")
+    return int(number)
+
+
+def _show(value: Any) -> str:
+    try:
+        return repr(value)[:60]
+    except ValueError:  # an int too long to print
+        return f"a {type(value).__name__}"
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond float range
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _opt_num(obj: Mapping[str, Any], *keys: str) -> float | None:
     for key in keys:
-        value = obj.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
+        number = _finite(obj.get(key))
+        if number is not None:
+            return number
     return None
 
 
@@ -87,8 +109,19 @@ def _opt_int(obj: Mapping[str, Any], *keys: str) -> int | None:
 
 def _hist_sum(obj: Mapping[str, Any]) -> int | None:
     hist = obj.get("spec_correct_drafts_histogram", obj.get("spec_accept_histogram"))
-    if isinstance(hist, list) and all(isinstance(v, (int, float)) for v in hist):
-        return int(sum(hist))
+    if not isinstance(hist, list):
+        return None
+    values = [_finite(v) for v in hist]
+    if any(v is None for v in values):
+        return None
+    total = sum(v for v in values if v is not None)
+    return int(total) if math.isfinite(total) else None
+
+
+def _ids(value: Any) -> tuple[int, ...] | None:
+    if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool)
+                                       for v in value):
+        return tuple(value)
     return None
 
 
@@ -98,20 +131,21 @@ def _parse_native(data: Mapping[str, Any]) -> Completion:
         raise MalformedResponse("/generate answer has no meta_info object")
     finish = meta.get("finish_reason")
     finish_type = finish.get("type") if isinstance(finish, Mapping) else finish
-    ids = data.get("output_ids")
+    raw_ids = data.get("output_ids")
     e2e = _opt_num(meta, "e2e_latency")
     return Completion(
-        prompt_tokens=int(_get(meta, "prompt_tokens", (int, float), "meta_info")),
-        completion_tokens=int(_get(meta, "completion_tokens", (int, float), "meta_info")),
-        finish=str(finish_type),
+        prompt_tokens=_count(meta, "prompt_tokens", "/generate meta_info"),
+        completion_tokens=_count(meta, "completion_tokens", "/generate meta_info"),
+        finish=_word(finish_type),
         cached_tokens=_opt_int(meta, "cached_tokens"),
         verify_steps=_opt_int(meta, "spec_verify_ct"),
         accept_length=_opt_num(meta, "spec_accept_length"),
         e2e_s=e2e,
         ttft_s=_opt_num(meta, "first_token_latency"),
         histogram_sum=_hist_sum(meta),
-        output_ids=len(ids) if isinstance(ids, list) else None,
-        text=str(data.get("text", "")),
+        output_ids=len(raw_ids) if isinstance(raw_ids, list) else None,
+        text=_text(data.get("text")),
+        ids=_ids(raw_ids),
     )
 
 
@@ -135,14 +169,25 @@ def _parse_openai(api: str, data: Mapping[str, Any]) -> Completion:
     message = choice.get("message")
     text = message.get("content") if isinstance(message, Mapping) else choice.get("text")
     return Completion(
-        prompt_tokens=int(_get(usage, "prompt_tokens", (int, float), "usage")),
-        completion_tokens=int(_get(usage, "completion_tokens", (int, float), "usage")),
-        finish=str(choice.get("finish_reason")),
+        prompt_tokens=_count(usage, "prompt_tokens", f"{PATHS[api]} usage"),
+        completion_tokens=_count(usage, "completion_tokens", f"{PATHS[api]} usage"),
+        finish=_word(choice.get("finish_reason")),
         cached_tokens=_opt_int(details, "cached_tokens") if isinstance(details, Mapping) else None,
         verify_steps=steps,
         accept_length=_opt_num(spec, "spec_accept_length"),
         e2e_s=None, ttft_s=None,
         histogram_sum=_hist_sum(spec),
         output_ids=None,
-        text=str(text or ""),
+        text=_text(text),
     )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _word(value: Any) -> str:
+    """A finish reason as text ("None" when absent, the type's name when not a string)."""
+    if value is None or isinstance(value, str):
+        return str(value)
+    return f"<{type(value).__name__}>"

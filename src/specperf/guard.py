@@ -1,0 +1,212 @@
+"""Is a sample trustworthy? The checks that keep a quietly wrong number out of a verdict.
+
+Three guards, each cheap enough for the per-request hot path:
+
+- **traffic** (:class:`TrafficGuard`): before a measured request the server's running and
+  queued gauges are 0 (waited for, bounded), and afterwards its finished-request counter
+  moved by exactly one. A disturbed attempt is discarded and retried (:func:`retry_clean`,
+  bounded); when every attempt was disturbed the case errors with
+  :class:`~specperf.errors.ContaminatedMeasurement` saying what was seen. Without
+  /metrics the guard is off (the probe says so once).
+- **prefix cache** (:func:`check_prefix_cache`): every prompt starts with a unique nonce,
+  so at most the special tokens and the nonce's fixed lead can come from the cache. More
+  is recorded on the sample; a cache reaching well past the nonce hid prefill and errors.
+- **degenerate output** (:func:`check_output`): an output that collapsed into a loop is
+  easy to draft, so it inflates acceptance. Its repeated 8-gram fraction is compared with
+  what the text class's own text shows (the padding class legitimately repeats).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
+
+from .acceptance import MetricsSnapshot
+from .errors import ContaminatedMeasurement
+from .workload import TextClass, Tokenizer
+
+T = TypeVar("T")
+
+# Every measured prompt starts "run <12 hex digits>: " (after the special tokens).
+NONCE_LEAD = "run "
+# Leading hex digits of two random nonces often match; a token or two of chance overlap.
+NONCE_CHANCE = 2
+NGRAM = 8
+# An output is degenerate when more than this fraction of its 8-grams repeat earlier ones,
+# and clearly more than the class's own text does. Varied text scores ~0; a loop ~1.
+DEGENERATE_FLOOR = 0.5
+DEGENERATE_MARGIN = 0.3
+# Tokens beyond the nonce-free expectation that may be cached without hiding prefill that
+# matters (a chat template's role header, a chance match of the nonce's first characters).
+PREFIX_SLACK = 32
+
+
+class DegenerateOutput(ContaminatedMeasurement):
+    """The output collapsed into a loop, which inflates acceptance."""
+
+
+class PrefixCacheHit(ContaminatedMeasurement):
+    """The prefix cache served part of the prompt past the unique nonce, hiding prefill."""
+
+
+class Disturbed(Exception):
+    """One attempt saw foreign traffic; :func:`retry_clean` discards it and tries again."""
+
+
+# -- traffic --------------------------------------------------------------------------------
+class TrafficGuard:
+    """Brackets one measured request with /metrics scrapes (``scrape`` returns None when the
+    server has no metrics, which turns the guard off)."""
+
+    def __init__(self, scrape: Callable[[], MetricsSnapshot | None], *, wait_s: float = 5.0,
+                 poll_s: float = 0.05, settle_s: float = 0.5,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.scrape = scrape
+        self.wait_s = wait_s
+        self.poll_s = poll_s
+        self.settle_s = settle_s
+        self.clock = clock
+        self.sleep = sleep
+
+    def before(self) -> MetricsSnapshot | None:
+        """Wait (at most ``wait_s``) until nothing runs or queues; Disturbed if it never does."""
+        snap = self.scrape()
+        deadline = self.clock() + self.wait_s
+        while snap is not None and not snap.idle:
+            if self.clock() >= deadline:
+                raise Disturbed(
+                    f"the server was busy before the request ({snap.running or 0:g} running, "
+                    f"{snap.queued or 0:g} queued, still after {self.wait_s:g} s)")
+            self.sleep(self.poll_s)
+            snap = self.scrape()
+        return snap
+
+    def after(self, before: MetricsSnapshot | None) -> MetricsSnapshot | None:
+        """Check the finished-request counter moved by exactly one since ``before``."""
+        if before is None or before.requests is None:
+            return None
+        after = self.scrape()
+        deadline = self.clock() + self.settle_s
+        # A counter may be exported a moment after the response; wait briefly for ours.
+        while after is not None and after.requests is not None \
+                and after.requests == before.requests and self.clock() < deadline:
+            self.sleep(self.poll_s)
+            after = self.scrape()
+        if after is None or after.requests is None:
+            raise Disturbed("/metrics lost its finished-request counter during the request")
+        _check_moved(before.requests, after.requests)
+        return after
+
+
+def _check_moved(before: float, after: float) -> None:
+    moved = after - before
+    if moved == 1:
+        return
+    if moved > 1:
+        foreign = int(moved) - 1
+        noun = "request" if foreign == 1 else "requests"
+        raise Disturbed(f"{foreign} foreign {noun} ran during the measurement")
+    if moved < 0:
+        raise Disturbed(f"the finished-request counter went backwards ({before:g} → "
+                        f"{after:g}): the server restarted during the measurement")
+    raise Disturbed(f"the finished-request counter moved by {moved:g}, not 1: the server "
+                    "did not count the request")
+
+
+def retry_clean(case_id: str, attempt: Callable[[], T], retries: int
+                ) -> tuple[T, list[str]]:
+    """Run ``attempt`` until it is undisturbed (at most ``retries`` extra times).
+
+    Returns the result and the reasons of the discarded attempts; raises
+    ContaminatedMeasurement listing what every attempt saw.
+    """
+    seen: list[str] = []
+    for _ in range(retries + 1):
+        try:
+            return attempt(), seen
+        except Disturbed as exc:
+            seen.append(str(exc))
+    raise ContaminatedMeasurement(
+        f"{case_id}: {_headline(seen)}; every one of {len(seen)} attempts was disturbed by "
+        f"other traffic on the server ({'; '.join(seen)}). Measure on an idle server: stop "
+        "other clients or take the endpoint out of rotation.")
+
+
+def _headline(seen: Sequence[str]) -> str:
+    """The most telling reason: foreign requests counted, else the last thing seen."""
+    counted = [s for s in seen if "foreign" in s]
+    return counted[-1] if counted else seen[-1]
+
+
+# -- prefix cache ---------------------------------------------------------------------------
+def shared_prefix(tokenizer: Tokenizer) -> int:
+    """Tokens every measured prompt may share with an earlier one: specials, nonce lead."""
+    specials = tokenizer.tokenize("", True)
+    lead = tokenizer.tokenize(NONCE_LEAD.strip(), False)
+    return len(specials) + len(lead) + NONCE_CHANCE
+
+
+def check_prefix_cache(case_id: str, cached: int | None, prompt_tokens: int,
+                       expected: int) -> dict[str, Any]:
+    """Flags for ``Sample.raw``; PrefixCacheHit when the cache hid prefill past the nonce.
+
+    ``expected``: the tokens every prompt shares before its nonce differs (special tokens
+    plus the nonce's fixed lead), so the most a healthy cache can serve.
+    """
+    if cached is None or cached <= expected:
+        return {}
+    beyond = cached - expected
+    if beyond > PREFIX_SLACK:
+        raise PrefixCacheHit(
+            f"{case_id}: the server served {cached} of {prompt_tokens} prompt tokens from "
+            f"its prefix cache although every prompt starts with a unique nonce (at most "
+            f"{expected} can be shared): the cache hid prefill, so tok/s would read high. "
+            "Check for a response cache or proxy in front of the server and that the nonce "
+            "reaches the model unchanged.")
+    return {"prefix_cache_hit": beyond}
+
+
+# -- degenerate output ----------------------------------------------------------------------
+def repetition(items: Sequence[Hashable], n: int = NGRAM) -> float:
+    """Fraction of the n-grams of ``items`` that repeat an earlier one (0 when too short)."""
+    total = len(items) - n + 1
+    if total <= 0:
+        return 0.0
+    distinct = {tuple(items[i:i + n]) for i in range(total)}
+    return 1.0 - len(distinct) / total
+
+
+def text_repetition(text: str) -> float:
+    """Repetition of a text's words (the unit shared by every route and tokenizer)."""
+    return repetition(text.split())
+
+
+def class_norm(text_class: TextClass, chars: int = 4000) -> float:
+    """How much a class's own text repeats (padding ~1, prose ~0); computed once per class."""
+    return text_repetition(text_class.body(chars) + text_class.suffix)
+
+
+def output_units(text: str, ids: Sequence[int] | None) -> Sequence[Hashable]:
+    """What an output's repetition is measured on: its token ids, else its words."""
+    return ids if ids is not None else text.split()
+
+
+def degenerate_limit(class_norm: float) -> float:
+    """The repetition above which an output of a class with ``class_norm`` is a loop."""
+    return max(DEGENERATE_FLOOR, class_norm + DEGENERATE_MARGIN)
+
+
+def check_output(case_id: str, units: Sequence[Hashable], class_norm: float
+                 ) -> dict[str, Any]:
+    """Flags for ``Sample.raw``; DegenerateOutput when the output is a loop for its class."""
+    rep = repetition(units)
+    limit = degenerate_limit(class_norm)
+    if rep > limit:
+        raise DegenerateOutput(
+            f"{case_id}: the output collapsed into a loop ({rep:.0%} of its {NGRAM}-grams "
+            f"repeat, limit {limit:.0%}; the class's own text repeats {class_norm:.0%}): a "
+            "loop is easy to draft and inflates acceptance, so the case cannot be judged. "
+            "Check the model and sampling settings (greedy decoding on this prompt loops).")
+    return {"repetition": round(rep, 4)}

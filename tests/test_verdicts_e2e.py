@@ -164,3 +164,18 @@ def test_noisy_cells_error_as_unstable_instead_of_passing_or_failing(baselined):
     result.stdout.fnmatch_lines([
         "UnstableMeasurement: *-ctx*: * spreads too widely: relative MAD * > 0.10 after 6 "
         "repeats (the bound): the cell cannot be judged*"])
+
+
+def test_a_different_server_fingerprint_is_stated_first(baselined, start_sim):
+    _, project, args, base_dir = baselined
+    other = start_sim(profile="alt-eagle3", time_scale=0.05)
+    swapped = [other.url if a.startswith("http://") else a for a in args]
+    result = project.run(*swapped)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "FINGERPRINT DIFFERS FROM THE BASELINE: *",
+        "regressions (*",
+    ])
+    assert "FINGERPRINT DIFFERS FROM THE BASELINE: speculative algorithm: DDTREE → EAGLE3" in out
+    assert "note: the server differs from the baseline's: draft model: specperf-sim/Kimi-K2.6-" \
+           "DFlash-drafter → specperf-sim/Llama-3.3-70B-EAGLE3" in out

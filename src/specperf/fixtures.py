@@ -115,9 +115,9 @@ class Checks:
         verdicts = self.state.judge(measured, base,
                                     _marker_tolerances(self.request))
         self._record(verdicts)
-        failing = [v.fails() for v in verdicts if v.fails()]
+        failing = [m for v in verdicts if (m := v.fails())]
         if failing and not self.state.settings.update_baselines:
-            pytest.fail("\n".join(m for m in failing if m), pytrace=False)
+            pytest.fail("\n".join(failing + self._fingerprint_lines()), pytrace=False)
 
     def fit(self, text_class: str) -> None:
         """Compare a class's slope with the baseline's (its cases are measured in setup)."""
@@ -127,9 +127,17 @@ class Checks:
         self._record([verdict])
         message = verdict.fails()
         if message and not self.state.settings.update_baselines:
-            pytest.fail(message, pytrace=False)
+            pytest.fail("\n".join([message, *self._fingerprint_lines()]), pytrace=False)
+
+    def _fingerprint_lines(self) -> list[str]:
+        """A regression against a different deployment may be that difference: say so."""
+        return [f"note: the server differs from the baseline's: {note}"
+                for note in self.state.fingerprint_notes]
 
     def _record(self, verdicts: list[object]) -> None:
+        if self.state.fingerprint_notes:
+            self.request.node.user_properties.append(
+                ("specperf_fingerprint_notes", json.dumps(self.state.fingerprint_notes)))
         for v in verdicts:
             self.request.node.user_properties.append(
                 ("specperf_verdict", json.dumps(self.state.verdict_dict(v), default=str)))

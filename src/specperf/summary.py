@@ -36,6 +36,7 @@ class Collector:
     measurements: dict[str, dict[str, Any]] = field(default_factory=dict)
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     server: dict[str, Any] = field(default_factory=dict)
+    fingerprint_notes: list[str] = field(default_factory=list)
     outcomes: dict[str, str] = field(default_factory=dict)
     errors: int = 0
     failures: int = 0
@@ -50,6 +51,8 @@ class Collector:
                 self.verdicts.append(json.loads(str(value)))
             elif key == "specperf_server" and not self.server:
                 self.server = json.loads(str(value))
+            elif key == "specperf_fingerprint_notes":
+                self.fingerprint_notes = json.loads(str(value))
         if report.failed or report.when == "call" or report.skipped:
             self.outcomes[report.nodeid] = ("error" if report.failed and report.when != "call"
                                             else report.outcome)
@@ -116,12 +119,16 @@ def render(found: Collector, state: RunState) -> list[str]:
         profile = server.get("fingerprint", {}).get("sim_profile") or state.settings.sim_profile
         lines.append(f"SIMULATED: profile {profile} at time scale "
                      f"{server.get('time_scale', 1):g}; figures are in simulated time.")
-    lines += [f"fingerprint differs from the baseline: {n}" for n in state.fingerprint_notes]
+    lines += [f"FINGERPRINT DIFFERS FROM THE BASELINE: {n}" for n in found.fingerprint_notes]
     lines += table(found.measurements) + fit_lines(found.measurements)
     failing = [v for v in found.verdicts if v["status"] == "fail"]
     if failing:
         lines.append(f"regressions ({len(failing)}):")
         lines += [f"  {v['case_id']}: {v['message']}" for v in failing]
+    improved = [v for v in found.verdicts if v["status"] == "improved"]
+    if improved:
+        lines.append(f"better than the baseline ({len(improved)}):")
+        lines += [f"  {v['case_id']}: {v['message']}" for v in improved]
     lines += [f"unexplained by the model: {v.case_id}: {v.message}" for v in state.reconciled
               if v.status == "fail"]
     return lines + found.footer

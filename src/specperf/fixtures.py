@@ -16,6 +16,7 @@ from .baseline import Baseline, CaseBaseline
 from .config import Settings
 from .measure import Measurement
 from .run import RunState
+from .verdict import Verdict
 from .session import PerfSession
 from .workload import Case
 
@@ -134,7 +135,7 @@ class Checks:
         return [f"note: the server differs from the baseline's: {note}"
                 for note in self.state.fingerprint_notes]
 
-    def _record(self, verdicts: list[object]) -> None:
+    def _record(self, verdicts: list[Verdict]) -> None:
         if self.state.fingerprint_notes:
             self.request.node.user_properties.append(
                 ("specperf_fingerprint_notes", json.dumps(self.state.fingerprint_notes)))

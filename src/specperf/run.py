@@ -219,8 +219,7 @@ class RunState:
         return verdict
 
     @staticmethod
-    def verdict_dict(verdict: object) -> dict[str, Any]:
-        assert isinstance(verdict, Verdict)
+    def verdict_dict(verdict: Verdict) -> dict[str, Any]:
         data = asdict(verdict)
         data["attribution"] = None if verdict.attribution is None else {
             "acceptance": verdict.attribution.share("acceptance"),

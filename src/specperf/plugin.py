@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from . import summary
+from . import report, summary
 from .config import OPTIONS, Settings, resolve
 from .errors import ConfigError, SpecperfError
 from .fixtures import (  # noqa: F401  (fixtures are registered by being importable here)
@@ -92,6 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.stash[STATE] = state
     config.pluginmanager.register(summary.Collector(), summary.COLLECTOR_NAME)
+    config.pluginmanager.register(report.ReportPlugin(config), "specperf-report")
     if workerinput is None and config.pluginmanager.hasplugin("xdist") \
             and config.getoption("dist", "no") != "no" and settings.endpoint is not None:
         config.pluginmanager.register(XdistController(config, settings), "specperf-xdist")

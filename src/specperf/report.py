@@ -1,0 +1,246 @@
+"""Reports of a perf run: ``reports/<run-id>/`` with results.json, report.html and the history.
+
+At the end of a perf run, on the controller only (never on an xdist worker) and only
+when at least one case was measured, :class:`ReportPlugin` writes ``results.json``
+(:mod:`specperf.results`), appends the run to ``history.jsonl`` and renders
+``report.html`` (:mod:`specperf.page`). When pytest-html is active (``--html``), its
+results table gains tok/s, step ms, avg commit and Δ columns, its summary names our
+report, and each case carries its samples and raw JSON as extras. This is the only
+module that imports pytest_html.
+
+The directory is ``$SPECPERF_REPORT_DIR`` (default ``reports``, relative to where pytest
+was started). The ``specperf report RESULTS`` and ``specperf trend`` commands register here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Generator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pytest_html import extras as html_extras
+
+from . import __version__, page, results, summary, trend
+from .baseline import Baseline, BaselineStore, deployment_slug
+from .config import Settings
+from .errors import SpecperfError
+from .fixtures import STATE
+from .run import RunState
+from .session import git_revision
+
+REPORT_DIR_ENV = "SPECPERF_REPORT_DIR"
+ERROR_CHARS = 2000
+USAGE_ERROR = 2
+
+
+def report_dir(start: Path | None = None) -> Path:
+    """Where reports go: $SPECPERF_REPORT_DIR or ``reports``, relative to ``start``."""
+    path = Path(os.environ.get(REPORT_DIR_ENV) or "reports")
+    return path if path.is_absolute() else (start or Path.cwd()) / path
+
+
+def write_report(doc: dict[str, Any], directory: Path) -> Path:
+    """results.json, the history line and report.html of one run; returns the page's path."""
+    results.write(doc, directory)
+    out = directory / str(doc["run_id"]) / "report.html"
+    out.write_text(page.render(doc), encoding="utf-8")
+    return out
+
+
+class ReportPlugin:
+    """Writes the run's report at session end; see the module docstring."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.started = time.monotonic()
+        self.run_id = results.new_run_id()
+        self.errors: dict[str, str] = {}
+        self.written: Path | None = None
+        self.problem = ""
+        if config.pluginmanager.hasplugin("html"):
+            config.pluginmanager.register(HtmlHooks(self), "specperf-report-html")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed and report.when != "call":
+            self.errors[report.nodeid] = report.longreprtext[-ERROR_CHARS:]
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if hasattr(self.config, "workerinput"):
+            return  # workers send their reports to the controller, which writes once
+        found = summary.collected(self.config)
+        state = self.config.stash.get(STATE, None)
+        if state is None or not found.measurements:
+            return
+        doc = self.document(state, found)
+        try:
+            self.written = write_report(doc, report_dir(self.config.invocation_params.dir))
+        except OSError as exc:
+            self.problem = f"{exc}; set {REPORT_DIR_ENV} to a writable directory"
+
+    def document(self, state: RunState, found: summary.Collector) -> dict[str, Any]:
+        """The results document of this run, secrets scrubbed."""
+        session = state.session
+        run = results.RunInfo(
+            run_id=self.run_id, created=results.utc_now(),
+            duration_s=time.monotonic() - self.started,
+            lock_wait_s=session.lock_wait_s if session is not None else None,
+            settings=state.settings.public_dict(), suite_version=__version__,
+            git_revision=git_revision(self.config.rootpath))
+        doc = results.build(
+            run, server=found.server, measurements=found.measurements, verdicts=found.verdicts,
+            reconciled=[RunState.verdict_dict(v) for v in state.reconciled],
+            outcomes=found.outcomes, errors=self.errors,
+            baseline=_baseline(state, found.server))
+        scrubbed: dict[str, Any] = results.scrub(doc, [state.settings.api_key() or ""])
+        return scrubbed
+
+    @pytest.hookimpl(trylast=True)  # after the closing table
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.written is not None:
+            terminalreporter.write_line(f"specperf: report {_shown(self.written)}")
+        elif self.problem:
+            terminalreporter.write_line(f"specperf: report NOT written: {self.problem}")
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _baseline(state: RunState, server: Mapping[str, Any]) -> Baseline | None:
+    """The baseline the run compared with; read from disk when xdist workers measured."""
+    try:
+        if state.session is not None and state.session.server is not None:
+            return state.baseline()
+        if not server:
+            return None
+        return _load_baseline(state.settings, server)
+    except SpecperfError:
+        return None  # the cases already errored with the reason
+
+
+def _load_baseline(settings: Settings, server: Mapping[str, Any]) -> Baseline | None:
+    fingerprint = server.get("fingerprint") or {}
+    name = settings.deployment or (
+        f"sim-{fingerprint.get('sim_profile') or settings.sim_profile}"
+        if server.get("simulated") else deployment_slug(fingerprint))
+    store = BaselineStore(settings.baseline_dir)
+    if store.latest(name) is None:
+        return None
+    version = None if settings.baseline_version == "latest" else int(settings.baseline_version)
+    return store.load(name, version)
+
+
+# -- pytest-html --------------------------------------------------------------------------------
+def _properties(report: pytest.TestReport) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The case's measurement and its verdict, from the report's user properties."""
+    measured = verdict = None
+    for key, value in report.user_properties:
+        if key == "specperf_measurement":
+            measured = json.loads(str(value))
+        elif key == "specperf_verdict":
+            verdict = json.loads(str(value))
+    return measured, verdict
+
+
+class HtmlHooks:
+    """pytest-html's public hooks; registered only when pytest-html is loaded."""
+
+    COLUMNS = ("tok/s", "step ms", "avg commit", "Δ tok/s vs baseline")
+
+    def __init__(self, owner: ReportPlugin) -> None:
+        self.owner = owner
+
+    def pytest_html_results_table_header(self, cells: list[str]) -> None:
+        cells[2:2] = [f"<th>{page.esc(c)}</th>" for c in self.COLUMNS]
+
+    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
+        measured, verdict = _properties(report)
+        values = ["", "", "", ""]
+        if measured is not None:
+            values[:3] = [_fmt(results.median(measured, m), f) for m, f in
+                          (("tok_s", ".1f"), ("step_ms", ".1f"), ("avg_commit", ".2f"))]
+        change = ((verdict or {}).get("details") or {}).get("tok_s", {}).get("change")
+        if change is not None:
+            values[3] = f"{100 * change:+.1f}%"
+        cells[2:2] = [f'<td class="col-specperf">{page.esc(v)}</td>' for v in values]
+
+    def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
+                                    postfix: list[str], session: pytest.Session) -> None:
+        if self.owner.written is not None:
+            prefix.append(f"<p>specperf report with the table, plots and verdicts: "
+                          f"{page.esc(self.owner.written)}</p>")
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        measured, _ = _properties(report)
+        if report.when == "call" and measured is not None:
+            state = item.config.stash.get(STATE, None)
+            key = state.settings.api_key() if state is not None else None
+            clean = results.scrub(measured, [key or ""])
+            cid = clean["case"]["id"]
+            report.extras = [*getattr(report, "extras", []),  # type: ignore[attr-defined]
+                             html_extras.html(f"<h4>{page.esc(cid)}: samples</h4>"
+                                              + page.samples_table(clean)),
+                             html_extras.json(json.dumps(clean, indent=1), name=f"{cid} raw JSON")]
+        return report
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "" if value is None else format(value, spec)
+
+
+# -- the command line -----------------------------------------------------------------------------
+def add_subcommand(subparsers: Any) -> None:
+    """Register ``specperf report`` and ``specperf trend``."""
+    rep = subparsers.add_parser("report", help="re-render report.html from a results.json",
+                                description="Render the HTML report of a run done elsewhere.")
+    rep.add_argument("results", type=Path, help="a results.json written by a perf run")
+    rep.add_argument("--out", type=Path, default=None,
+                     help="where to write the page (default: report.html beside RESULTS)")
+    rep.set_defaults(run=run_report)
+    default = report_dir() / "history.jsonl"
+    tr = subparsers.add_parser("trend", help="render tok/s, step ms and avg commit over runs",
+                               description="Per cell over past runs, with baseline versions "
+                                           "and fingerprint changes marked.")
+    tr.add_argument("--history", type=Path, default=default,
+                    help=f"history file (default: {default})")
+    tr.add_argument("--out", type=Path, default=None,
+                    help="where to write the page (default: trend.html beside the history)")
+    tr.set_defaults(run=run_trend)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """``specperf report``: 0 when written, 2 when the results file is unusable."""
+    try:
+        doc = results.load(args.results)
+    except SpecperfError as exc:
+        print(f"specperf report: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    out = args.out or args.results.with_name("report.html")
+    out.write_text(page.render(doc), encoding="utf-8")
+    print(f"specperf: report {out}")
+    return 0
+
+
+def run_trend(args: argparse.Namespace) -> int:
+    """``specperf trend``: 0 when written, 2 when the history is missing or unreadable."""
+    try:
+        entries = trend.load_history(args.history)
+    except SpecperfError as exc:
+        print(f"specperf trend: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    out = args.out or args.history.with_name("trend.html")
+    out.write_text(trend.render(trend.build(entries)), encoding="utf-8")
+    print(f"specperf: trend of {len(entries)} runs {out}")
+    return 0

@@ -1,0 +1,267 @@
+"""The machine-readable record of a run: ``results.json`` and one line of ``history.jsonl``.
+
+A results document is plain JSON, versioned by ``schema_version`` and described by
+``results.schema.json`` beside this module (documented in docs/results.md). It is built
+from values only (collected measurements, verdicts, the baseline), so the pytest plugin,
+the CLI and the benchmark share it. Secrets never reach it: every string is scrubbed of
+the API key's value and of ``Authorization``/``Bearer`` credentials before it is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .baseline import Baseline, fingerprint_differences
+from .errors import ConfigError
+from .model import ContextFit, fit_context, predict_tok_s
+from .verdict import DEFAULT_TOLERANCES, reconcile
+
+SCHEMA_VERSION = 1
+SCHEMA_NAME = "specperf-results"
+HISTORY_METRICS = ("tok_s", "step_ms", "avg_commit")
+REDACTED = "[redacted]"
+_CREDENTIAL = re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]+(\s+[^\s\"',}]+)?"
+                         r"|(bearer\s+)[^\s\"',}]+")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What a run knows about itself, besides what its tests collected."""
+
+    run_id: str
+    created: str
+    duration_s: float
+    lock_wait_s: float | None
+    settings: dict[str, Any]
+    suite_version: str
+    git_revision: str
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Sortable and unique: UTC time plus a short random suffix, e.g. 20250101-120000-3fa2."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{secrets.token_hex(2)}"
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def build(run: RunInfo, *, server: Mapping[str, Any], measurements: Mapping[str, Any],
+          verdicts: list[dict[str, Any]], reconciled: list[dict[str, Any]],
+          outcomes: Mapping[str, str], errors: Mapping[str, str],
+          baseline: Baseline | None) -> dict[str, Any]:
+    """The results document of one run (see results.schema.json)."""
+    fingerprint = dict(server.get("fingerprint") or {})
+    fits = run_fits(measurements)
+    doc: dict[str, Any] = {
+        "schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION, "run_id": run.run_id,
+        "created": run.created, "duration_s": run.duration_s, "lock_wait_s": run.lock_wait_s,
+        "suite_version": run.suite_version, "git_revision": run.git_revision,
+        "settings": run.settings, "server": dict(server), "fingerprint": fingerprint,
+        "baseline": None if baseline is None else baseline_dict(baseline),
+        "fingerprint_differences": [] if baseline is None else
+        fingerprint_differences(baseline.fingerprint, fingerprint),
+        "measurements": dict(measurements), "fits": {k: f.to_dict() for k, f in fits.items()},
+        "verdicts": verdicts, "reconciled": reconciled,
+        "reconcile": reconcile_rows(measurements, verdicts, baseline),
+        "outcomes": dict(outcomes), "errors": dict(errors),
+    }
+    return doc
+
+
+def baseline_dict(base: Baseline) -> dict[str, Any]:
+    """The parts of a baseline a report shows: identity, fingerprint, medians, fits."""
+    return {"deployment": base.deployment, "version": base.version, "created": base.created,
+            "suite_version": base.suite_version, "git_revision": base.git_revision,
+            "fingerprint": base.fingerprint, "simulated": base.simulated,
+            "cases": {cid: {m: s.to_dict() for m, s in c.metrics.items()}
+                      for cid, c in base.cases.items()},
+            "fits": {tc: f.to_dict() for tc, f in base.fits.items()}}
+
+
+def mean_context(case: Mapping[str, Any]) -> float:
+    """Context averaged over a request's decode: prompt plus half the output (DESIGN.md)."""
+    return float(case["context"]) + float(case["output_tokens"]) / 2
+
+
+def median(measurement: Mapping[str, Any], metric: str) -> float | None:
+    entry = measurement["summaries"].get(metric)
+    return None if entry is None else float(entry["median"])
+
+
+def run_fits(measurements: Mapping[str, Any]) -> dict[str, ContextFit]:
+    """This run's step_ms = a + b·context per text class, from the collected medians."""
+    points: dict[str, list[tuple[float, float]]] = {}
+    for data in measurements.values():
+        step = median(data, "step_ms")
+        if step is not None:
+            points.setdefault(data["case"]["text_class"], []).append(
+                (mean_context(data["case"]), step))
+    fits = {name: fit_context(pts) for name, pts in sorted(points.items())}
+    return {name: fit for name, fit in fits.items() if fit is not None}
+
+
+def reconcile_rows(measurements: Mapping[str, Any], verdicts: list[dict[str, Any]],
+                   baseline: Baseline | None) -> list[dict[str, Any]]:
+    """Per case: tok/s predicted from this run's acceptance and the baseline's context fit."""
+    if baseline is None:
+        return []
+    limits = {v["case_id"]: abs(v["details"]["tok_s"]["limit"]) for v in verdicts
+              if "tok_s" in (v.get("details") or {})}
+    rows = []
+    for cid, data in sorted(measurements.items()):
+        case, fit = data["case"], baseline.fits.get(data["case"]["text_class"])
+        tok, commit = median(data, "tok_s"), median(data, "avg_commit")
+        if fit is None or tok is None or not commit:
+            continue
+        ctx = mean_context(case)
+        step = fit.predict_step_ms(ctx)
+        if step <= 0:
+            continue
+        found = reconcile(cid, tok, commit, fit, ctx, int(case["output_tokens"]),
+                          limits.get(cid, DEFAULT_TOLERANCES["tok_s"]))
+        predicted = predict_tok_s(commit, step, int(case["output_tokens"]))
+        rows.append({"case_id": cid, "avg_commit": commit, "predicted_step_ms": step,
+                     "predicted_tok_s": predicted, "observed_tok_s": tok,
+                     "change": tok / predicted - 1.0,
+                     "status": "agrees" if found is None else found.status,
+                     "message": "" if found is None else found.message})
+    return rows
+
+
+# -- secrets -------------------------------------------------------------------------------------
+def scrub(value: Any, secret_values: Iterable[str]) -> Any:
+    """A copy of ``value`` with every secret and credential header replaced by [redacted]."""
+    hidden = [s for s in secret_values if s]
+    if isinstance(value, str):
+        for s in hidden:
+            value = value.replace(s, REDACTED)
+        return _CREDENTIAL.sub(_redact_match, value)
+    if isinstance(value, dict):
+        return {scrub(k, hidden): scrub(v, hidden) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub(v, hidden) for v in value]
+    return value
+
+
+def _redact_match(match: re.Match[str]) -> str:
+    return (match.group(1) or match.group(3)) + REDACTED
+
+
+# -- files -------------------------------------------------------------------------------------
+def write(doc: dict[str, Any], report_dir: Path) -> Path:
+    """Write ``<dir>/<run-id>/results.json`` and append the run to ``<dir>/history.jsonl``."""
+    run_dir = report_dir / str(doc["run_id"])
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / "results.json"
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+                    encoding="utf-8")
+    line = json.dumps(history_entry(doc, f"{doc['run_id']}/results.json"), sort_keys=True,
+                      ensure_ascii=False)
+    with (report_dir / "history.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(line + "\n")  # one write of one line: concurrent runs never interleave
+    return path
+
+
+def history_entry(doc: Mapping[str, Any], results_path: str) -> dict[str, Any]:
+    """One run in a line: per-cell medians, fits, baseline identity and fingerprint."""
+    base = doc.get("baseline")
+    cells = {cid: {m: median(data, m) for m in HISTORY_METRICS}
+             for cid, data in sorted(doc["measurements"].items())}
+    return {"schema_version": SCHEMA_VERSION, "run_id": doc["run_id"],
+            "created": doc["created"], "results": results_path,
+            "label": doc["server"].get("label", ""),
+            "simulated": bool(doc["server"].get("simulated", False)),
+            "suite_version": doc["suite_version"], "git_revision": doc["git_revision"],
+            "fingerprint": doc["fingerprint"],
+            "baseline": None if base is None else
+            {"deployment": base["deployment"], "version": base["version"]},
+            "cells": cells, "fits": doc["fits"],
+            "failed": sorted({v["case_id"] for v in doc["verdicts"] if v["status"] == "fail"})}
+
+
+def load(path: Path) -> dict[str, Any]:
+    """Read and validate a results file; a ConfigError names the file and the problem."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read results file {path}: {exc}.") from exc
+    problems = validate(doc, schema())
+    if problems:
+        raise ConfigError(f"{path} is not a specperf results file (schema v{SCHEMA_VERSION}): "
+                          + "; ".join(problems[:5]) + ".")
+    assert isinstance(doc, dict)
+    return doc
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of results.json (shipped as package data)."""
+    text = resources.files("specperf").joinpath("results.schema.json").read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+# -- a JSON Schema subset: type, const, enum, properties, required, items, $ref, anyOf ---------
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,), "array": (list,), "string": (str,), "boolean": (bool,),
+    "integer": (int,), "number": (int, float), "null": (type(None),)}
+
+
+def validate(value: Any, node: Mapping[str, Any], root: Mapping[str, Any] | None = None,
+             where: str = "$") -> list[str]:
+    """Every violation of ``node`` by ``value``, as 'where: problem' (empty when valid)."""
+    root = root or node
+    if "$ref" in node:
+        node = root["$defs"][node["$ref"].rsplit("/", 1)[-1]]
+    if "anyOf" in node:
+        found = [validate(value, option, root, where) for option in node["anyOf"]]
+        return [] if any(not f for f in found) else min(found, key=len)
+    problems = _check_scalar(value, node, where)
+    if problems:
+        return problems
+    if isinstance(value, dict):
+        return _check_object(value, node, root, where)
+    if isinstance(value, list) and "items" in node:
+        return [p for i, v in enumerate(value)
+                for p in validate(v, node["items"], root, f"{where}[{i}]")]
+    return []
+
+
+def _check_scalar(value: Any, node: Mapping[str, Any], where: str) -> list[str]:
+    kinds = node.get("type")
+    if kinds is not None:
+        names = [kinds] if isinstance(kinds, str) else kinds
+        ok = any(isinstance(value, _TYPES[n]) and not (isinstance(value, bool) and n in
+                                                       ("integer", "number")) for n in names)
+        if not ok:
+            return [f"{where}: expected {' or '.join(names)}, got {type(value).__name__}"]
+    if "const" in node and value != node["const"]:
+        return [f"{where}: expected {node['const']!r}, got {value!r}"]
+    if "enum" in node and value not in node["enum"]:
+        return [f"{where}: {value!r} is not one of {node['enum']}"]
+    return []
+
+
+def _check_object(value: dict[str, Any], node: Mapping[str, Any], root: Mapping[str, Any],
+                  where: str) -> list[str]:
+    problems = [f"{where}: missing {key!r}" for key in node.get("required", ())
+                if key not in value]
+    props = node.get("properties", {})
+    extra = node.get("additionalProperties", True)
+    for key, item in value.items():
+        if key in props:
+            problems += validate(item, props[key], root, f"{where}.{key}")
+        elif extra is False:
+            problems.append(f"{where}: unexpected key {key!r}")
+        elif isinstance(extra, dict):
+            problems += validate(item, extra, root, f"{where}.{key}")
+    return problems

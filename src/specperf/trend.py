@@ -1,0 +1,148 @@
+"""The nightly trend: tok/s, step ms and avg commit per cell over the runs in history.jsonl.
+
+Each line of the history is one run (:func:`specperf.results.history_entry`). Boundaries
+mark where the comparison changed meaning: a new baseline version, or a server
+fingerprint that differs from the previous run's (a drafter deploy shows as
+``fingerprint: draft model: a → b``). A run sits at x = its index; a boundary before
+run *i* is drawn at i − ½ and listed under the plots.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .baseline import fingerprint_differences
+from .errors import ConfigError
+from .page import esc, figure, page, table
+from .plots import trend_plot
+
+METRICS = (("tok_s", "tok/s", ".1f"), ("step_ms", "step ms", ".1f"),
+           ("avg_commit", "avg commit", ".2f"))
+
+
+def load_history(path: Path) -> list[dict[str, Any]]:
+    """Every run in a history file, oldest first; a bad line is a ConfigError naming it."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read history {path}: {exc}. Perf runs append to "
+                          "reports/history.jsonl; pass --history.") from exc
+    entries = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path} line {number} is not JSON ({exc}): remove or fix "
+                              "that line.") from exc
+        if not isinstance(entry, dict) or not isinstance(entry.get("cells"), dict):
+            raise ConfigError(f"{path} line {number} is not a specperf history entry "
+                              "(no 'cells'): remove or fix that line.")
+        entries.append(entry)
+    if not entries:
+        raise ConfigError(f"{path} holds no runs yet: run the perf tests first.")
+    return entries
+
+
+@dataclass(frozen=True)
+class Trend:
+    """Runs in order, the cells any of them measured, and the labelled boundaries."""
+
+    runs: list[dict[str, Any]]
+    cells: list[str]
+    boundaries: list[tuple[int, str]]
+
+    def series(self, metric: str) -> dict[str, list[float | None]]:
+        """Per cell, the metric's median in each run (None where the run lacks the cell)."""
+        return {cell: [_value(run, cell, metric) for run in self.runs] for cell in self.cells}
+
+    def run_labels(self) -> list[str]:
+        return [str(run.get("run_id", i)) for i, run in enumerate(self.runs)]
+
+
+def _value(run: Mapping[str, Any], cell: str, metric: str) -> float | None:
+    value = (run["cells"].get(cell) or {}).get(metric)
+    return None if value is None else float(value)
+
+
+def build(entries: Sequence[dict[str, Any]]) -> Trend:
+    runs = sorted(entries, key=lambda e: (str(e.get("created", "")), str(e.get("run_id", ""))))
+    cells = sorted({c for run in runs for c in run["cells"]}, key=_cell_key)
+    return Trend(list(runs), cells, boundaries(runs))
+
+
+def _cell_key(cell: str) -> tuple[str, int]:
+    name, _, ctx = cell.partition("-ctx")
+    return (name, int(ctx)) if ctx.isdigit() else (cell, 0)
+
+
+def boundaries(runs: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
+    """(run index, label) where the baseline version or the server fingerprint changed."""
+    out: list[tuple[int, str]] = []
+    previous: Mapping[str, Any] | None = None
+    for i, run in enumerate(runs):
+        base = run.get("baseline")
+        if base and (previous is None or base != previous.get("baseline")):
+            out.append((i, f"baseline {base['deployment']} v{base['version']}"))
+        if previous is not None:
+            changes = fingerprint_differences(previous.get("fingerprint") or {},
+                                              run.get("fingerprint") or {})
+            if changes:
+                out.append((i, "fingerprint: " + "; ".join(changes)))
+        previous = run
+    return out
+
+
+def render(trend: Trend) -> str:
+    """The trend page: one plot and one table per metric, boundaries listed."""
+    labels = trend.run_labels()
+    body = [f"<h1>specperf trend — {len(trend.runs)} runs, {len(trend.cells)} cells</h1>",
+            _runs_table(trend), _boundary_list(trend)]
+    for metric, label, fmt in METRICS:
+        series = trend.series(metric)
+        if not any(v is not None for values in series.values() for v in values):
+            continue
+        body.append(f'<h2 id="{metric}">{esc(label)}</h2>')
+        body.append(figure(metric, trend_plot(f"t-{metric}", label, labels, series,
+                                              trend.boundaries),
+                           f"{label} per cell over runs; dotted lines: boundaries."))
+        body.append(_metric_table(metric, fmt, labels, series))
+    return page("specperf trend", body)
+
+
+def _runs_table(trend: Trend) -> str:
+    rows = []
+    for run in trend.runs:
+        base = run.get("baseline")
+        base_text = f"{base['deployment']} v{base['version']}" if base else "none"
+        rows.append([f"<td>{esc(run.get('run_id', ''))}</td>",
+                     f"<td>{esc(run.get('created', ''))}</td>",
+                     f"<td>{esc(run.get('label', ''))}</td>", f"<td>{esc(base_text)}</td>",
+                     f"<td>{esc(run.get('git_revision', ''))}</td>",
+                     f"<td>{esc(', '.join(run.get('failed', [])) or '—')}</td>"])
+    return table(["run", "ended", "server", "baseline", "git", "regressed"], rows, cls="runs")
+
+
+def _boundary_list(trend: Trend) -> str:
+    if not trend.boundaries:
+        return "<p>No baseline or fingerprint changes across these runs.</p>"
+    labels = trend.run_labels()
+    items = [f'<li data-run="{i}">before {esc(labels[i])}: {esc(text)}</li>'
+             for i, text in trend.boundaries]
+    return '<ul class="boundaries">' + "".join(items) + "</ul>"
+
+
+def _metric_table(metric: str, fmt: str, labels: Sequence[str],
+                  series: Mapping[str, Sequence[float | None]]) -> str:
+    rows, attrs = [], []
+    for cell, values in series.items():
+        points = sum(v is not None for v in values)
+        rows.append([f"<td>{esc(cell)}</td>"] + [
+            f'<td class="num">{"" if v is None else format(v, fmt)}</td>' for v in values])
+        attrs.append(f' data-cell="{esc(cell)}" data-points="{points}"')
+    return table(["cell", *labels], rows, cls=f"trend trend-{metric}", row_attrs=attrs)

@@ -11,6 +11,7 @@ another exception escape on junk input.
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 import subprocess
@@ -64,7 +65,8 @@ def parse_metrics(text: str) -> MetricsSnapshot:
         raise MalformedResponse(f"/metrics is not valid Prometheus text: {exc}") from exc
 
     def pick(names: tuple[str, ...]) -> float | None:
-        return next((sums[n] for n in names if n in sums), None)
+        # NaN and ±Inf are valid exposition but no usable count: treated as absent.
+        return next((sums[n] for n in names if n in sums and math.isfinite(sums[n])), None)
 
     return MetricsSnapshot(**{key: pick(names) for key, names in _COUNTERS.items()})
 
@@ -76,7 +78,7 @@ def steps_from_metrics(before: MetricsSnapshot, after: MetricsSnapshot) -> int:
             "/metrics has no verify-step counter (sglang:spec_verify_calls_total or "
             "vllm:spec_decode_num_drafts_total); choose another --acceptance-source.")
     steps = after.verify_calls - before.verify_calls
-    if steps <= 0 or steps != int(steps):
+    if not math.isfinite(steps) or steps <= 0 or steps != int(steps):
         raise MalformedResponse(
             f"verify-step counter moved by {steps:g} during one request: expected a positive "
             "whole number; was the server restarted mid-measurement?")

@@ -18,6 +18,7 @@ Three guards, each cheap enough for the per-request hot path:
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
@@ -77,14 +78,21 @@ class TrafficGuard:
         while snap is not None and not snap.idle:
             if self.clock() >= deadline:
                 raise Disturbed(
-                    f"the server was busy before the request ({snap.running or 0:g} running, "
-                    f"{snap.queued or 0:g} queued, still after {self.wait_s:g} s)")
+                    f"{snap.running or 0:g} foreign requests running and {snap.queued or 0:g} "
+                    f"queued on the server before the request, still after {self.wait_s:g} s")
             self.sleep(self.poll_s)
             snap = self.scrape()
         return snap
 
-    def after(self, before: MetricsSnapshot | None) -> MetricsSnapshot | None:
-        """Check the finished-request counter moved by exactly one since ``before``."""
+    def after(self, before: MetricsSnapshot | None, *, sent: int = 1,
+              exact: bool = False) -> MetricsSnapshot | None:
+        """Check the finished-request counter moved by exactly one since ``before``.
+
+        ``sent``: requests the client sent for this sample (1 + its retries); a retried
+        attempt that the server finished (a dropped or garbled answer) moved the counter too.
+        ``exact``: the bracket itself is the measurement (metrics acceptance source), so
+        even our own retried attempts spoil it.
+        """
         if before is None or before.requests is None:
             return None
         after = self.scrape()
@@ -96,16 +104,21 @@ class TrafficGuard:
             after = self.scrape()
         if after is None or after.requests is None:
             raise Disturbed("/metrics lost its finished-request counter during the request")
-        _check_moved(before.requests, after.requests)
+        if exact and sent > 1 and 1 < after.requests - before.requests <= sent:
+            raise Disturbed("a retried attempt of this request also ran, so the /metrics "
+                            "bracket covers more than one request")
+        _check_moved(before.requests, after.requests, sent)
         return after
 
 
-def _check_moved(before: float, after: float) -> None:
+def _check_moved(before: float, after: float, sent: int) -> None:
     moved = after - before
-    if moved == 1:
+    if not math.isfinite(moved):
+        raise Disturbed(f"the finished-request counter read {before:g} → {after:g}")
+    if 1 <= moved <= sent and moved == int(moved):
         return
-    if moved > 1:
-        foreign = int(moved) - 1
+    if moved > sent:
+        foreign = int(moved) - sent
         noun = "request" if foreign == 1 else "requests"
         raise Disturbed(f"{foreign} foreign {noun} ran during the measurement")
     if moved < 0:

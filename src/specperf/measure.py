@@ -205,7 +205,8 @@ class Measurer:
     def _attempt(self, case: Case, repeat: int, warmup: bool) -> Sample:
         before = self.traffic.before()
         comp, wall_s, retries, started = self._generate(case, case.output_tokens)
-        after = self.traffic.after(before)
+        after = self.traffic.after(before, sent=1 + retries,
+                                   exact=self.server.acceptance_source == "metrics")
         self._validate(case, comp)
         checks = self._checks(case, comp)
         steps = self._steps(comp, before, after, started)

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from specperf.sim import native, openai_api
+from specperf.sim import native, openai_api, parsers
 from specperf.sim.decodelog import DecodeLog
 from specperf.sim.faults import FaultError, Faults
 from specperf.sim.generation import arrive, error_fault, wait_finished
@@ -28,6 +28,8 @@ from specperf.sim.wire import BadRequest, error_response, json_body
 def build_state(profile: Profile, time_scale: float, seed: int, log_file: Path | None) -> SimState:
     """Wire the components of one simulator."""
     tokenizer = Tokenizer()
+    if profile.model.get("reasoning_parser") or profile.model.get("tool_call_parser"):
+        parsers.register_markers(tokenizer)
     faults = Faults(seed)
     scheduler = Scheduler(profile, faults, tokenizer, time_scale, seed)
     metrics = SimMetrics(scheduler, profile.served_model_name)

@@ -25,6 +25,17 @@ Fields (all apply to generation requests: /generate, /v1/completions, /v1/chat/c
 - ``request_noise`` (0.0): relative sd of a slowdown factor drawn once per request and applied
   to every step it takes part in (clock or thermal states, a neighbour on the GPU): noise that
   does *not* average out within a request, so repeats of one case disagree.
+- ``parser_chunk_ms`` (0.0): wall ms (not time-scaled) the chat route spends parsing each
+  scheduler output (one verify step) of a stream while a parser is engaged (reasoning
+  parser with ``separate_reasoning``, or the tool-call parser on a request with tools).
+- ``parser_response_ms`` (0.0): wall ms (not time-scaled) added once to a non-streaming chat
+  response while a parser is engaged.
+
+The parser costs model post-processing in SGLang's HTTP server process, after the scheduler
+produced the tokens: the client sees the delay, the decode does not. ``meta_info`` timings
+(``first_token_latency``, ``decode_throughput``, ``e2e_latency``), ``/metrics`` histograms and
+the decode log are unchanged. A stream is never coalesced (see ``generation.progress``), so a
+per-chunk cost above the step time makes the stream fall behind the decode.
 
 Fault draws come from their own RNG seeded by the simulator seed, so injecting faults does not
 change any request's tokens or commits.
@@ -58,6 +69,8 @@ class FaultState:
     acceptance_mult: float = 1.0
     noise: float | None = None
     request_noise: float = 0.0
+    parser_chunk_ms: float = 0.0
+    parser_response_ms: float = 0.0
 
 
 FIELD_NAMES = tuple(f.name for f in fields(FaultState))

@@ -11,6 +11,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from specperf.sim.parsers import ToolCallPlan, output_script
 from specperf.sim.request import GenerationSpec, SimRequest
 from specperf.sim.state import SimState
 from specperf.sim.wire import (
@@ -122,16 +123,35 @@ def stream(state: SimState, events: AsyncIterator[bytes]) -> Response:
 
 
 async def progress(request: SimRequest) -> AsyncIterator[int]:
-    """Committed-token counts as the request advances (coalesced); ends when it finishes."""
+    """Committed-token counts, one per scheduler output (the prefill's first token, then each
+    verify step), never coalesced; ends when the request finishes.
+
+    So a stream carries exactly one chunk per verify step however slowly it is consumed: a
+    slow consumer (a parser, the client) falls behind instead of merging steps.
+    """
     queue = request.updates
     assert queue is not None
     while True:
-        items = [await queue.get()]
-        while not queue.empty():
-            items.append(queue.get_nowait())
-        if items[-1] < 0 or request.finish_reason is not None:
+        count = await queue.get()
+        if count < 0:
             return
-        yield items[-1]
+        yield count
+
+
+def is_final(request: SimRequest, count: int) -> bool:
+    """Whether ``count`` is the request's last output (it finished with that step)."""
+    return request.finish_reason is not None and count == len(request.output_ids)
+
+
+def with_output(state: SimState, spec: GenerationSpec, thinking: bool,
+                call: ToolCallPlan | None = None) -> GenerationSpec:
+    """The spec with its scripted think / tool-call tokens (see parsers.py)."""
+    thinking = thinking and bool(state.profile.model.get("reasoning_parser"))
+    if not thinking and call is None:
+        return spec
+    script = output_script(state.tokenizer, spec.max_new_tokens, thinking, call,
+                           spec.ignore_eos)
+    return replace(spec, script=script)
 
 
 def check_temperature(options: dict[str, Any]) -> None:

@@ -1,4 +1,12 @@
-"""SGLang's native ``POST /generate`` (non-streaming JSON and SSE streaming)."""
+"""SGLang's native ``POST /generate`` (non-streaming JSON and SSE streaming).
+
+The text is the model's raw output: with the profile's reasoning parser set it starts with
+the ``<think>`` ... ``</think>`` section (parsers.py); no parser runs on this route.
+Streaming: one SSE chunk per scheduler output, i.e. one for the prefill's first token and one
+per verify step (carrying every token that step committed), each with the cumulative
+``text`` and ``output_ids``; the last step's chunk is the final one (full ``meta_info``),
+then ``data: [DONE]``. So a stream has exactly 1 + ``spec_verify_ct`` data chunks.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +34,7 @@ async def generate(http: Request) -> Response:
     generation.check_temperature(params)
     prompt = generation.prompt_ids(state, body.get("text"), body.get("input_ids"))
     options = {**params, "stream": body.get("stream", False), "rid": body.get("rid")}
-    spec = generation.build_spec(state, prompt, options)
+    spec = generation.with_output(state, generation.build_spec(state, prompt, options), True)
     failed = generation.error_fault(state)
     if failed is not None:
         return failed
@@ -48,11 +56,13 @@ def _final_body(state: SimState, request: SimRequest) -> dict[str, Any]:
 
 
 async def _events(state: SimState, request: SimRequest) -> AsyncIterator[bytes]:
-    """One chunk per verify step with the cumulative text, then the final chunk and [DONE]."""
+    """One chunk per scheduler output with the cumulative text; the last is the final body."""
     pieces: list[str] = []
     decoded = 0
     try:
         async for count in generation.progress(request):
+            if generation.is_final(request, count):
+                break
             pieces.append(state.tokenizer.decode(request.output_ids[decoded:count]))
             decoded = count
             chunk = {

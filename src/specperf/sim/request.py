@@ -22,6 +22,9 @@ class GenerationSpec:
     stream: bool = False
     rid: str | None = None
     early_stop_at: int | None = None  # fault: stop here although ignore_eos was set
+    # Output position -> token the model emits there (think / tool-call markers, see
+    # parsers.py); EOS_ID ends the turn. Scripted tokens skip the repetition statistics.
+    script: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -81,13 +84,19 @@ class SimRequest:
         ``copy``: continue repetitions of the context (decided once per step, which keeps the
         per-token work to a few dict operations).
         """
+        script = self.spec.script
         for _ in range(count):
             if self._maybe_eos():
                 return
-            token = self.continuation.next_token(copy)
+            token = script.get(len(self.output_ids)) if script else None
+            if token is None:
+                token = self.continuation.next_token(copy)
+                self.window.push(token)
+                self.continuation.observe(token)
+            elif token == EOS_ID:
+                self.stop_reason = {"type": "stop", "matched": EOS_ID}
+                return
             self.output_ids.append(token)
-            self.window.push(token)
-            self.continuation.observe(token)
             if self.spec.stop and self._hit_stop(token):
                 return
         self._check_length()

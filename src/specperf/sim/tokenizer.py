@@ -14,12 +14,17 @@ The reverse map (id -> piece) is filled by every tokenize call and by the genera
 vocabulary, so detokenize works for any id the server has produced or seen; any other id is
 unknown (the HTTP layer answers 400).
 
+Special pieces (the Kimi K2 think and tool-call markers, added by ``add_special``) are single
+tokens: ``encode`` cuts them out of the text before applying the regex, as a real tokenizer
+keeps its special tokens whole. They are not skipped by ``decode``.
+
 Chat messages are rendered with a Kimi-style template (see :func:`render_chat`) and then
 tokenized with ``<bos>``, like SGLang's tokenizer manager does for text prompts.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -58,6 +63,8 @@ class Tokenizer:
         self._pieces: dict[int, str] = dict(_SPECIAL)
         # Skipping crc32 for pieces seen before keeps the prompt path cheap.
         self._ids: dict[str, int] = {}
+        self._special: re.Pattern[str] | None = None
+        self._special_pieces: list[str] = []
 
     def register(self, piece: str) -> int:
         """Learn one piece and return its id."""
@@ -68,6 +75,14 @@ class Tokenizer:
             self._pieces.setdefault(token_id, piece)
         return token_id
 
+    def add_special(self, piece: str) -> int:
+        """Make ``piece`` a single token wherever it occurs in an encoded text."""
+        if piece not in self._special_pieces:
+            self._special_pieces.append(piece)
+            longest_first = sorted(self._special_pieces, key=len, reverse=True)
+            self._special = re.compile("(" + "|".join(map(re.escape, longest_first)) + ")")
+        return self.register(piece)
+
     def adopt(self, token_id: int) -> None:
         """Give a client-supplied id nobody has produced a placeholder piece."""
         self._pieces.setdefault(token_id, f" <{token_id}>")
@@ -75,7 +90,15 @@ class Tokenizer:
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         """Tokenize text, prepending ``<bos>`` when add_special_tokens."""
         ids = [BOS_ID] if add_special_tokens else []
-        ids.extend(self.register(p) for p in split_pieces(text))
+        if self._special is None:
+            ids.extend(self.register(p) for p in split_pieces(text))
+            return ids
+        # re.split with a capturing group: odd items are the special pieces themselves.
+        for i, part in enumerate(self._special.split(text)):
+            if i % 2:
+                ids.append(self.register(part))
+            elif part:
+                ids.extend(self.register(p) for p in split_pieces(part))
         return ids
 
     def decode(self, ids: Iterable[int], skip_special: bool = True) -> str:
@@ -101,14 +124,19 @@ class Tokenizer:
         return all(i in self._pieces for i in ids)
 
 
-def render_chat(messages: Sequence[Mapping[str, object]]) -> str:
+def render_chat(messages: Sequence[Mapping[str, object]], tools: object = None) -> str:
     """Render chat messages with the Kimi-style template the simulator documents.
 
+    Tools (when the request has them and ``tool_choice`` is not "none") come first, as
+    ``<|im_system|>tool_declare<|im_middle|>{tools as JSON}<|im_end|>``.
     Each message becomes ``<|im_user|>{role}<|im_middle|>{content}<|im_end|>`` (the marker
     word follows the role: ``im_user``, ``im_system`` or ``im_assistant``), and the prompt
     ends with ``<|im_assistant|>assistant<|im_middle|>`` so the model answers next.
     """
     parts: list[str] = []
+    if tools:
+        declared = json.dumps(tools, ensure_ascii=False, separators=(",", ":"))
+        parts.append(f"<|im_system|>tool_declare<|im_middle|>{declared}<|im_end|>")
     for message in messages:
         role = str(message.get("role", "user"))
         marker = role if role in ("system", "assistant") else "user"

@@ -36,7 +36,7 @@ th{background:#f2f2f2;text-align:left}td.num{text-align:right;font-variant-numer
 .sim{background:#fde68a}.real{background:#bfdbfe}
 .fail{background:#fecaca}.error{background:#fed7aa}.pass{background:#dcfce7}
 .improved{background:#cffafe}.warn{color:#9a3412;font-weight:600}
-.plots{display:flex;flex-wrap:wrap;gap:.5em}figure{margin:.3em 0;width:590px}
+.plots{display:flex;flex-wrap:wrap;gap:.5em}figure{margin:.3em 0;max-width:900px}
 svg{max-width:100%;height:auto}.facts{width:100%}.facts th{width:11em}
 details{margin:.2em 0}code,pre{font-size:12px;white-space:pre-wrap}
 """
@@ -53,7 +53,8 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "",
           row_attrs: Sequence[str] | None = None) -> str:
     """A table; ``headers`` are plain text, cells are HTML the caller escaped already."""
     head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    out = [f'<table class="{esc(cls)}"><thead><tr>{head}</tr></thead><tbody>']
+    thead = f"<thead><tr>{head}</tr></thead>" if headers else ""
+    out = [f'<table class="{esc(cls)}">{thead}<tbody>']
     for i, row in enumerate(rows):
         attrs = row_attrs[i] if row_attrs else ""
         out.append(f"<tr{attrs}>" + "".join(row) + "</tr>")
@@ -95,25 +96,39 @@ def _header(doc: Mapping[str, Any]) -> str:
     else:
         url = server.get("url") or settings.get("endpoint")
         who = f'<span class="badge real">{esc(url)}</span>'
+    lock = ("n/a (measured on xdist workers)" if doc["lock_wait_s"] is None
+            else f"{doc['lock_wait_s']:.1f} s")
     facts = [("measured", who),
-             ("model", esc(server.get("model") or "n/a")),
-             ("api", esc(f"{server.get('flavour', '?')} / {server.get('api', '?')}; acceptance "
-                         f"from {server.get('acceptance_source', '?')}")),
+             ("server", esc(f"model {server.get('model') or 'n/a'}; {server.get('flavour', '?')}"
+                            f" API {server.get('api', '?')}; acceptance from "
+                            f"{server.get('acceptance_source', '?')}")),
              ("fingerprint", esc(", ".join(f"{k}={v}" for k, v in
                                            sorted(doc["fingerprint"].items())) or "n/a")),
-             ("baseline", _baseline_text(base)),
-             ("vs the baseline", _fp_diff(doc)),
-             ("suite", esc(f"specperf {doc['suite_version']}, git {doc['git_revision']}")),
-             ("lock wait", esc("n/a (measured on xdist workers)" if doc["lock_wait_s"] is None
-                               else f"{doc['lock_wait_s']:.1f} s")),
+             ("baseline", _baseline_text(base) + "; " + _fp_diff(doc)),
+             ("suite", esc(f"specperf {doc['suite_version']}, git {doc['git_revision']}; "
+                           f"GPU lock wait {lock}")),
              ("run", esc(f"{doc['run_id']}, ended {doc['created']}, took "
-                         f"{doc['duration_s']:.1f} s; {_outcome_counts(doc)}")),
-             ("workload", esc(f"{settings.get('output_tokens')} output tokens, ignore_eos, "
-                              f"non-streaming, {settings.get('repeats')}+ repeats per case"))]
+                         f"{doc['duration_s']:.1f} s; {_outcome_counts(doc)}; "
+                         f"{settings.get('output_tokens')} output tokens, ignore_eos, "
+                         f"non-streaming, {settings.get('repeats')}+ repeats per case"))]
     facts += [("server note", esc(note)) for note in server.get("notes", [])]
     rows = [[f"<th>{esc(k)}</th>", f"<td>{v}</td>"] for k, v in facts]
     return (f"<h1>specperf report — {esc(doc['run_id'])}</h1>"
-            + table(["", ""], rows, cls="facts"))
+            + table([], rows, cls="facts") + _regressions(doc))
+
+
+def _regressions(doc: Mapping[str, Any]) -> str:
+    """What regressed and why, right under the header, so one screen tells the story."""
+    failing = [v for v in doc["verdicts"] if v["status"] == "fail"]
+    failing += [{**r, "attribution": None} for r in doc["reconcile"]
+                if r["status"] == "fail"]
+    if not failing:
+        return ""
+    items = [f'<li class="regression" data-case="{esc(v["case_id"])}"><b>'
+             f'{esc(v["case_id"])}</b>: {esc(v["message"])}{_attribution(v)}</li>'
+             for v in failing]
+    return (f'<h2 id="regressions" class="warn">Regressions ({len(failing)})</h2>'
+            '<ul class="regressions">' + "".join(items) + "</ul>")
 
 
 def _baseline_text(base: Mapping[str, Any] | None) -> str:

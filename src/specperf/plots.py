@@ -24,7 +24,7 @@ Series = Mapping[str, Sequence[tuple[float, float]]]
 _RC: dict[Any, Any] = {"svg.fonttype": "none", "svg.hashsalt": "specperf", "font.size": 9.0,
        "axes.grid": True, "grid.alpha": 0.3}
 _ID = re.compile(r'\bid="([^"]+)"')
-_LEGEND_MAX = 12  # beyond this many series a legend hides the plot; the table names them
+_LEGEND_MAX = 24  # beyond this many series a legend hides the plot; the tables name them
 BASE_LINE, BASE_ALPHA = "--", 0.6  # the baseline: dashed and lighter than this run
 
 
@@ -33,8 +33,8 @@ def _label(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-def _figure() -> tuple[Figure, Axes]:
-    fig = Figure(figsize=(7.0, 3.6), layout="constrained")
+def _figure(width: float = 7.0) -> tuple[Figure, Axes]:
+    fig = Figure(figsize=(width, 3.6), layout="constrained")
     FigureCanvasAgg(fig)
     return fig, fig.subplots()
 
@@ -43,7 +43,7 @@ def to_svg(fig: Figure, prefix: str) -> str:
     """The figure as an inline ``<svg>`` element whose ids all start with ``prefix``."""
     buf = io.StringIO()
     with matplotlib.rc_context(_RC):
-        fig.savefig(buf, format="svg")
+        fig.savefig(buf, format="svg", metadata={"Date": None})  # same input, same bytes
     text = buf.getvalue()
     text = text[text.index("<svg"):]
     ids = set(_ID.findall(text))
@@ -52,11 +52,14 @@ def to_svg(fig: Figure, prefix: str) -> str:
                   lambda m: f"#{prefix}-{m.group(2)}" if m.group(2) in ids else m.group(0), text)
 
 
-def _finish(ax: Axes, xlabel: str, ylabel: str, title: str, n_series: int) -> None:
+def _finish(ax: Axes, xlabel: str, ylabel: str, title: str, n_series: int,
+            outside: bool = False) -> None:
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    if 0 < n_series <= _LEGEND_MAX:
+    if 0 < n_series <= _LEGEND_MAX and (outside or n_series > 8):
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+    elif 0 < n_series <= _LEGEND_MAX:
         ax.legend(loc="best", fontsize=7)
 
 
@@ -136,7 +139,7 @@ def trend_plot(prefix: str, ylabel: str, runs: Sequence[str],
                boundaries: Iterable[tuple[int, str]]) -> str:
     """One metric per cell over past runs; labelled vertical lines mark boundaries."""
     with matplotlib.rc_context(_RC):
-        fig, ax = _figure()
+        fig, ax = _figure(width=9.0)
         for i, (name, ys) in enumerate(sorted(series.items())):
             pts = [(x, y) for x, y in enumerate(ys) if y is not None]
             if pts:
@@ -144,9 +147,10 @@ def trend_plot(prefix: str, ylabel: str, runs: Sequence[str],
                 ax.plot(xs, vs, marker="o", color=_colour(i), label=_label(name))
         for x, text in boundaries:
             ax.axvline(x - 0.5, color="grey", linestyle=":")
-            ax.annotate(_label(text), (x - 0.5, 1.0), xycoords=("data", "axes fraction"),
-                        rotation=90, va="top", ha="right", fontsize=7, color="dimgrey")
+            ax.annotate(_label(text), (x - 0.5, 0.02), xycoords=("data", "axes fraction"),
+                        rotation=90, va="bottom", ha="right", fontsize=7, color="dimgrey")
+        ax.set_xlim(-0.7, len(runs) - 0.3)
         ax.set_xticks(range(len(runs)), [_label(r) for r in runs], rotation=30,
                       ha="right", fontsize=7)
-        _finish(ax, "run", ylabel, f"{ylabel} per cell over runs", len(series))
+        _finish(ax, "run", ylabel, f"{ylabel} per cell over runs", len(series), outside=True)
         return to_svg(fig, prefix)

@@ -1,0 +1,175 @@
+"""The report's pieces on synthetic runs: document, schema, escaping, secrets, trend, commands.
+
+Plus one real pytester run of the perf tests against the embedded simulator.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from specperf import cli, page, results, trend
+from specperf.baseline import Baseline
+from specperf.errors import ConfigError
+from specperf.measure import Measurement, Sample
+from specperf.model import fit_context
+from specperf.run import RunState
+from specperf.verdict import DEFAULT_TOLERANCES, judge_case
+from specperf.workload import Case
+
+FINGERPRINT = {"model": "kimi-k2.6", "draft_model": "drafter-a", "speculative_algorithm": "DDTREE"}
+HOSTILE = '<script>alert("x")</script>'
+
+
+def fake(text_class: str, context: int, tok_s: float, commit: float, step_ms: float,
+         output: int = 600) -> Measurement:
+    """A measurement whose every sample reads exactly these medians."""
+    case = Case(text_class, context, output)
+    steps = round((output - 1) / commit)
+    samples = tuple(
+        Sample(case.id, i, i < 0, context, output, output / tok_s, steps, steps * step_ms / 1e3,
+               0.05, output / steps, 0, "response", "length", 0, {"e2e_s": output / tok_s})
+        for i in range(-1, 3))
+    return Measurement(case, samples, "server-timings", "response")
+
+
+def _fits(ms: list[Measurement]) -> dict:
+    out = {}
+    for name in {m.case.text_class for m in ms}:
+        pts = [(m.mean_context, m.summary("step_ms").median) for m in ms
+               if m.case.text_class == name]
+        out[name] = fit_context(pts)
+    return out
+
+
+def make_doc(*, base_commit: float = 7.8, commit: float = 7.8, server: dict | None = None,
+             errors: dict | None = None, fingerprint: dict | None = None,
+             run_id: str = "20250101-000000-aaaa") -> dict:
+    """A results document of two classes at two contexts, compared with a v1 baseline."""
+    old = [fake(c, x, 60.0, base_commit, 100 + x / 100) for c in ("padding", "reasoning")
+           for x in (13, 3333)]
+    new = [fake(c, x, 60.0 * commit / base_commit, commit, 100 + x / 100)
+           for c in ("padding", "reasoning") for x in (13, 3333)]
+    base = Baseline.from_run("dep", FINGERPRINT, old, _fits(old), version=1, suite_version="0",
+                             git_revision="abc", provenance="test", simulated=False)
+    verdicts = [RunState.verdict_dict(judge_case(m.case.id, m.summaries(), base.cases[m.case.id],
+                                                 DEFAULT_TOLERANCES)) for m in new]
+    settings = {"endpoint": "http://gpu:30000", "contexts": [13, 3333], "output_tokens": 600,
+                "text_classes": ["padding", "reasoning"], "repeats": 3, "api_key_env": "MYKEY"}
+    run = results.RunInfo(run_id, "2025-01-01T00:00:00Z", 12.5, 0.25, settings, "0.1.0", "abc")
+    server = server or {"url": "http://gpu:30000", "label": "http://gpu:30000", "simulated": False,
+                        "model": "kimi-k2.6", "fingerprint": fingerprint or FINGERPRINT,
+                        "notes": []}
+    return results.build(run, server=server, measurements={m.case.id: m.to_dict() for m in new},
+                         verdicts=verdicts, reconciled=[], outcomes={"t::a": "passed"},
+                         errors=errors or {}, baseline=base)
+
+
+def test_document_validates_and_the_schema_catches_defects():
+    doc = make_doc()
+    schema = results.schema()
+    assert results.validate(doc, schema) == []
+    broken = json.loads(json.dumps(doc))
+    del broken["measurements"]
+    broken["verdicts"][0]["status"] = "meh"
+    broken["measurements_typo"] = 1
+    broken["fits"]["padding"]["a_ms"] = "fast"
+    problems = results.validate(broken, schema)
+    assert "$: missing 'measurements'" in problems
+    assert "$: unexpected key 'measurements_typo'" in problems
+    assert any(p.startswith("$.verdicts[0].status: 'meh' is not one of") for p in problems)
+    assert "$.fits.padding.a_ms: expected number, got str" in problems
+
+
+def test_results_file_round_trips_and_history_gets_one_line(tmp_path):
+    doc = make_doc(commit=5.0)
+    path = results.write(doc, tmp_path)
+    assert results.load(path) == json.loads(json.dumps(doc))
+    (line,) = (tmp_path / "history.jsonl").read_text().splitlines()
+    entry = json.loads(line)
+    assert entry["cells"]["padding-ctx3333"]["avg_commit"] == pytest.approx(599 / 120)
+    assert entry["baseline"] == {"deployment": "dep", "version": 1}
+    assert entry["failed"] == sorted(doc["measurements"])
+
+
+def test_the_page_shows_the_diagnosis_first_and_every_case(tmp_path):
+    html = page.render(make_doc(commit=5.0))
+    assert html.index('id="regressions"') < html.index('id="cases"')
+    assert len(re.findall(r'<tr class="case" ', html)) == 4
+    assert html.count('<figure class="plot"') == 3
+    assert "attribution: acceptance 100%" in html
+    assert "http://gpu:30000" in html and "SIMULATED" not in html
+
+
+def test_server_strings_are_escaped():
+    server = {"url": "http://gpu:30000", "label": "x", "simulated": False, "model": HOSTILE,
+              "fingerprint": {**FINGERPRINT, "draft_model": HOSTILE}, "notes": [HOSTILE]}
+    doc = make_doc(server=server, errors={"t.py::test[padding-ctx13]": f"500: {HOSTILE}"})
+    html = page.render(doc)
+    assert "<script>" not in html
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
+    assert "draft model: drafter-a" in html  # the fingerprint difference is named
+
+
+def test_secrets_and_credential_headers_are_scrubbed():
+    doc = {"errors": {"n": "401 with Authorization: Bearer sk-live-9 and key sk-live-9",
+                      "m": '{"authorization": "Bearer tok-1", "x": 1}'}, "k": ["sk-live-9"]}
+    clean = json.dumps(results.scrub(doc, ["sk-live-9"]))
+    assert "sk-live-9" not in clean and "tok-1" not in clean
+    assert "Authorization: [redacted]" in clean
+
+
+def _entry(run_id: str, version: int, drafter: str, tok: float) -> dict:
+    return {"run_id": run_id, "created": run_id, "baseline": {"deployment": "dep",
+                                                              "version": version},
+            "fingerprint": {**FINGERPRINT, "draft_model": drafter},
+            "cells": {"padding-ctx13": {"tok_s": tok, "step_ms": 30.0, "avg_commit": 4.7}}}
+
+
+def test_trend_marks_baseline_versions_and_fingerprint_changes():
+    runs = [_entry("r1", 1, "a", 100), _entry("r2", 1, "a", 101), _entry("r3", 1, "b", 80),
+            _entry("r4", 2, "b", 80)]
+    built = trend.build(runs)
+    assert built.boundaries == [(0, "baseline dep v1"), (2, "fingerprint: draft model: a \u2192 b"),
+                                (3, "baseline dep v2")]
+    assert built.series("tok_s") == {"padding-ctx13": [100, 101, 80, 80]}
+    html = trend.render(built)
+    assert "before r3: fingerprint: draft model: a \u2192 b" in html
+    assert html.count("<svg") == 3
+
+
+def test_commands_say_what_is_wrong_with_their_input(tmp_path, capsys):
+    bad = tmp_path / "results.json"
+    bad.write_text('{"schema": "specperf-results"}')
+    assert cli.main(["report", str(bad)]) == 2
+    assert "is not a specperf results file" in capsys.readouterr().err
+    history = tmp_path / "history.jsonl"
+    history.write_text(json.dumps(_entry("r1", 1, "a", 1)) + "\n{oops\n")
+    assert cli.main(["trend", "--history", str(history)]) == 2
+    assert "line 2 is not JSON" in capsys.readouterr().err
+    assert cli.main(["trend", "--history", str(tmp_path / "none.jsonl")]) == 2
+    with pytest.raises(ConfigError, match="holds no runs"):
+        history.write_text("\n")
+        trend.load_history(history)
+
+
+def test_a_perf_run_writes_its_report_and_says_where(perf_project, tmp_path):
+    reports = tmp_path / "reports"
+    result = perf_project().run("-m", "context_scaling",
+                                env={"SPECPERF_REPORT_DIR": str(reports)})
+    result.stdout.fnmatch_lines(["specperf: report */report.html"])
+    (run_dir,) = reports.glob("2*")
+    doc = results.load(run_dir / "results.json")
+    assert doc["server"]["simulated"] and len(doc["measurements"]) == 4
+    assert len((reports / "history.jsonl").read_text().splitlines()) == 1
+    html = (run_dir / "report.html").read_text()
+    assert "SIMULATED" in html and "<svg" in html and "<link" not in html
+
+
+def test_a_run_without_measurements_writes_nothing(perf_project, tmp_path):
+    reports = tmp_path / "reports"
+    result = perf_project().run("-k", "no_such_test", env={"SPECPERF_REPORT_DIR": str(reports)})
+    assert "specperf: report" not in result.stdout.str()
+    assert not reports.exists()

@@ -115,7 +115,7 @@ def true_figures(requests: list[dict[str, Any]]) -> dict[str, float]:
 def split_shift_ms(measured: Any, truth: list[dict[str, Any]], scale: float) -> list[float]:
     """Per request: measured decode wall time minus the truth's, in wall milliseconds."""
     out = []
-    for sample, r in zip(measured, truth):
+    for sample, r in zip(measured, truth, strict=True):
         if sample.decode_s is not None:
             out.append(1000.0 * scale * (sample.decode_s - sum(r["step_ms"]) / 1000.0))
     return out

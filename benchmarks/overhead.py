@@ -195,7 +195,7 @@ def print_tables(cost: dict[str, Any], sweeps: list[dict[str, Any]]) -> None:
               f"{r['prompt_build_ms']:7.2f} {r['metrics_scrape_ms']:9.2f} "
               f"{r['metrics_parse_only_ms']:6.2f} {r['metrics_bytes']:6d}  "
               f"{'met' if r['cpu_ms'] <= GOAL_CPU_MS else 'MISSED'}")
-    print(f"\nwhere the client CPU of reasoning-ctx3333 goes (cProfile, process time)")
+    print("\nwhere the client CPU of reasoning-ctx3333 goes (cProfile, process time)")
     for label, share in cost["cpu_shares"].items():
         print(f"  {label:<36} {100 * share:5.1f}%")
     print("\ndefault sweep (kimi-k26-ddtree, 2 classes x 4 contexts, 3 repeats + 1 warm-up)")

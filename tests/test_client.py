@@ -310,3 +310,16 @@ def test_no_error_message_carries_the_key_even_when_the_server_echoes_it(server)
         texts = [str(exc), repr(exc), *(str(a) for a in exc.args)]
         texts += [str(v) for v in vars(exc).values()]
         assert not any(KEY in t for t in texts), (type(exc).__name__, texts)
+
+
+def test_a_callable_body_is_rebuilt_for_every_attempt(server):
+    url, script = server
+    script.play(dropped, ok)
+    built: list[int] = []
+
+    def body() -> dict[str, int]:  # e.g. a prompt with a fresh nonce
+        built.append(len(built))
+        return {"attempt": built[-1]}
+
+    assert client(url).post_json("/generate", body).retries == 1
+    assert built == [0, 1]

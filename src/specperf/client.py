@@ -126,10 +126,15 @@ class Client:
 
     def request(self, method: str, path: str, body: Any = None, *,
                 timeout_s: float | None = None, timeout_basis: str = "") -> Reply:
-        """One JSON request, retried on transient faults (5xx, dropped connection, bad JSON)."""
+        """One JSON request, retried on transient faults (5xx, dropped connection, bad JSON).
+
+        ``body`` may be a callable, called afresh for every attempt: a retried measurement
+        must not resend the same prompt, whose nonce the server may have cached by then.
+        """
         def once() -> tuple[Any, float]:
+            payload = body() if callable(body) else body
             start = time.perf_counter()
-            response = self._send(method, path, body, timeout_s, timeout_basis)
+            response = self._send(method, path, payload, timeout_s, timeout_basis)
             elapsed = time.perf_counter() - start
             return self._decode(response, path), elapsed
 

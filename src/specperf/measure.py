@@ -235,14 +235,19 @@ class Measurer:
         return {**flags, **guard.check_output(case.id, units, self._class_norms[case.text_class])}
 
     def _generate(self, case: Case, max_tokens: int) -> tuple[Completion, float, int, datetime]:
-        nonce = f"{guard.NONCE_LEAD}{uuid.uuid4().hex[:12]}: "
-        prompt = self.prompts.build(case, nonce, want_ids=self.server.api == "sglang")
-        path, body = routes.request_body(self.server.api, prompt, max_tokens,
-                                         self.server.model, nonce.strip(": "))
+        api = self.server.api
+
+        def fresh_body() -> dict[str, Any]:  # a new nonce for every attempt, retries too
+            nonce = f"{guard.NONCE_LEAD}{uuid.uuid4().hex[:12]}: "
+            prompt = self.prompts.build(case, nonce, want_ids=api == "sglang")
+            return routes.request_body(api, prompt, max_tokens, self.server.model,
+                                       nonce.strip(": "))[1]
+
         started = datetime.now()
         kind = f"{case.id}/{max_tokens}"
         timeout_s, basis = self.timeouts.seconds(kind)
-        reply = self.client.post_json(path, body, timeout_s=timeout_s, timeout_basis=basis)
+        reply = self.client.post_json(routes.PATHS[api], fresh_body, timeout_s=timeout_s,
+                                      timeout_basis=basis)
         self.timeouts.observe(kind, reply.elapsed_s)
         return routes.parse(self.server.api, reply.data), reply.elapsed_s, reply.retries, started
 

@@ -1,0 +1,476 @@
+"""Trust under faults, end to end: each server fault gives the right pytest outcome (an error,
+never a failure) and one sentence without a traceback; a chaos run with faults on ~10% of
+requests still measures what the fault-free run measures.
+
+Faults the simulator injects itself go through ``/_sim/faults``; faults it has no switch for
+(inconsistent fields, looping output, a prefix cache that ignores the nonce, foreign requests
+counted in /metrics) come from :class:`Tamper`, a loopback proxy that edits its answers.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import re
+import socket
+import statistics
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+import httpcore  # noqa: F401  (imported before any pytester snapshot; see the note below)
+import httpx
+import pytest
+
+from specperf import guard
+from specperf.acceptance import MetricsSnapshot
+from specperf.client import TimeoutPolicy
+from specperf.config import resolve
+from specperf.errors import ContaminatedMeasurement, EndpointTimeout
+from specperf.session import PerfSession
+from specperf.workload import Case, TextClass
+
+# Note: pytester restores sys.modules after each test; httpx imports httpcore lazily, so a
+# first import inside a pytester test would leave two httpcore copies whose exceptions httpx
+# no longer recognises. Importing it at collection keeps it in every snapshot.
+
+ONE_CASE = ("-m", "context_scaling", "--text-classes", "padding", "--contexts", "13")
+
+
+# -- the tampering proxy ---------------------------------------------------------------------------
+Edit = Callable[[dict[str, Any]], dict[str, Any]]
+# Special faults keyed like edits: answer 400 without asking the server; let the server finish
+# the request, then drop the connection halfway through the answer; count 2 foreign requests.
+STATUS_400, DROP, FOREIGN = "status-400", "drop", "foreign"
+
+
+class Tamper:
+    """Forwards everything to a simulator and plays one fault per prompt length, so a single
+    run's cases each meet a different fault (the probe's request, rid ``specperf-probe``, and
+    lengths without a fault pass untouched)."""
+
+    def __init__(self, upstream: str, faults: dict[int, Edit | str]) -> None:
+        self.upstream = httpx.Client(base_url=upstream, trust_env=False, timeout=60)
+        self.faults = faults
+        self.foreign = 0
+        self.auth: set[str] = set()
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.upstream.close()
+
+    def fault_for(self, path: str, body: bytes) -> Edit | str | None:
+        if path != "/generate":
+            return None
+        request = json.loads(body)
+        if request.get("rid") == "specperf-probe":
+            return None
+        return self.faults.get(len(request.get("input_ids") or ()))
+
+    def forward(self, method: str, path: str, body: bytes, auth: str
+                ) -> tuple[int, bytes, bool]:
+        """Status, body and whether to drop the connection halfway through it."""
+        if auth:
+            self.auth.add(auth)
+        fault = self.fault_for(path, body)
+        if fault == STATUS_400:
+            return 400, b'{"object": "error", "message": "Invalid request", "code": 400}', False
+        answer = self.upstream.request(method, path, content=body or None,
+                                       headers={"Content-Type": "application/json"})
+        data = answer.content
+        if path == "/metrics":
+            data = self._metrics(data)
+        if fault == FOREIGN:
+            self.foreign += 2
+        elif callable(fault) and answer.status_code == 200:
+            data = json.dumps(fault(json.loads(data))).encode()
+        return answer.status_code, data, fault == DROP
+
+    def _metrics(self, data: bytes) -> bytes:
+        def bump(m: re.Match[bytes]) -> bytes:
+            return m[1] + str(float(m[2]) + self.foreign).encode()
+        return re.sub(rb"^(sglang:num_requests_total\{[^}]*\} )(\S+)", bump, data, flags=re.M)
+
+    def _handler(self) -> type[http.server.BaseHTTPRequestHandler]:
+        tamper = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                code, data, drop = tamper.forward(self.command, self.path, body,
+                                                  self.headers.get("Authorization", ""))
+                self.send_response(code)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data[: len(data) // 2] if drop else data)
+                if drop:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+
+            do_POST = do_GET
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        return Handler
+
+
+@pytest.fixture
+def tamper(start_sim) -> Iterator[Callable[..., Tamper]]:
+    made: list[Tamper] = []
+
+    def make(faults: dict[int, Edit | str]) -> Tamper:
+        made.append(Tamper(start_sim().url, faults))
+        return made[-1]
+
+    yield make
+    for proxy in made:
+        proxy.close()
+
+
+def _meta(edit: Callable[[dict[str, Any]], None]) -> Edit:
+    def apply(data: dict[str, Any]) -> dict[str, Any]:
+        edit(data["meta_info"])
+        return data
+    return apply
+
+
+def _drop_field(meta: dict[str, Any]) -> None:
+    del meta["completion_tokens"]
+
+
+def _bad_histogram(meta: dict[str, Any]) -> None:
+    meta["spec_correct_drafts_histogram"][0] += 3
+
+
+def _short_ids(data: dict[str, Any]) -> dict[str, Any]:
+    data["output_ids"] = data["output_ids"][:-1]
+    return data
+
+
+def _loop(data: dict[str, Any]) -> dict[str, Any]:
+    """The same four tokens over and over: the output collapsed into a loop."""
+    ids = data["output_ids"]
+    data["output_ids"] = [ids[i % 4] for i in range(len(ids))]
+    data["text"] = " again and again" * (len(ids) // 3)
+    return data
+
+
+def _cached(meta: dict[str, Any]) -> None:
+    meta["cached_tokens"] = meta["prompt_tokens"] - 1
+
+
+# One fault per context of the reasoning class (a class that never repeats itself, so a
+# looping output is degenerate), in the order pytest reports the cases.
+FAULTS: dict[int, Edit | str] = {
+    13: _meta(_drop_field), 14: _meta(_bad_histogram), 15: _short_ids, 16: _loop,
+    17: FOREIGN, 18: STATUS_400, 19: DROP, 100: _meta(_cached)}
+EXPECTED = [
+    "MalformedResponse: /generate meta_info.completion_tokens is missing: expected a whole "
+    "number of tokens",
+    "MalformedResponse: reasoning-ctx14: the accept histogram sums to * steps but "
+    "spec_verify_ct is *: the server's spec fields disagree.",
+    "MalformedResponse: reasoning-ctx15: completion_tokens is 64 but output_ids has 63 entries.",
+    "DegenerateOutput: reasoning-ctx16: the output collapsed into a loop (9?% of its 8-grams "
+    "repeat, limit 50%; the class's own text repeats 0%): a loop is easy to draft and inflates "
+    "acceptance, so the case cannot be judged. Check the model and sampling settings (greedy "
+    "decoding on this prompt loops).",
+    "ContaminatedMeasurement: reasoning-ctx17: 2 foreign requests ran during the measurement; "
+    "every one of 4 attempts was disturbed by other traffic on the server (2 foreign requests "
+    "ran during the measurement; *). Measure on an idle server: stop other clients or take the "
+    "endpoint out of rotation.",
+    "BadStatus: POST http://127.0.0.1:*/generate answered HTTP 400: {\"object\": \"error\", "
+    "\"message\": \"Invalid request\", \"code\": 400} (the server rejected the request; check "
+    "--api, --model and --output-tokens against what it accepts)",
+    "EndpointError: POST http://127.0.0.1:*/generate: the connection dropped mid-response (*); "
+    "the server or something between it and specperf closed it: check the server log for a "
+    "crash or restart. (after 2 retries)",
+    "PrefixCacheHit: reasoning-ctx100: the server served 99 of 100 prompt tokens from its "
+    "prefix cache although every prompt starts with a unique nonce (at most 4 can be shared): "
+    "the cache hid prefill, so tok/s would read high. Check for a response cache or proxy in "
+    "front of the server and that the nonce reaches the model unchanged.",
+]
+
+
+def test_every_bad_answer_is_an_error_with_one_sentence_and_no_key(perf_project, tamper):
+    key = "sk-planted-e2e-7c3a91"
+    proxy = tamper(FAULTS)
+    project = perf_project()
+    result = project.run("-m", "context_scaling", "--text-classes", "reasoning",
+                         "--contexts", ",".join(map(str, FAULTS)), "--endpoint", proxy.url,
+                         "--api-key-env", "PLANTED_KEY", "-v", env={"PLANTED_KEY": key})
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(errors=len(FAULTS) + 1)  # every case and the class's fit, no failure
+    result.stdout.fnmatch_lines(EXPECTED)
+    out = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in out
+    lines = out.splitlines()
+    assert not any(line.startswith("BadStatus") and "after" in line for line in lines)  # no retry
+    # The key reached the server, and nothing else: not the output, not any file written.
+    assert proxy.auth == {f"Bearer {key}"}
+    assert key not in out
+    for path in Path(project.pytester.path).rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
+
+
+def test_dns_failure_is_an_error_with_one_sentence(perf_project):
+    result = perf_project().run(*ONE_CASE, "--endpoint", "http://specperf-no-such-host.invalid:1")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines([
+        "EndpointUnreachable: specperf cannot reach the endpoint "
+        "http://specperf-no-such-host.invalid:1 (from --endpoint): tried GET /health and the "
+        "connection failed (*). Start the server, or point --endpoint / SPECPERF_ENDPOINT at "
+        "one that is up."])
+    assert "Traceback" not in result.stdout.str()
+
+
+def _session(url: str) -> PerfSession:
+    settings = resolve({"endpoint": url, "contexts": "13", "output_tokens": "64",
+                        "text_classes": "padding"}, {}, {})
+    session = PerfSession(settings, lock_mode="none")
+    session.start()
+    return session
+
+
+def test_background_traffic_is_contamination_naming_the_foreign_requests(start_sim):
+    sim = start_sim()
+    httpx.post(f"{sim.url}/_sim/faults", json={"background_requests": 2}).raise_for_status()
+    session = _session(sim.url)
+    try:
+        assert session.measurer is not None
+        session.measurer.traffic.wait_s = 0.3  # the default 5 s, shortened for the test
+        with pytest.raises(ContaminatedMeasurement) as err:
+            session.measurer.sample(Case("padding", 13, 64), 0, warmup=False)
+    finally:
+        session.close()
+    assert str(err.value) == (
+        "padding-ctx13: 2 foreign requests running and 0 queued on the server before the "
+        "request, still after 0.3 s; every one of 4 attempts was disturbed by other traffic on "
+        "the server (" + "; ".join(["2 foreign requests running and 0 queued on the server "
+                                    "before the request, still after 0.3 s"] * 4) +
+        "). Measure on an idle server: stop other clients or take the endpoint out of rotation.")
+
+
+def test_a_hung_server_times_out_after_a_multiple_of_the_expected_request_time(start_sim):
+    sim = start_sim()
+    session = _session(sim.url)
+    try:
+        measurer = session.measurer
+        assert measurer is not None
+        measurer.timeouts = TimeoutPolicy(600.0, floor_s=0.5, factor=3.0)
+        case = Case("padding", 13, 64)
+        measurer.sample(case, -1, warmup=True)  # sets the expectation for this case
+        httpx.post(f"{sim.url}/_sim/faults", json={"hang_s": 3.0}).raise_for_status()
+        with pytest.raises(EndpointTimeout) as err:
+            measurer.sample(case, 0, warmup=False)
+    finally:
+        session.close()
+    assert re.fullmatch(
+        rf"POST {re.escape(sim.url)}/generate gave no complete answer within 0\.5 s \(3× the "
+        r"slowest earlier request of this kind, [0-9.e-]+ s, at least 0\.5 s; "
+        r"--request-timeout 600 s is the cap\): the server is hung or overloaded; raise "
+        r"--request-timeout if requests are legitimately this slow\.", str(err.value))
+
+
+# -- the chaos run ---------------------------------------------------------------------------------
+def _table(text: str) -> dict[str, list[float]]:
+    rows = {}
+    for m in re.finditer(r"^\s*(\d+) \| (\w+)\s*\|([^|\n]+)\|([^|\n]+)\|([^|\n]+)\|", text, re.M):
+        rows[f"{m[2]}-ctx{m[1]}"] = [float(m[i]) for i in range(3, 6)]
+    return rows
+
+
+def _samples(xml: Path) -> list[dict[str, Any]]:
+    root = ElementTree.parse(xml).getroot()
+    found = []
+    for prop in root.iter("property"):
+        if prop.get("name") == "specperf_measurement":
+            found += json.loads(prop.get("value") or "{}")["samples"]
+    return found
+
+
+# The errors a chaos run may show: a transient fault that outlasted its retries, or (on a
+# loaded shared box) a cell too noisy to judge, which is the suite refusing to guess.
+ALLOWED_ERRORS = re.compile(
+    r"^(BadStatus: POST \S+/generate answered HTTP 503: .*\(after 2 retries\)"
+    r"|EndpointError: POST \S+/generate: the connection dropped mid-response .*"
+    r"\(after 2 retries\)"
+    r"|UnstableMeasurement: \S+: .* spreads too widely: .*)$")
+
+
+def test_chaos_sweep_with_faults_on_a_tenth_of_requests(perf_project, start_sim, tmp_path):
+    # Time scale 0.1: steps long enough that a loaded 2-core box's scheduling jitter stays
+    # mostly inside the noise bounds (the faults, not the box, are under test here).
+    sim = start_sim(time_scale=0.1, extra_args=("--seed", "3"))
+    project = perf_project()
+    # 256 tokens: enough verify steps per request that acceptance can be compared tightly.
+    args = ("-m", "context_scaling", "--endpoint", sim.url, "--baseline-dir", str(tmp_path),
+            "--deployment", "chaos", "--output-tokens", "256")
+    clean_xml = tmp_path / "clean.xml"
+    clean = project.run(*args, "--update-baselines", f"--junitxml={clean_xml}")
+    clean.stdout.fnmatch_lines(["specperf: wrote baseline */chaos/v1.json"])
+    httpx.post(f"{sim.url}/_sim/faults",
+               json={"drop_rate": 0.1, "error_rate": 0.05, "error_status": 503}
+               ).raise_for_status()
+    xml = tmp_path / "chaos.xml"
+    chaos = project.run(*args, f"--junitxml={xml}")
+    out = chaos.stdout.str()
+    outcomes = chaos.parseoutcomes()
+    # Every case passes its numbers against the fault-free baseline, or errors with the
+    # message of a transient fault that outlasted its retries; nothing fails or crashes.
+    outcomes.pop("deselected", None)
+    assert set(outcomes) <= {"passed", "errors"}, out
+    assert outcomes.get("passed", 0) + outcomes.get("errors", 0) == 6
+    assert outcomes.get("passed", 0) >= 2, out  # enough healthy cases to compare numbers
+    lines = out.splitlines()
+    errors = [lines[i + 1] for i, line in enumerate(lines) if " ERROR at setup of " in line]
+    assert len(errors) == outcomes.get("errors", 0), out
+    assert all(ALLOWED_ERRORS.match(line) for line in errors), errors
+    assert "Traceback" not in out
+    samples = _samples(xml)
+    assert sum(s["retries"] for s in samples) >= 1  # faults hit, were retried, and recorded
+    healthy, base = _table(out), _table(clean.stdout.str())
+    assert healthy, out
+    commits, base_commits = _commits(samples), _commits(_samples(clean_xml))
+    for case, (_, commit, step) in healthy.items():
+        # Acceptance: the same seeded physics, so equal within the two runs' own spread.
+        noise = 3 * _se_diff(commits[case], base_commits[case]) + 0.02 * base[case][1]
+        assert abs(commit - base[case][1]) <= noise, (case, commit, base[case][1], noise)
+        # Step time is wall clock on a shared box: a loose sanity bound only.
+        assert step == pytest.approx(base[case][2], rel=0.3), case
+
+
+def _commits(samples: list[dict[str, Any]]) -> dict[str, list[float]]:
+    found: dict[str, list[float]] = {}
+    for sample in samples:
+        if not sample["warmup"] and sample["avg_commit"] is not None:
+            found.setdefault(sample["case_id"], []).append(sample["avg_commit"])
+    return found
+
+
+def _se_diff(a: list[float], b: list[float]) -> float:
+    """Standard error of the difference of two means, from the pooled per-request spread."""
+    pooled = statistics.stdev([v - statistics.mean(a) for v in a]
+                              + [v - statistics.mean(b) for v in b])
+    return pooled * (1 / len(a) + 1 / len(b)) ** 0.5
+
+
+# -- the guards, piece by piece ------------------------------------------------------------------
+def _snap(requests: float | None, running: float = 0, queued: float = 0) -> MetricsSnapshot:
+    return MetricsSnapshot(verify_calls=None, generation_tokens=None, requests=requests,
+                           running=running, queued=queued)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def _guard(*snaps: MetricsSnapshot | None) -> guard.TrafficGuard:
+    queue = list(snaps)
+    clock = FakeClock()
+    return guard.TrafficGuard(lambda: queue.pop(0) if len(queue) > 1 else queue[0],
+                              wait_s=1.0, poll_s=0.25, clock=clock, sleep=clock.sleep)
+
+
+def test_the_guard_waits_for_an_idle_server_then_lets_the_request_through():
+    g = _guard(_snap(5, running=1), _snap(6, running=0), _snap(7))
+    before = g.before()
+    assert before is not None and before.requests == 6
+    assert g.after(before) is not None
+
+
+def test_the_guard_gives_up_waiting_on_a_busy_server():
+    with pytest.raises(guard.Disturbed, match=r"^3 foreign requests running and 1 queued on "
+                                              r"the server before the request, still after "
+                                              r"1 s$"):
+        _guard(_snap(5, running=3, queued=1)).before()
+
+
+@pytest.mark.parametrize(("after", "sent", "exact", "message"), [
+    (9, 1, False, "3 foreign requests ran during the measurement"),
+    (7, 1, False, "1 foreign request ran during the measurement"),
+    (7, 2, False, None),  # our own retried attempt finished on the server too
+    (7, 2, True, "a retried attempt of this request also ran, so the /metrics bracket covers "
+                 "more than one request"),
+    (5, 1, False, "the finished-request counter moved by 0, not 1: the server did not count "
+                  "the request"),
+    (2, 1, False, "the finished-request counter went backwards (5 → 2): the server restarted "
+                  "during the measurement"),
+])
+def test_the_finished_counter_must_move_by_exactly_our_requests(after, sent, exact, message):
+    g = _guard(_snap(after))
+    if message is None:
+        assert g.after(_snap(5), sent=sent, exact=exact) is not None
+        return
+    with pytest.raises(guard.Disturbed) as err:
+        g.after(_snap(5), sent=sent, exact=exact)
+    assert str(err.value) == message
+
+
+def test_without_metrics_the_guard_is_off():
+    g = _guard(None)
+    assert g.before() is None and g.after(None) is None
+
+
+def test_disturbed_attempts_are_retried_a_bounded_number_of_times():
+    calls = []
+
+    def attempt() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise guard.Disturbed(f"{len(calls)} foreign requests ran during the measurement")
+        return "sample"
+
+    assert guard.retry_clean("c", attempt, retries=3) == (
+        "sample", ["1 foreign requests ran during the measurement",
+                   "2 foreign requests ran during the measurement"])
+    calls.clear()
+    with pytest.raises(ContaminatedMeasurement) as err:
+        guard.retry_clean("c", attempt, retries=1)
+    assert len(calls) == 2
+    assert str(err.value).startswith("c: 2 foreign requests ran during the measurement; every "
+                                     "one of 2 attempts was disturbed")
+
+
+def test_prefix_cache_flags_small_overlaps_and_errors_past_the_nonce():
+    assert guard.check_prefix_cache("c", 4, 1663, expected=4) == {}
+    assert guard.check_prefix_cache("c", None, 1663, expected=4) == {}
+    assert guard.check_prefix_cache("c", 20, 1663, expected=4) == {"prefix_cache_hit": 16}
+    with pytest.raises(guard.PrefixCacheHit):
+        guard.check_prefix_cache("c", 37, 1663, expected=4)
+
+
+def test_repetition_tells_a_loop_from_varied_and_from_padding_text():
+    varied = list(range(600))
+    loop = [1, 2, 3, 4, 5] * 120
+    assert guard.repetition(varied) == 0.0
+    assert guard.repetition(loop) > 0.95
+    assert guard.repetition([1, 2, 3]) == 0.0  # shorter than one 8-gram
+    padding = TextClass("padding", "repeat", text="Distributed systems need care. ")
+    prose = TextClass("reasoning", "prose", seed=1)
+    assert guard.class_norm(prose) < 0.05 and guard.class_norm(padding) > 0.9
+    # A looping padding output is the class's nature; the same loop on prose is degenerate.
+    assert guard.check_output("padding-ctx1663", loop, guard.class_norm(padding))["repetition"] \
+        > 0.95
+    with pytest.raises(guard.DegenerateOutput):
+        guard.check_output("reasoning-ctx1663", loop, guard.class_norm(prose))
+    assert guard.check_output("reasoning-ctx1663", varied, guard.class_norm(prose)) == \
+        {"repetition": 0.0}

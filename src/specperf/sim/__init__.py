@@ -4,6 +4,9 @@ It serves SGLang's HTTP API (``/generate``, the OpenAI routes, ``/tokenize``,
 ``/server_info``, ``/metrics``, ...) from one asyncio scheduler loop whose physics come from
 a profile (``specperf/sim/profiles/*.toml``); ``--time-scale`` runs it faster than real time.
 A fault API under ``/_sim/`` injects errors and regressions (see ``specperf.sim.faults``).
+With the profile's ``reasoning_parser`` / ``tool_call_parser`` (``[model]`` table) the raw
+output carries Kimi K2 think and tool-call markers, parsed on the chat route
+(``specperf.sim.parsers``); streams carry one chunk per verify step (``openai_api``, ``native``).
 
 Public surface: :func:`main` (the CLI), :func:`load_profile`, :class:`Profile`,
 :data:`READY_PREFIX` (the first stdout line starts with it, followed by the URL).

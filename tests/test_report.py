@@ -46,16 +46,17 @@ def _fits(ms: list[Measurement]) -> dict:
 
 def make_doc(*, base_commit: float = 7.8, commit: float = 7.8, server: dict | None = None,
              errors: dict | None = None, fingerprint: dict | None = None,
-             run_id: str = "20250101-000000-aaaa") -> dict:
+             run_id: str = "20250101-000000-aaaa", output: int = 600) -> dict:
     """A results document of two classes at two contexts, compared with a v1 baseline."""
     old = [fake(c, x, 60.0, base_commit, 100 + x / 100) for c in ("padding", "reasoning")
            for x in (13, 3333)]
-    new = [fake(c, x, 60.0 * commit / base_commit, commit, 100 + x / 100)
+    new = [fake(c, x, 60.0 * commit / base_commit, commit, 100 + x / 100, output)
            for c in ("padding", "reasoning") for x in (13, 3333)]
     base = Baseline.from_run("dep", FINGERPRINT, old, _fits(old), version=1, suite_version="0",
                              git_revision="abc", provenance="test", simulated=False)
     verdicts = [RunState.verdict_dict(judge_case(m.case.id, m.summaries(), base.cases[m.case.id],
-                                                 DEFAULT_TOLERANCES)) for m in new]
+                                                 DEFAULT_TOLERANCES)) for m in new
+                if output == 600]
     settings = {"endpoint": "http://gpu:30000", "contexts": [13, 3333], "output_tokens": 600,
                 "text_classes": ["padding", "reasoning"], "repeats": 3, "api_key_env": "MYKEY"}
     run = results.RunInfo(run_id, "2025-01-01T00:00:00Z", 12.5, 0.25, settings, "0.1.0", "abc")
@@ -101,6 +102,15 @@ def test_the_page_shows_the_diagnosis_first_and_every_case(tmp_path):
     assert html.count('<figure class="plot"') == 3
     assert "attribution: acceptance 100%" in html
     assert "http://gpu:30000" in html and "SIMULATED" not in html
+
+
+def test_a_baseline_at_another_output_length_is_not_compared():
+    doc = make_doc(output=64)
+    assert doc["reconcile"] == []
+    html = page.render(doc)
+    cases = html.split('id="cases"')[1].split("</table>")[0]
+    assert "Δ tok/s" in cases and "%" not in cases  # no baseline column filled
+    assert "predicted tok/s" not in html
 
 
 def test_server_strings_are_escaped():

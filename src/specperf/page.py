@@ -15,7 +15,7 @@ from typing import Any
 
 from .model import ContextFit
 from .plots import bar_plot, context_plot, fit_plot
-from .results import mean_context, median
+from .results import baseline_metrics, mean_context, median
 from .verdict import format_percent
 
 _STATUS_ORDER = {"fail": 0, "error": 1, "improved": 2, "no-baseline": 3, "pass": 4}
@@ -120,15 +120,20 @@ def _header(doc: Mapping[str, Any]) -> str:
 def _regressions(doc: Mapping[str, Any]) -> str:
     """What regressed and why, right under the header, so one screen tells the story."""
     failing = [v for v in doc["verdicts"] if v["status"] == "fail"]
-    failing += [{**r, "attribution": None} for r in doc["reconcile"]
-                if r["status"] == "fail"]
-    if not failing:
-        return ""
-    items = [f'<li class="regression" data-case="{esc(v["case_id"])}"><b>'
-             f'{esc(v["case_id"])}</b>: {esc(v["message"])}{_attribution(v)}</li>'
-             for v in failing]
-    return (f'<h2 id="regressions" class="warn">Regressions ({len(failing)})</h2>'
-            '<ul class="regressions">' + "".join(items) + "</ul>")
+    unexplained = [r for r in doc["reconcile"] if r["status"] == "fail"]
+    out = []
+    if failing:
+        items = [f'<li class="regression" data-case="{esc(v["case_id"])}"><b>'
+                 f'{esc(v["case_id"])}</b>: {esc(v["message"])}{_attribution(v)}</li>'
+                 for v in failing]
+        out.append(f'<h2 id="regressions" class="warn">Regressions ({len(failing)})</h2>'
+                   '<ul class="regressions">' + "".join(items) + "</ul>")
+    if unexplained:
+        items = [f'<li data-case="{esc(r["case_id"])}"><b>{esc(r["case_id"])}</b>: '
+                 f'{esc(r["message"])}</li>' for r in unexplained]
+        out.append(f'<h2 class="warn">Unexplained by the model ({len(unexplained)})</h2>'
+                   '<ul class="unexplained">' + "".join(items) + "</ul>")
+    return "".join(out)
 
 
 def _baseline_text(base: Mapping[str, Any] | None) -> str:
@@ -156,16 +161,19 @@ def _outcome_counts(doc: Mapping[str, Any]) -> str:
 
 
 def _statuses(doc: Mapping[str, Any]) -> dict[str, str]:
-    return {v["case_id"]: v["status"] for v in doc["verdicts"]}
+    """Each case's verdict; without one, its test's outcome (e.g. skipped: no baseline)."""
+    out = {node.rpartition("[")[2].rstrip("]"): outcome
+           for node, outcome in doc["outcomes"].items() if node.endswith("]")}
+    return {**out, **{v["case_id"]: v["status"] for v in doc["verdicts"]}}
 
 
-def _base_median(doc: Mapping[str, Any], cid: str, metric: str) -> float | None:
-    entry = ((doc["baseline"] or {}).get("cases", {}).get(cid) or {}).get(metric)
+def _base_median(doc: Mapping[str, Any], data: Mapping[str, Any], metric: str) -> float | None:
+    entry = baseline_metrics(doc, data["case"]).get(metric)
     return None if entry is None else float(entry["median"])
 
 
 def _delta(doc: Mapping[str, Any], data: Mapping[str, Any], metric: str) -> float | None:
-    base = _base_median(doc, data["case"]["id"], metric)
+    base = _base_median(doc, data, metric)
     now = median(data, metric)
     return None if base is None or now is None or base == 0 else now / base - 1.0
 
@@ -186,7 +194,7 @@ def _case_table(doc: Mapping[str, Any]) -> str:
         cells = [str(case["context"]), esc(case["text_class"]),
                  _num(median(data, "tok_s"), ".1f"), _num(median(data, "avg_commit"), ".2f"),
                  _num(median(data, "step_ms"), ".1f"), _num(median(data, "decode_tok_s"), ".1f"),
-                 str(n), _num(_base_median(doc, cid, "tok_s"), ".1f"),
+                 str(n), _num(_base_median(doc, data, "tok_s"), ".1f"),
                  _pct(_delta(doc, data, "tok_s")), _pct(_delta(doc, data, "avg_commit")),
                  _pct(_delta(doc, data, "step_ms"))]
         rows.append([f'<td class="num">{c}</td>' for c in cells[:1]] + [f"<td>{cells[1]}</td>"]
@@ -242,17 +250,17 @@ def _plot_data(doc: Mapping[str, Any]) -> tuple[Points, Points, Points, dict[str
     step: Points = {}
     commit: dict[str, dict[int, float]] = {}
     commit_base: dict[str, dict[int, float]] = {}
-    for cid, data in doc["measurements"].items():
+    for data in doc["measurements"].values():
         name, ctx = data["case"]["text_class"], int(data["case"]["context"])
         for metric, into, x in (("tok_s", tok, ctx), ("step_ms", step, mean_context(data["case"]))):
             value = median(data, metric)
             if value is not None:
                 into.setdefault(name, []).append((x, value))
-        if (value := _base_median(doc, cid, "tok_s")) is not None:
+        if (value := _base_median(doc, data, "tok_s")) is not None:
             tok_base.setdefault(name, []).append((ctx, value))
         if (value := median(data, "avg_commit")) is not None:
             commit.setdefault(name, {})[ctx] = value
-        if (value := _base_median(doc, cid, "avg_commit")) is not None:
+        if (value := _base_median(doc, data, "avg_commit")) is not None:
             commit_base.setdefault(name, {})[ctx] = value
     return tok, tok_base, step, commit, commit_base
 

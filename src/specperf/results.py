@@ -83,9 +83,19 @@ def baseline_dict(base: Baseline) -> dict[str, Any]:
     return {"deployment": base.deployment, "version": base.version, "created": base.created,
             "suite_version": base.suite_version, "git_revision": base.git_revision,
             "fingerprint": base.fingerprint, "simulated": base.simulated,
-            "cases": {cid: {m: s.to_dict() for m, s in c.metrics.items()}
+            "cases": {cid: {"output_tokens": c.output_tokens,
+                            "metrics": {m: s.to_dict() for m, s in c.metrics.items()}}
                       for cid, c in base.cases.items()},
             "fits": {tc: f.to_dict() for tc, f in base.fits.items()}}
+
+
+def baseline_metrics(doc: Mapping[str, Any], case: Mapping[str, Any]) -> dict[str, Any]:
+    """The baseline's summaries of a case, if it measured the same case (output length too)."""
+    entry = ((doc.get("baseline") or {}).get("cases") or {}).get(case["id"])
+    if not entry or entry["output_tokens"] != case["output_tokens"]:
+        return {}
+    metrics: dict[str, Any] = entry["metrics"]
+    return metrics
 
 
 def mean_context(case: Mapping[str, Any]) -> float:
@@ -121,8 +131,10 @@ def reconcile_rows(measurements: Mapping[str, Any], verdicts: list[dict[str, Any
     for cid, data in sorted(measurements.items()):
         case, fit = data["case"], baseline.fits.get(data["case"]["text_class"])
         tok, commit = median(data, "tok_s"), median(data, "avg_commit")
-        if fit is None or tok is None or not commit:
-            continue
+        entry = baseline.cases.get(cid)
+        if fit is None or tok is None or not commit or entry is None \
+                or entry.output_tokens != case["output_tokens"]:
+            continue  # as in the run: only cases judged against the baseline are reconciled
         ctx = mean_context(case)
         step = fit.predict_step_ms(ctx)
         if step <= 0:
@@ -224,7 +236,11 @@ def validate(value: Any, node: Mapping[str, Any], root: Mapping[str, Any] | None
         node = root["$defs"][node["$ref"].rsplit("/", 1)[-1]]
     if "anyOf" in node:
         found = [validate(value, option, root, where) for option in node["anyOf"]]
-        return [] if any(not f for f in found) else min(found, key=len)
+        if any(not f for f in found):
+            return []
+        # Report the branch that got furthest: one whose type matched, if any did.
+        deeper = [f for f in found if not f[0].startswith(f"{where}: expected")]
+        return min(deeper or found, key=len)
     problems = _check_scalar(value, node, where)
     if problems:
         return problems

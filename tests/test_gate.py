@@ -1,0 +1,228 @@
+"""The deploy gate end to end: ci/gate.sh against real simulators, and its exit-code rules."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from specperf.gate import CaseOutcome, GateExit, decide, read_junit
+from specperf.lock import lock_path_for
+
+ROOT = Path(__file__).resolve().parents[1]
+GATE = ROOT / "ci" / "gate.sh"
+HOLDER = Path(__file__).with_name("lock_holder.py")
+DEPLOYMENT = "gate-test"
+# Short requests keep each gate run to seconds, yet long enough (25+ verify steps even for
+# padding) that one step more or less stays within the 10% tolerance. The baseline matches.
+FAST = ("--", "--output-tokens=200")
+# Slower than the other suites' 0.05: a 28 ms step is then 5.6 ms of real time, so a loaded
+# CI box's scheduling jitter does not make the cells unstable or move tok/s past 10%.
+SIM_SCALE = 0.2
+SMOKE_IDS = ("reasoning-ctx3333", "padding-ctx3333", "padding-ctx13")
+
+
+def _env(lock_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECPERF_")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["SPECPERF_LOCK_DIR"] = str(lock_dir)
+    # Reports (and their history.jsonl) of these runs stay out of the checkout's reports/.
+    env["SPECPERF_REPORT_DIR"] = str(lock_dir.with_name(lock_dir.name + "-reports"))
+    return env
+
+
+def gate(lock_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ci/gate.sh exactly as the deploy pipeline does."""
+    return subprocess.run(["bash", str(GATE), *args], capture_output=True, text=True,
+                          env=_env(lock_dir), timeout=240, check=False)
+
+
+@pytest.fixture(scope="module")
+def baseline_dir(start_sim, tmp_path_factory) -> Path:
+    """A baseline of the main job at the smoke contexts, written from a clean simulator run."""
+    sim = start_sim(time_scale=SIM_SCALE)
+    base = tmp_path_factory.mktemp("baselines")
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "perf_tests"), "-m", "context_scaling",
+           "-p", "specperf.plugin", "-p", "no:cacheprovider", "--endpoint", sim.url,
+           "--contexts=13,3333", "--output-tokens=200", "--baseline-dir", str(base),
+           "--deployment", DEPLOYMENT, "--update-baselines"]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=240,
+                          env=_env(tmp_path_factory.mktemp("locks")), check=False)
+    assert (base / DEPLOYMENT / "v1.json").is_file(), done.stdout + done.stderr
+    return base
+
+
+@pytest.fixture
+def lock_dir(tmp_path) -> Path:
+    return tmp_path / "locks"
+
+
+def _args(url: str, base: Path, deployment: str = DEPLOYMENT) -> list[str]:
+    return ["--endpoint", url, "--baseline-dir", str(base), "--deployment", deployment, *FAST]
+
+
+def _lines(result: subprocess.CompletedProcess[str]) -> pytest.LineMatcher:
+    return pytest.LineMatcher(result.stdout.splitlines())
+
+
+def _inject(url: str, **faults: float) -> None:
+    httpx.post(f"{url}/_sim/faults", json=faults).raise_for_status()
+
+
+def test_clean_deploy_passes_with_exit_0(start_sim, baseline_dir, lock_dir):
+    sim = start_sim(time_scale=SIM_SCALE)
+    result = gate(lock_dir, *_args(sim.url, baseline_dir))
+    assert result.returncode == 0, result.stdout + result.stderr
+    _lines(result).fnmatch_lines([
+        f"specperf gate: 3 smoke cases against {sim.url}",
+        *[f"  pass  {case_id}" for case_id in SMOKE_IDS],
+        "  cost: * requests, * s of server time",
+        "specperf gate: PASS (exit 0): all 3 smoke cases within their limits.",
+    ])
+
+
+def test_acceptance_regression_blocks_with_exit_1_and_the_attribution(start_sim, baseline_dir,
+                                                                       lock_dir):
+    sim = start_sim(time_scale=SIM_SCALE)
+    _inject(sim.url, acceptance_mult=0.6)
+    result = gate(lock_dir, *_args(sim.url, baseline_dir))
+    assert result.returncode == 1, result.stdout + result.stderr
+    _lines(result).fnmatch_lines([
+        "  FAIL  reasoning-ctx3333: tok/s * → * (−*%, limit −10%): avg commit * → * (−*%) "
+        "explains it; step time * → * ms (*, within noise) — acceptance regression: check the "
+        "drafter and the text.",
+        "specperf gate: REGRESSION (exit 1): * of 3 smoke cases regressed: block the deploy.",
+    ])
+    assert "step-time regression" not in result.stdout
+
+
+def test_step_time_regression_blocks_with_exit_1_attributed_to_step_time(start_sim,
+                                                                         baseline_dir, lock_dir):
+    sim = start_sim(time_scale=SIM_SCALE)
+    _inject(sim.url, step_time_mult=1.3)
+    result = gate(lock_dir, *_args(sim.url, baseline_dir))
+    assert result.returncode == 1, result.stdout + result.stderr
+    _lines(result).fnmatch_lines([
+        "  FAIL  reasoning-ctx3333: tok/s * → * (−*%, limit −10%): step time * → * ms (+*%) "
+        "explains it*step-time regression*",
+        "specperf gate: REGRESSION (exit 1): 3 of 3 smoke cases regressed: block the deploy.",
+    ])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_unreachable_endpoint_is_an_infrastructure_problem_exit_3(baseline_dir, lock_dir):
+    url = f"http://127.0.0.1:{_free_port()}"
+    result = gate(lock_dir, *_args(url, baseline_dir))
+    assert result.returncode == 3, result.stdout + result.stderr
+    _lines(result).fnmatch_lines([
+        f"  ERROR reasoning-ctx3333: EndpointUnreachable: specperf cannot reach the endpoint "
+        f"{url} (from --endpoint)*",
+        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 3 of 3 smoke cases could not be "
+        "measured: an infrastructure problem, not the deploy's fault; page the owner of the box.",
+    ])
+
+
+def test_gpu_lock_timeout_is_exit_3_naming_the_holder(start_sim, baseline_dir, lock_dir):
+    sim = start_sim(time_scale=SIM_SCALE)
+    holder = subprocess.Popen([sys.executable, str(HOLDER), str(lock_path_for(sim.url, lock_dir)),
+                               "30"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        result = gate(lock_dir, "--endpoint", sim.url, "--baseline-dir", str(baseline_dir),
+                      "--deployment", DEPLOYMENT, *FAST, "--gpu-lock-timeout=1")
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    assert result.returncode == 3, result.stdout + result.stderr
+    _lines(result).fnmatch_lines([f"  ERROR reasoning-ctx3333: GpuLockTimeout: GPU lock * held "
+                                  f"by *pid {holder.pid} since *"])
+
+
+def test_no_baseline_for_the_deployment_is_exit_3_not_a_pass(start_sim, baseline_dir, lock_dir):
+    sim = start_sim(time_scale=SIM_SCALE)
+    result = gate(lock_dir, *_args(sim.url, baseline_dir, deployment="never-baselined"))
+    assert result.returncode == 3, result.stdout + result.stderr
+    _lines(result).fnmatch_lines([
+        "  SKIP  reasoning-ctx3333: no baseline for deployment 'never-baselined' in *",
+        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 3 of 3 smoke cases were not judged*",
+    ])
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--endpoint", "http://127.0.0.1:1", "--no-such-flag"],
+     "*unrecognized arguments: --no-such-flag*"),
+    (["--endpoint", "http://127.0.0.1:1", "--", "--repeats=zero"],
+     "*--repeats = 'zero' is not valid: expected a positive integer.*"),
+    (["--endpoint", "not-a-url"], "*--endpoint = 'not-a-url' is not valid: expected an http(s)*"),
+    ([], "specperf gate: --endpoint URL (or SPECPERF_ENDPOINT) is required*"),
+])
+def test_usage_errors_are_exit_2(lock_dir, args, expected):
+    result = gate(lock_dir, *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    pytest.LineMatcher(result.stderr.splitlines()).fnmatch_lines([expected])
+
+
+# -- the exit-code rules, without processes ---------------------------------------------------
+def _cases(*outcomes: str) -> list[CaseOutcome]:
+    return [CaseOutcome(f"case{i}", outcome) for i, outcome in enumerate(outcomes)]
+
+
+@pytest.mark.parametrize(("pytest_exit", "outcomes", "expected"), [
+    (0, ("passed", "passed"), GateExit.PASS),
+    (1, ("passed", "failed"), GateExit.REGRESSION),
+    (1, ("failed", "error"), GateExit.INFRASTRUCTURE),  # errors beat failures
+    (1, ("passed", "error"), GateExit.INFRASTRUCTURE),
+    (1, ("failed", "skipped"), GateExit.REGRESSION),  # a judged regression stands
+    (0, ("passed", "skipped"), GateExit.INFRASTRUCTURE),  # an unjudged case is no pass
+    (0, (), GateExit.INFRASTRUCTURE),
+    (5, (), GateExit.INFRASTRUCTURE),  # no tests collected
+    (4, (), GateExit.USAGE),
+    (2, (), GateExit.INFRASTRUCTURE),  # interrupted, or the perf tests failed to import
+    (3, (), GateExit.INFRASTRUCTURE),  # pytest internal error
+    (-15, (), GateExit.INFRASTRUCTURE),  # killed by a signal
+])
+def test_exit_code_rules(pytest_exit, outcomes, expected):
+    assert decide(pytest_exit, _cases(*outcomes)).code == expected
+
+
+def test_errors_beat_failures_and_the_reason_says_so():
+    result = decide(1, _cases("failed", "error", "passed"))
+    assert result.reason == ("1 of 3 smoke cases could not be measured (1 regression(s) beside "
+                             "them cannot be trusted): an infrastructure problem, not the "
+                             "deploy's fault; page the owner of the box.")
+
+
+def test_read_junit_takes_failures_from_the_verdicts_and_errors_from_the_report(tmp_path):
+    xml = tmp_path / "junit.xml"
+    verdict = ('{&quot;case_id&quot;: &quot;padding-ctx13&quot;, &quot;status&quot;: '
+               '&quot;fail&quot;, &quot;message&quot;: &quot;tok/s fell&quot;}')
+    xml.write_text(
+        '<testsuites><testsuite>'
+        '<testcase name="test_smoke[padding-ctx13]"><properties>'
+        f'<property name="specperf_verdict" value="{verdict}"/></properties>'
+        '<failure message="Failed: tok/s fell">tok/s fell</failure></testcase>'
+        '<testcase name="test_smoke[padding-ctx3333]">'
+        '<error message="failed on setup">EndpointTimeout: no answer</error></testcase>'
+        '<testcase name="test_smoke[reasoning-ctx3333]">'
+        '<skipped message="no baseline">perf_tests/test_smoke.py:1: no baseline</skipped>'
+        '</testcase><testcase name="test_smoke[reasoning-ctx13]"/>'
+        '</testsuite></testsuites>')
+    assert read_junit(xml) == [
+        CaseOutcome("padding-ctx13", "failed", "tok/s fell"),
+        CaseOutcome("padding-ctx3333", "error", "EndpointTimeout: no answer"),
+        CaseOutcome("reasoning-ctx3333", "skipped", "no baseline"),
+        CaseOutcome("reasoning-ctx13", "passed"),
+    ]

@@ -269,9 +269,13 @@ def _attribution(verdict: Mapping[str, Any]) -> str:
     shares = verdict.get("attribution")
     if not shares or verdict["status"] not in ("fail", "improved"):
         return ""  # shares of a change within noise say nothing
-    return (f'<div class="attribution">attribution: acceptance {100 * shares["acceptance"]:.0f}%'
-            f', step time {100 * shares["step"]:.0f}%, rest {100 * shares["rest"]:.0f}% '
+    return (f'<div class="attribution">attribution: acceptance {_share(shares["acceptance"])}, '
+            f'step time {_share(shares["step"])}, rest {_share(shares["rest"])} '
             "of the log tok/s change</div>")
+
+
+def _share(fraction: float) -> str:
+    return f"{round(100 * fraction)}%".replace("-", "\u2212")
 
 
 def _verdicts(doc: Mapping[str, Any]) -> str:

@@ -166,6 +166,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("update_baselines", _bool, "false",
            "Write a new baseline version from this run if every case was clean and stable.",
            "a flag", flag_only=True),
+    Option("report_dir", _path, "reports",
+           "Where each run writes <run-id>/results.json, report.html and history.jsonl.",
+           "a directory path"),
     Option("gpu_lock", _path, None,
            "Lock file guarding the GPU (default: derived from the endpoint).", "a file path"),
     Option("gpu_lock_timeout", _positive_float, "1800",
@@ -199,6 +202,7 @@ class Settings:
     deployment: str | None = None
     baseline_version: str = "latest"
     update_baselines: bool = False
+    report_dir: Path = Path("reports")
     gpu_lock: Path | None = None
     gpu_lock_timeout: float = 1800.0
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)

@@ -27,11 +27,11 @@ import pytest
 from pytest_html import extras as html_extras
 
 from . import __version__, page, results, summary, trend
-from .baseline import Baseline, BaselineStore, deployment_slug
+from .baseline import Baseline, BaselineStore
 from .config import Settings
 from .errors import SpecperfError
 from .fixtures import STATE
-from .run import RunState
+from .run import RunState, deployment_name
 from .session import git_revision
 
 REPORT_DIR_ENV = "SPECPERF_REPORT_DIR"
@@ -39,9 +39,10 @@ ERROR_CHARS = 2000
 USAGE_ERROR = 2
 
 
-def report_dir(start: Path | None = None) -> Path:
-    """Where reports go: $SPECPERF_REPORT_DIR or ``reports``, relative to ``start``."""
-    path = Path(os.environ.get(REPORT_DIR_ENV) or "reports")
+def report_dir(setting: Path | None = None, start: Path | None = None) -> Path:
+    """Where reports go (--report-dir, else $SPECPERF_REPORT_DIR, else ``reports``),
+    relative to ``start`` (where pytest was started)."""
+    path = setting or Path(os.environ.get(REPORT_DIR_ENV) or "reports")
     return path if path.is_absolute() else (start or Path.cwd()) / path
 
 
@@ -79,9 +80,10 @@ class ReportPlugin:
             return
         doc = self.document(state, found)
         try:
-            self.written = write_report(doc, report_dir(self.config.invocation_params.dir))
+            where = report_dir(state.settings.report_dir, self.config.invocation_params.dir)
+            self.written = write_report(doc, where)
         except OSError as exc:
-            self.problem = f"{exc}; set {REPORT_DIR_ENV} to a writable directory"
+            self.problem = f"{exc}; point --report-dir at a writable directory"
 
     def document(self, state: RunState, found: summary.Collector) -> dict[str, Any]:
         """The results document of this run, secrets scrubbed."""
@@ -128,10 +130,7 @@ def _baseline(state: RunState, server: Mapping[str, Any]) -> Baseline | None:
 
 
 def _load_baseline(settings: Settings, server: Mapping[str, Any]) -> Baseline | None:
-    fingerprint = server.get("fingerprint") or {}
-    name = settings.deployment or (
-        f"sim-{fingerprint.get('sim_profile') or settings.sim_profile}"
-        if server.get("simulated") else deployment_slug(fingerprint))
+    name = deployment_name(settings, server)
     store = BaselineStore(settings.baseline_dir)
     if store.latest(name) is None:
         return None

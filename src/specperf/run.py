@@ -38,6 +38,17 @@ from .workload import Case, TextClass, plan, select_classes
 CREATE_HINT = "create one with `pytest perf_tests -m context_scaling --update-baselines`"
 
 
+def deployment_name(settings: Settings, server: Mapping[str, Any]) -> str:
+    """The baseline deployment of a run: --deployment, else named by the server it measured."""
+    if settings.deployment:
+        return settings.deployment
+    fingerprint = server.get("fingerprint") or {}
+    if server.get("simulated"):
+        # Simulator baselines must never be mistaken for the real box's.
+        return f"sim-{fingerprint.get('sim_profile') or settings.sim_profile}"
+    return deployment_slug(fingerprint)
+
+
 class RunState:
     """Everything one run knows; lazily starts the session on the first measured case."""
 
@@ -91,13 +102,7 @@ class RunState:
     def deployment(self) -> str:
         session = self.started_session()
         assert session.server is not None
-        if self.settings.deployment:
-            return self.settings.deployment
-        fingerprint = session.server.fingerprint
-        if session.server.simulated:
-            # Simulator baselines must never be mistaken for the real box's.
-            return f"sim-{fingerprint.get('sim_profile') or self.settings.sim_profile}"
-        return deployment_slug(fingerprint)
+        return deployment_name(self.settings, session.server.to_dict())
 
     def baseline(self) -> Baseline | None:
         """The baseline to compare with; None (with a reason) when none exists yet."""

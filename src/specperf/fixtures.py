@@ -16,8 +16,8 @@ from .baseline import Baseline, CaseBaseline
 from .config import Settings
 from .measure import Measurement
 from .run import RunState
-from .verdict import Verdict
 from .session import PerfSession
+from .verdict import Verdict
 from .workload import Case
 
 STATE = pytest.StashKey[RunState]()

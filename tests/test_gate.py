@@ -226,3 +226,13 @@ def test_read_junit_takes_failures_from_the_verdicts_and_errors_from_the_report(
         CaseOutcome("reasoning-ctx3333", "skipped", "no baseline"),
         CaseOutcome("reasoning-ctx13", "passed"),
     ]
+
+
+def test_the_smoke_subset_is_fixed_whatever_the_planned_contexts():
+    done = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "perf_tests"), "-m", "smoke",
+                           "-p", "specperf.plugin", "-p", "no:cacheprovider", "--collect-only",
+                           "-q", "--contexts=1663,5553"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+    ids = [line.split("[", 1)[1].rstrip("]") for line in done.stdout.splitlines()
+           if line.startswith("perf_tests/test_smoke.py::test_smoke[")]
+    assert tuple(ids) == SMOKE_IDS, done.stdout + done.stderr

@@ -228,10 +228,9 @@ def test_dns_failure_is_an_error_with_one_sentence(perf_project):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines([
-        "EndpointUnreachable: specperf cannot reach the endpoint "
-        "http://specperf-no-such-host.invalid:1 (from --endpoint): tried GET /health and the "
-        "connection failed (*). Start the server, or point --endpoint / SPECPERF_ENDPOINT at "
-        "one that is up."])
+        "EndpointUnreachable: specperf cannot resolve the host name "
+        "'specperf-no-such-host.invalid' of http://specperf-no-such-host.invalid:1/health (*): "
+        "check the spelling of --endpoint and this machine's DNS. (from --endpoint)"])
     assert "Traceback" not in result.stdout.str()
 
 
@@ -474,3 +473,24 @@ def test_repetition_tells_a_loop_from_varied_and_from_padding_text():
         guard.check_output("reasoning-ctx1663", loop, guard.class_norm(prose))
     assert guard.check_output("reasoning-ctx1663", varied, guard.class_norm(prose)) == \
         {"repetition": 0.0}
+
+
+def _guard_waiting(snaps: list[MetricsSnapshot], wait_s: float) -> guard.TrafficGuard:
+    clock = FakeClock()
+    return guard.TrafficGuard(lambda: snaps.pop(0) if len(snaps) > 1 else snaps[0],
+                              wait_s=wait_s, poll_s=0.25, stale_s=2.0, clock=clock,
+                              sleep=clock.sleep)
+
+
+def test_stale_busy_gauges_on_an_idle_server_do_not_block_the_measurement():
+    # SGLang refreshes its gauges with decode log lines: "1 running" can outlive the request.
+    frozen = MetricsSnapshot(verify_calls=80, generation_tokens=600, requests=5, running=1,
+                             queued=0)
+    assert _guard_waiting([frozen], wait_s=5.0).before() is frozen
+
+
+def test_busy_gauges_with_moving_counters_are_real_traffic():
+    moving = [MetricsSnapshot(verify_calls=80 + i, generation_tokens=600 + 7 * i, requests=5,
+                              running=1, queued=0) for i in range(100)]
+    with pytest.raises(guard.Disturbed, match="1 foreign requests running"):
+        _guard_waiting(moving, wait_s=5.0).before()

@@ -16,6 +16,8 @@ Third-party exceptions (httpx, filelock) are translated at one boundary each
     │   └── IgnoreEosNotHonoured  fewer tokens than requested, or finish reason not "length"
     ├── AcceptanceUnavailable     the chosen acceptance source gives no step count
     ├── ContaminatedMeasurement   other requests ran on the server during a measurement
+    │   ├── PrefixCacheHit        the prefix cache served prompt past the unique nonce
+    │   └── DegenerateOutput      the output collapsed into a loop (inflates acceptance)
     ├── UnstableMeasurement       spread too large to pass or fail on
     ├── BaselineError             baseline missing, corrupt, wrong schema or conflicting
     └── GpuLockTimeout            another run held the GPU lock for too long
@@ -75,6 +77,14 @@ class AcceptanceUnavailable(SpecperfError):
 
 class ContaminatedMeasurement(SpecperfError):
     """Other requests ran on the server while a measurement was taken."""
+
+
+class PrefixCacheHit(ContaminatedMeasurement):
+    """The prefix cache served part of the prompt past the unique nonce, hiding prefill."""
+
+
+class DegenerateOutput(ContaminatedMeasurement):
+    """The output collapsed into a loop, which inflates acceptance."""
 
 
 class UnstableMeasurement(SpecperfError):

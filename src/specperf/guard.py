@@ -24,7 +24,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
 from .acceptance import MetricsSnapshot
-from .errors import ContaminatedMeasurement
+from .errors import ContaminatedMeasurement, DegenerateOutput, PrefixCacheHit
 from .workload import TextClass, Tokenizer
 
 T = TypeVar("T")
@@ -43,14 +43,6 @@ DEGENERATE_MARGIN = 0.3
 PREFIX_SLACK = 32
 
 
-class DegenerateOutput(ContaminatedMeasurement):
-    """The output collapsed into a loop, which inflates acceptance."""
-
-
-class PrefixCacheHit(ContaminatedMeasurement):
-    """The prefix cache served part of the prompt past the unique nonce, hiding prefill."""
-
-
 class Disturbed(Exception):
     """One attempt saw foreign traffic; :func:`retry_clean` discards it and tries again."""
 
@@ -61,22 +53,36 @@ class TrafficGuard:
     server has no metrics, which turns the guard off)."""
 
     def __init__(self, scrape: Callable[[], MetricsSnapshot | None], *, wait_s: float = 5.0,
-                 poll_s: float = 0.05, settle_s: float = 0.5,
+                 poll_s: float = 0.05, settle_s: float = 0.5, stale_s: float = 2.0,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.scrape = scrape
         self.wait_s = wait_s
         self.poll_s = poll_s
         self.settle_s = settle_s
+        self.stale_s = stale_s
         self.clock = clock
         self.sleep = sleep
 
     def before(self) -> MetricsSnapshot | None:
-        """Wait (at most ``wait_s``) until nothing runs or queues; Disturbed if it never does."""
+        """Wait (at most ``wait_s``) until nothing runs or queues; Disturbed if it never does.
+
+        SGLang refreshes its running/queued gauges with its decode log lines, so after the
+        last request of a burst they can keep reading "1 running" on an idle server. Gauges
+        that say busy while every counter has stood still for ``stale_s`` (longer than any
+        verify step or prefill of ours) are taken as stale: the server is idle.
+        """
         snap = self.scrape()
-        deadline = self.clock() + self.wait_s
+        start = self.clock()
+        deadline = start + self.wait_s
+        still_since, last = start, snap
         while snap is not None and not snap.idle:
-            if self.clock() >= deadline:
+            now = self.clock()
+            if last is None or _counters(snap) != _counters(last):
+                still_since, last = now, snap
+            elif now - still_since >= self.stale_s:
+                return snap
+            if now >= deadline:
                 raise Disturbed(
                     f"{snap.running or 0:g} foreign requests running and {snap.queued or 0:g} "
                     f"queued on the server before the request, still after {self.wait_s:g} s")
@@ -109,6 +115,10 @@ class TrafficGuard:
                             "bracket covers more than one request")
         _check_moved(before.requests, after.requests, sent)
         return after
+
+
+def _counters(snap: MetricsSnapshot) -> tuple[float | None, ...]:
+    return (snap.requests, snap.generation_tokens, snap.verify_calls)
 
 
 def _check_moved(before: float, after: float, sent: int) -> None:

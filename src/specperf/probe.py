@@ -109,6 +109,9 @@ def check_reachable(client: Client, source: str) -> None:
     try:
         client.get_text("/health", timeout_s=30)
     except EndpointUnreachable as exc:
+        if str(exc).startswith("cannot resolve"):  # the client's DNS sentence says it best
+            raise EndpointUnreachable(f"specperf {exc} (from {source})",
+                                      url=client.base_url) from exc
         raise EndpointUnreachable(
             f"specperf cannot reach the endpoint {client.base_url} (from {source}): tried "
             f"GET /health and the connection failed ({exc.__cause__}). Start the server, or "

@@ -188,6 +188,7 @@ def _cases(*outcomes: str) -> list[CaseOutcome]:
     (1, ("failed", "skipped"), GateExit.REGRESSION),  # a judged regression stands
     (0, ("passed", "skipped"), GateExit.INFRASTRUCTURE),  # an unjudged case is no pass
     (0, (), GateExit.INFRASTRUCTURE),
+    (1, ("passed", "passed"), GateExit.INFRASTRUCTURE),  # a failure outside the cases
     (5, (), GateExit.INFRASTRUCTURE),  # no tests collected
     (4, (), GateExit.USAGE),
     (2, (), GateExit.INFRASTRUCTURE),  # interrupted, or the perf tests failed to import

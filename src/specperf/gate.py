@@ -134,6 +134,10 @@ def decide(pytest_exit: int, cases: Sequence[CaseOutcome]) -> GateResult:
         return GateResult(GateExit.REGRESSION,
                           f"{len(failures)} of {n} smoke cases regressed: block the deploy.",
                           found)
+    if pytest_exit == _PYTEST_FAILED:
+        return GateResult(GateExit.INFRASTRUCTURE,
+                          "pytest reported a failure the JUnit XML does not show (an error "
+                          "outside the smoke cases?): see its output above.", found)
     if skipped:
         return GateResult(GateExit.INFRASTRUCTURE,
                           f"{len(skipped)} of {n} smoke cases were not judged (see the reasons "

@@ -29,7 +29,7 @@ from .fixtures import (  # noqa: F401  (fixtures are registered by being importa
 from .lock import GpuLock, lock_path_for
 from .measure import Sample
 from .run import RunState
-from .workload import load_text_classes
+from .workload import Case, load_text_classes
 
 MARKERS = (
     "context_scaling: step time and acceptance across context lengths (the main job)",
@@ -38,6 +38,7 @@ MARKERS = (
     "parser: the chat route with reasoning and tool-call parsers engaged",
     "streaming: streaming measured against non-streaming",
     "tolerance(**limits): per-test tolerance overrides, e.g. tolerance(step_ms=0.15)",
+    "perf_cases(*(text_class, context)): measure these cases instead of the planned matrix",
 )
 _TOLERANCE_INI = "specperf_tolerances"
 
@@ -152,11 +153,20 @@ def _progress(config: pytest.Config, sample: Sample, total: int) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     state = metafunc.config.stash[STATE]
     if "perf_case" in metafunc.fixturenames:
-        cases = state.cases
+        cases = _planned_cases(metafunc, state)
         metafunc.parametrize("perf_case", cases, ids=[c.id for c in cases], indirect=True)
     if "text_class" in metafunc.fixturenames:
         names = list(state.settings.text_classes)
         metafunc.parametrize("text_class", names, ids=names)
+
+
+def _planned_cases(metafunc: pytest.Metafunc, state: RunState) -> list[Case]:
+    """The run's matrix, or the fixed cases a ``perf_cases`` marker names (the smoke subset)."""
+    marker = metafunc.definition.get_closest_marker("perf_cases")
+    if marker is None:
+        return state.cases
+    output = state.settings.output_tokens
+    return [Case(text_class, int(context), output) for text_class, context in marker.args]
 
 
 @pytest.hookimpl(wrapper=True)

@@ -17,22 +17,15 @@ USAGE_ERROR = 2
 
 
 def _parser() -> argparse.ArgumentParser:
+    # Imported here, not at module level: report pulls in matplotlib, which `specperf gate`
+    # does not need before it has parsed its arguments.
+    from . import gate, report
+
     parser = argparse.ArgumentParser(prog="specperf", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in _modules():
+    for module in (report, gate):
         module.add_subcommand(sub)
     return parser
-
-
-def _modules() -> list[object]:
-    """Modules that provide ``add_subcommand(subparsers)``; imported lazily (matplotlib)."""
-    found = []
-    for name in ("report", "gate"):
-        try:
-            found.append(__import__(f"specperf.{name}", fromlist=["add_subcommand"]))
-        except ImportError:
-            continue
-    return [m for m in found if hasattr(m, "add_subcommand")]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

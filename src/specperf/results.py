@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -139,9 +140,10 @@ def reconcile_rows(measurements: Mapping[str, Any], verdicts: list[dict[str, Any
         step = fit.predict_step_ms(ctx)
         if step <= 0:
             continue
+        prefill = _prefill_ms(data)
         found = reconcile(cid, tok, commit, fit, ctx, int(case["output_tokens"]),
-                          limits.get(cid, DEFAULT_TOLERANCES["tok_s"]))
-        predicted = predict_tok_s(commit, step, int(case["output_tokens"]))
+                          limits.get(cid, DEFAULT_TOLERANCES["tok_s"]), prefill)
+        predicted = predict_tok_s(commit, step, int(case["output_tokens"]), prefill)
         rows.append({"case_id": cid, "avg_commit": commit, "predicted_step_ms": step,
                      "predicted_tok_s": predicted, "observed_tok_s": tok,
                      "change": tok / predicted - 1.0,
@@ -281,3 +283,10 @@ def _check_object(value: dict[str, Any], node: Mapping[str, Any], root: Mapping[
         elif isinstance(extra, dict):
             problems += validate(item, extra, root, f"{where}.{key}")
     return problems
+
+
+def _prefill_ms(measurement: Mapping[str, Any]) -> float:
+    """The median time to first token of a case's measured samples, in ms (0 if unknown)."""
+    ttfts = [s["ttft_s"] for s in measurement.get("samples", [])
+             if not s.get("warmup") and isinstance(s.get("ttft_s"), (int, float))]
+    return 1000.0 * statistics.median(ttfts) if ttfts else 0.0

@@ -5,6 +5,7 @@ Pytest-free, so the plugin and the CLI share it. The plugin keeps one in ``confi
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from typing import Any
@@ -191,9 +192,11 @@ class RunState:
         sums = measured.summaries()
         if fit is None or "tok_s" not in sums or "avg_commit" not in sums:
             return None
+        ttfts = [s.ttft_s for s in measured.measured if s.ttft_s is not None]
+        prefill_ms = 1000.0 * statistics.median(ttfts) if ttfts else 0.0
         return reconcile(measured.case.id, sums["tok_s"].median, sums["avg_commit"].median,
                          fit, measured.mean_context, measured.case.output_tokens,
-                         tolerances["tok_s"])
+                         tolerances["tok_s"], prefill_ms)
 
     def class_fit(self, text_class: str) -> ContextFit | None:
         points = []

@@ -300,7 +300,8 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
 
 
 def reconcile(case_id: str, observed_tok_s: float, avg_commit: float, base_fit: ContextFit,
-              mean_context: float, output_tokens: int, tolerance: float) -> Verdict | None:
+              mean_context: float, output_tokens: int, tolerance: float,
+              prefill_ms: float = 0.0) -> Verdict | None:
     """Predict tok/s from this run's acceptance and the baseline's context curve.
 
     None when the observation agrees within ``tolerance``. Otherwise a "fail" verdict
@@ -310,7 +311,9 @@ def reconcile(case_id: str, observed_tok_s: float, avg_commit: float, base_fit: 
     step = base_fit.predict_step_ms(mean_context)
     if step <= 0 or avg_commit <= 0:
         return None
-    predicted = predict_tok_s(avg_commit, step, output_tokens)
+    # This run's own time to first token: prefill is no part of the context curve, and
+    # leaving it out would call every short-output run "unexplained".
+    predicted = predict_tok_s(avg_commit, step, output_tokens, prefill_ms)
     change = _change(predicted, observed_tok_s)
     if abs(change) <= tolerance:
         return None

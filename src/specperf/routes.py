@@ -4,15 +4,22 @@
 ``/v1/completions`` / ``/v1/chat/completions`` (``usage`` plus SGLang's
 ``sglext.spec_tokens_details`` or vLLM's ``metrics.speculative_decoding``). Field names
 are SGLang 0.5.x's, current and legacy spellings (shared/server-apis.md).
+
+:class:`RouteOptions` turns on what the parser and streaming paths need: streaming (with
+``stream_options.include_usage``), the chat route's parsers (``separate_reasoning``, one
+``tools`` entry) and ``return_meta_info`` (SGLang attaches the native ``meta_info`` to a
+non-streaming chat choice). :func:`parse_stream` reads a stream into the same
+:class:`Completion` plus the arrival of each output-carrying chunk.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from .client import StreamEvent
 from .errors import MalformedResponse
 from .workload import Prompt
 
@@ -37,26 +44,66 @@ class Completion:
     output_ids: int | None
     text: str
     ids: tuple[int, ...] | None = None
+    reasoning: str | None = None  # chat: message.reasoning_content (reasoning parser)
+    tool_calls: tuple[Mapping[str, Any], ...] | None = None  # chat: message.tool_calls
+    timings_from: str = "meta_info"  # where e2e_s / ttft_s came from ("" when absent)
+
+
+@dataclass(frozen=True)
+class RouteOptions:
+    """What a request asks for beyond the plain fixed-length generation."""
+
+    stream: bool = False
+    separate_reasoning: bool = False  # chat: the reasoning parser splits out the thinking
+    tools: tuple[Mapping[str, Any], ...] = ()  # chat: the tool-call parser looks for calls
+    meta_info: bool = False  # chat, non-streaming: return_meta_info (server timings)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One output-carrying stream event: when it arrived and how many tokens it carried
+    (None when the route does not say: OpenAI deltas carry text, not counts)."""
+
+    at_s: float
+    tokens: int | None
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """A parsed stream: the completion it amounts to and its output chunks in order."""
+
+    completion: Completion
+    chunks: tuple[Chunk, ...] = field(default_factory=tuple)
 
 
 def request_body(api: str, prompt: Prompt, max_tokens: int, model: str | None,
-                 nonce: str) -> tuple[str, dict[str, Any]]:
-    """Path and body of one greedy, fixed-length (ignore_eos), non-streaming request."""
+                 nonce: str, options: RouteOptions = RouteOptions()) -> tuple[str, dict[str, Any]]:
+    """Path and body of one greedy, fixed-length (ignore_eos) request."""
     if api == "sglang":
         source: dict[str, Any] = (
             {"input_ids": list(prompt.input_ids)} if prompt.input_ids is not None
             else {"text": prompt.text})
         # Never return_logprob: DDTree rejects it.
-        return PATHS[api], {**source, "rid": nonce, "stream": False, "sampling_params": {
-            "max_new_tokens": max_tokens, "ignore_eos": True, "temperature": 0}}
+        return PATHS[api], {**source, "rid": nonce, "stream": options.stream,
+                            "sampling_params": {"max_new_tokens": max_tokens,
+                                                "ignore_eos": True, "temperature": 0}}
     body: dict[str, Any] = {"max_tokens": max_tokens, "ignore_eos": True, "temperature": 0,
-                            "stream": False, "return_spec_tokens_details": True}
+                            "stream": options.stream, "return_spec_tokens_details": True}
+    if options.stream:
+        body["stream_options"] = {"include_usage": True}
     if model:
         body["model"] = model
     if api == "openai":
         body["prompt"] = prompt.text
-    else:
-        body["messages"] = [{"role": "user", "content": prompt.text}]
+        return PATHS[api], body
+    body["messages"] = [{"role": "user", "content": prompt.text}]
+    if options.separate_reasoning:
+        body["separate_reasoning"] = True
+    if options.tools:
+        body["tools"] = [dict(t) for t in options.tools]
+        body["tool_choice"] = "auto"  # "required" would constrain decoding: another workload
+    if options.meta_info and not options.stream:  # SGLang rejects it on streams
+        body["return_meta_info"] = True
     return PATHS[api], body
 
 
@@ -166,20 +213,129 @@ def _parse_openai(api: str, data: Mapping[str, Any]) -> Completion:
         sd = vllm.get("speculative_decoding")
         if isinstance(sd, Mapping):
             steps = _opt_int(sd, "num_spec_steps")
+    meta = choice.get("meta_info")
+    meta = meta if isinstance(meta, Mapping) else {}  # return_meta_info (SGLang chat)
+    if steps is None:
+        steps = _opt_int(meta, "spec_verify_ct")
     message = choice.get("message")
-    text = message.get("content") if isinstance(message, Mapping) else choice.get("text")
+    message = message if isinstance(message, Mapping) else {}
+    text = message.get("content") if message else choice.get("text")
+    e2e, ttft = _opt_num(meta, "e2e_latency"), _opt_num(meta, "first_token_latency")
     return Completion(
         prompt_tokens=_count(usage, "prompt_tokens", f"{PATHS[api]} usage"),
         completion_tokens=_count(usage, "completion_tokens", f"{PATHS[api]} usage"),
         finish=_word(choice.get("finish_reason")),
         cached_tokens=_opt_int(details, "cached_tokens") if isinstance(details, Mapping) else None,
         verify_steps=steps,
-        accept_length=_opt_num(spec, "spec_accept_length"),
-        e2e_s=None, ttft_s=None,
-        histogram_sum=_hist_sum(spec),
+        accept_length=_opt_num(spec, "spec_accept_length") or _opt_num(meta, "spec_accept_length"),
+        e2e_s=e2e, ttft_s=ttft,
+        histogram_sum=_hist_sum(spec) if spec else _hist_sum(meta),
         output_ids=None,
         text=_text(text),
+        reasoning=_opt_text(message.get("reasoning_content")),
+        tool_calls=_calls(message.get("tool_calls")),
+        timings_from="meta_info" if e2e is not None and ttft is not None else "",
     )
+
+
+def _opt_text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _calls(value: Any) -> tuple[Mapping[str, Any], ...] | None:
+    if not isinstance(value, list) or not value:
+        return None
+    return tuple(c if isinstance(c, Mapping) else {"malformed": c} for c in value)
+
+
+# -- streams ------------------------------------------------------------------------------------
+def parse_stream(api: str, events: Sequence[StreamEvent]) -> Streamed:
+    """A stream's completion and output chunks; MalformedResponse when it is unusable."""
+    if not events or not all(isinstance(e.data, Mapping) for e in events):
+        raise MalformedResponse(f"{PATHS[api]} streamed no events, or events that are not "
+                                "objects")
+    if api == "sglang":
+        return _native_stream(events)
+    return _openai_stream(api, events)
+
+
+def _native_stream(events: Sequence[StreamEvent]) -> Streamed:
+    """Each chunk carries cumulative meta_info.completion_tokens; the last is the final body."""
+    chunks = []
+    seen = 0
+    for event in events:
+        meta = event.data.get("meta_info")
+        count = _opt_int(meta, "completion_tokens") if isinstance(meta, Mapping) else None
+        if count is None:
+            ids = event.data.get("output_ids")
+            count = len(ids) if isinstance(ids, list) else None
+        tokens = None if count is None else count - seen
+        seen = count if count is not None else seen
+        chunks.append(Chunk(event.at_s, tokens))
+    final = _parse_native(events[-1].data)
+    return Streamed(final, tuple(chunks))
+
+
+@dataclass
+class _Deltas:
+    """What the chat/completion deltas of a stream add up to."""
+
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    finish: Any = None
+
+    def add(self, choice: Mapping[str, Any]) -> bool:
+        """Take one choice; True when it carried output (text, reasoning, a call, the role)."""
+        if choice.get("finish_reason") is not None:
+            self.finish = choice["finish_reason"]
+        delta = choice.get("delta")
+        if not isinstance(delta, Mapping):
+            text = choice.get("text")
+            self.content.append(_text(text))
+            return bool(text)
+        for key, sink in (("content", self.content), ("reasoning_content", self.reasoning)):
+            if isinstance(delta.get(key), str):
+                sink.append(delta[key])
+        for call in delta.get("tool_calls") or []:
+            if isinstance(call, Mapping):
+                self._call(call)
+        # The role chunk goes out with the first output (SGLang's serving_chat), so it marks it.
+        return bool(delta.get("content") or delta.get("reasoning_content")
+                    or delta.get("tool_calls") or delta.get("role"))
+
+    def _call(self, call: Mapping[str, Any]) -> None:
+        index = call.get("index", 0)
+        entry = self.calls.setdefault(index if isinstance(index, int) else 0, {
+            "id": None, "type": "function", "function": {"name": None, "arguments": ""}})
+        function = call.get("function")
+        function = function if isinstance(function, Mapping) else {}
+        entry["id"] = entry["id"] or call.get("id")
+        entry["function"]["name"] = entry["function"]["name"] or function.get("name")
+        if isinstance(function.get("arguments"), str):
+            entry["function"]["arguments"] += function["arguments"]
+
+
+def _openai_stream(api: str, events: Sequence[StreamEvent]) -> Streamed:
+    deltas = _Deltas()
+    chunks: list[Chunk] = []
+    summary: Mapping[str, Any] | None = None
+    for event in events:
+        choices = event.data.get("choices")
+        if isinstance(event.data.get("usage"), Mapping) and not choices:
+            summary = event.data
+            continue
+        for choice in choices if isinstance(choices, list) else []:
+            if isinstance(choice, Mapping) and deltas.add(choice):
+                chunks.append(Chunk(event.at_s, None))
+    if summary is None:
+        raise MalformedResponse(f"{PATHS[api]} stream ended without a usage chunk although "
+                                "stream_options.include_usage was sent")
+    message = {"content": "".join(deltas.content),
+               "reasoning_content": "".join(deltas.reasoning) if deltas.reasoning else None,
+               "tool_calls": [deltas.calls[i] for i in sorted(deltas.calls)] or None}
+    body = {**summary, "choices": [{"message": message, "finish_reason": deltas.finish}]}
+    return Streamed(_parse_openai(api, body), tuple(chunks))
 
 
 def _text(value: Any) -> str:

@@ -116,6 +116,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("endpoint", _url, None,
            "Base URL of the server to measure; unset starts the embedded simulator.",
            "an http(s) URL such as http://127.0.0.1:30000"),
+    Option("compare_endpoint", _url, None,
+           "A/B mode: production's base URL; --endpoint is then the candidate, requests "
+           "alternate between the two and the verdict is on their ratio (no baseline file).",
+           "an http(s) URL such as http://127.0.0.1:30001"),
     Option("api", _choice("auto", "sglang", "openai", "openai-chat"), "auto",
            "Route to measure: SGLang native /generate, /v1/completions or /v1/chat/completions.",
            "one of auto, sglang, openai, openai-chat"),
@@ -183,6 +187,7 @@ class Settings:
     """The resolved settings of one session, with where each value came from."""
 
     endpoint: str | None = None
+    compare_endpoint: str | None = None
     api: str = "auto"
     model: str | None = None
     api_key_env: str | None = None
@@ -279,6 +284,13 @@ def _check(s: Settings) -> None:
         raise ConfigError(
             f"{s.sources.get('log_command')} = {s.log_command!r} has no {{since}} "
             "placeholder: expected a command line containing {since}.")
+    if s.compare_endpoint is not None and s.endpoint is None:
+        raise ConfigError(
+            f"{s.sources.get('compare_endpoint')} = {s.compare_endpoint} needs a candidate: "
+            "set --endpoint to the candidate's URL as well.")
+    if s.compare_endpoint is not None and s.update_baselines:
+        raise ConfigError("--update-baselines cannot be combined with --compare-endpoint: an "
+                          "A/B run compares two live endpoints and writes no baseline.")
     if s.api_key_env and s.api_key_env not in os.environ:
         raise ConfigError(
             f"{s.sources.get('api_key_env')} names {s.api_key_env}, which is not set in the "

@@ -197,7 +197,8 @@ def pytest_command(args: argparse.Namespace, tests: Path, junit: Path) -> list[s
     cmd = [sys.executable, "-m", "pytest", str(tests), "-m", SMOKE_MARKER,
            "-p", "specperf.plugin", "-p", "no:cacheprovider"]
     for flag, value in (("--endpoint", args.endpoint), ("--deployment", args.deployment),
-                        ("--baseline-dir", args.baseline_dir)):
+                        ("--baseline-dir", args.baseline_dir),
+                        ("--compare-endpoint", args.production)):
         if value is not None:
             cmd += [flag, str(value)]
     extra = list(args.pytest_args)
@@ -227,6 +228,16 @@ def _run_pytest(cmd: Sequence[str]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """``specperf gate``: run the smoke subset, print the summary, return the exit code."""
+    if args.candidate is not None:
+        if args.endpoint is not None and args.endpoint != args.candidate:
+            print("specperf gate: --candidate and --endpoint name different servers; give "
+                  "one of them.", file=sys.stderr)
+            return int(GateExit.USAGE)
+        args.endpoint = args.candidate
+    if args.production is not None and args.candidate is None and args.endpoint is None:
+        print("specperf gate: --production needs --candidate URL (the deploy under test).",
+              file=sys.stderr)
+        return int(GateExit.USAGE)
     endpoint = args.endpoint or os.environ.get("SPECPERF_ENDPOINT")
     if not endpoint:
         print("specperf gate: --endpoint URL (or SPECPERF_ENDPOINT) is required: the gate "
@@ -269,8 +280,11 @@ def add_subcommand(subparsers: Any) -> None:
         epilog="Exit codes: 0 pass, 1 performance regression (block the deploy), 2 usage "
                "error, 3 infrastructure problem (unreachable, GPU lock timeout, unstable "
                "measurements, no baseline). Arguments after -- go to pytest unchanged, e.g. "
-               "-- --output-tokens 64 -v.")
+               "-- --output-tokens 64 -v. A/B: --candidate URL --production URL.")
     parser.add_argument("--endpoint", help="base URL of the deployed server (or SPECPERF_ENDPOINT)")
+    parser.add_argument("--candidate", help="A/B mode: the candidate's base URL (as --endpoint)")
+    parser.add_argument("--production", help="A/B mode: production's base URL; the candidate "
+                        "is judged against it, interleaved, with no baseline file")
     parser.add_argument("--deployment", help="baseline deployment name (default: fingerprint slug)")
     parser.add_argument("--baseline-dir", type=Path, help="directory of versioned baselines")
     parser.add_argument("--perf-tests", type=Path,

@@ -179,12 +179,16 @@ class Measurer:
             self.on_sample(measured[-1], self.run.repeats)
             if len(measured) < self.run.repeats:
                 continue
-            decision = decide(_values(measured))
+            decision = decide(sample_values(measured))
             if decision.action == "unstable":
                 raise UnstableMeasurement(f"{case.id}: {decision.reason}")
             if decision.action == "stop" or len(measured) >= self.run.max_repeats:
                 break
-        return Measurement(case, tuple(samples + measured), self._decode_method(),
+        return self.finish(case, samples + measured)
+
+    def finish(self, case: Case, samples: Sequence[Sample]) -> Measurement:
+        """The measurement of ``case`` made of ``samples`` (warm-ups included)."""
+        return Measurement(case, tuple(samples), self._decode_method(),
                            self.server.acceptance_source)
 
     def _stable_enough(self, values: Mapping[str, Sequence[float]]) -> RepeatDecision:
@@ -315,7 +319,8 @@ class Measurer:
         return acceptance.parse_metrics(self.client.get_text("/metrics", timeout_s=30))
 
 
-def _values(samples: Sequence[Sample]) -> dict[str, list[float]]:
+def sample_values(samples: Sequence[Sample]) -> dict[str, list[float]]:
+    """Each metric's values over ``samples`` (metrics a sample lacks are left out)."""
     out: dict[str, list[float]] = {}
     for metric in METRICS:
         vals = [v for s in samples if (v := s.metric(metric)) is not None]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from . import __version__
@@ -19,6 +19,7 @@ from .baseline import (
     describe_changes,
     fingerprint_differences,
 )
+from .compare import Comparison, measure_pair, pair_decider
 from .config import Settings
 from .errors import BaselineError, SpecperfError
 from .measure import Measurement, Sample
@@ -75,6 +76,7 @@ class RunState:
         self.reconciled: list[Verdict] = []
         self.fingerprint_notes: list[str] = []
         self._case_errors: dict[str, SpecperfError] = {}
+        self.comparison: Comparison | None = None
 
     # -- session --------------------------------------------------------------------------
     def started_session(self) -> PerfSession:
@@ -83,17 +85,38 @@ class RunState:
         if self.session is None:
             self.session = PerfSession(self.settings, progress=self.progress,
                                        on_sample=self.on_sample, lock_mode=self.lock_mode)
+            if self.settings.compare_endpoint is not None:
+                # Production's own lock, derived from its URL: one shared --gpu-lock file
+                # would make the run wait for itself.
+                production = replace(self.settings, endpoint=self.settings.compare_endpoint,
+                                     compare_endpoint=None, gpu_lock=None)
+                self.comparison = Comparison(PerfSession(production, progress=self.progress,
+                                                         lock_mode=self.lock_mode))
         try:
-            self.session.start()
+            for session in self._sessions_in_lock_order():
+                session.start()
         except SpecperfError as exc:
             self._start_error = exc
             self.close_session()
             raise
+        if self.comparison is not None:
+            self.fingerprint_notes = self.comparison.notes(self.session)
         return self.session
 
+    def _sessions_in_lock_order(self) -> list[PerfSession]:
+        """Both endpoints' GPU locks are always taken in one order: no A/B deadlock."""
+        assert self.session is not None
+        if self.comparison is None:
+            return [self.session]
+        return sorted([self.session, self.comparison.production], key=lambda s: s.lock_path())
+
     def close_session(self) -> None:
-        if self.session is not None:
-            self.session.close()
+        try:
+            if self.session is not None:
+                self.session.close()
+        finally:
+            if self.comparison is not None:
+                self.comparison.production.close()
 
     @property
     def measurements(self) -> dict[str, Measurement]:
@@ -106,8 +129,11 @@ class RunState:
         return deployment_name(self.settings, session.server.to_dict())
 
     def baseline(self) -> Baseline | None:
-        """The baseline to compare with; None (with a reason) when none exists yet."""
-        if self._baseline_loaded:
+        """The baseline to compare with; None (with a reason) when none exists yet.
+
+        In A/B mode there is no stored baseline: production's measurements stand in.
+        """
+        if self._baseline_loaded or self.settings.compare_endpoint is not None:
             return self._baseline
         store = BaselineStore(self.settings.baseline_dir)
         deployment = self.deployment()
@@ -128,6 +154,8 @@ class RunState:
 
     def baseline_case(self, case: Case) -> CaseBaseline | str:
         """The case's baseline entry, or the reason there is none."""
+        if self.comparison is not None:
+            return self.comparison.baseline_case(case)
         base = self.baseline()
         if base is None:
             return self._baseline_reason
@@ -164,9 +192,18 @@ class RunState:
 
     def _measure(self, session: PerfSession, case: Case,
                  tolerances: Mapping[str, float]) -> Measurement:
+        s = self.settings
+        if self.comparison is not None:
+            assert self.comparison.production.measurer is not None
+            assert session.measurer is not None
+            decider = pair_decider(tolerances, s.repeats, s.max_repeats)
+            measured, reference = measure_pair(case, session.measurer,
+                                               self.comparison.production.measurer, decider)
+            session.measurements[case.id] = measured
+            self.comparison.references[case.id] = reference
+            return measured
         entry = self.baseline_case(case)
         base = entry if isinstance(entry, CaseBaseline) else None
-        s = self.settings
 
         def decide(values: Mapping[str, Any]) -> RepeatDecision:
             return decide_repeats(values, base, tolerances, min_repeats=s.repeats,
@@ -178,6 +215,8 @@ class RunState:
               marker: Mapping[str, float]) -> list[Verdict]:
         tolerances = self.tolerances_for(measured.case, marker)
         verdict = judge_case(measured.case.id, measured.summaries(), base, tolerances)
+        if self.comparison is not None:
+            verdict = self.comparison.label(verdict)
         self.verdicts.append(verdict)
         found = [verdict]
         extra = self._reconcile(measured, tolerances)
@@ -210,6 +249,8 @@ class RunState:
         return fit_context(points)
 
     def judge_fit(self, text_class: str, marker: Mapping[str, float]) -> Verdict | str:
+        if self.comparison is not None:
+            return self._judge_pair_fit(text_class, marker)
         base = self.baseline()
         if base is None:
             return self._baseline_reason
@@ -223,6 +264,16 @@ class RunState:
         tol = resolve_tolerances(DEFAULT_TOLERANCES, self.ini_tolerances, base.tolerances,
                                  marker)
         verdict = judge_fit(text_class, fit, base_fit, tol["slope"])
+        self.verdicts.append(verdict)
+        return verdict
+
+    def _judge_pair_fit(self, text_class: str, marker: Mapping[str, float]) -> Verdict | str:
+        assert self.comparison is not None
+        fit, base_fit = self.class_fit(text_class), self.comparison.fit(text_class)
+        if fit is None or base_fit is None:
+            return f"{text_class}: fewer than two contexts with a step time; nothing to fit."
+        tol = resolve_tolerances(DEFAULT_TOLERANCES, self.ini_tolerances, marker)
+        verdict = self.comparison.label(judge_fit(text_class, fit, base_fit, tol["slope"]))
         self.verdicts.append(verdict)
         return verdict
 

@@ -137,13 +137,14 @@ class PerfSession:
         self.measurer = self._measurer(self.client, self.server)
         return self.server
 
-    def _lock_path(self) -> Path:
+    def lock_path(self) -> Path:
+        """This session's GPU lock file (known before start for a configured endpoint)."""
         return self.settings.gpu_lock or gpulock.lock_path_for(self.url)
 
     def _take_lock(self) -> None:
         if self.lock_mode != "session":
             return
-        self.lock = gpulock.GpuLock(self._lock_path(), timeout_s=self.settings.gpu_lock_timeout,
+        self.lock = gpulock.GpuLock(self.lock_path(), timeout_s=self.settings.gpu_lock_timeout,
                                     endpoint=self.url, progress=self.progress)
         self.lock_wait_s = self.lock.acquire()
 
@@ -151,7 +152,7 @@ class PerfSession:
         """In ``case`` mode, the per-case lock among xdist workers; else nothing."""
         if self.lock_mode != "case":
             return contextlib.nullcontext()
-        path = self._lock_path().with_name(self._lock_path().name + ".case")
+        path = self.lock_path().with_name(self.lock_path().name + ".case")
         return gpulock.GpuLock(path, timeout_s=self.settings.gpu_lock_timeout,
                                endpoint=self.url, progress=self.progress)
 

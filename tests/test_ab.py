@@ -1,0 +1,81 @@
+"""A/B mode: a candidate endpoint judged against production, interleaved, no baseline file."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCALE = 0.2  # see test_verdicts_e2e: wall-clock comparisons need room on a loaded box
+ARGS = ("-m", "context_scaling", "--contexts=13,3333", "--output-tokens=200")
+
+
+def _pair(start_sim, **candidate_faults):
+    production = start_sim(time_scale=SCALE)
+    candidate = start_sim(time_scale=SCALE)
+    if candidate_faults:
+        httpx.post(f"{candidate.url}/_sim/faults", json=candidate_faults).raise_for_status()
+    return candidate, production
+
+
+def test_identical_endpoints_pass_without_any_baseline(perf_project, start_sim, tmp_path):
+    candidate, production = _pair(start_sim)
+    result = perf_project().run(*ARGS, "--endpoint", candidate.url, "--compare-endpoint",
+                                production.url, "--baseline-dir", str(tmp_path / "none"))
+    result.assert_outcomes(passed=6)
+    assert not (tmp_path / "none").exists()
+
+
+def test_a_slower_candidate_fails_on_step_time(perf_project, start_sim):
+    candidate, production = _pair(start_sim, step_time_mult=1.12)
+    result = perf_project().run(*ARGS, "--endpoint", candidate.url, "--compare-endpoint",
+                                production.url)
+    assert result.parseoutcomes().get("failed", 0) >= 2, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "candidate vs production: *step time * ms (+1*%*) explains it*step-time regression*"])
+    assert "acceptance regression" not in result.stdout.str()
+
+
+def test_both_endpoints_are_locked_in_a_fixed_order(perf_project, start_sim):
+    candidate, production = _pair(start_sim)
+    project = perf_project()
+    result = project.run(*ARGS, "--contexts=13", "--endpoint", candidate.url,
+                         "--compare-endpoint", production.url)
+    result.assert_outcomes(passed=2, skipped=2)  # one context: no fit to compare
+    names = sorted(p.name for p in project.lock_dir.glob("gpu-*.lock"))
+    ports = sorted(u.rsplit(":", 1)[1] for u in (candidate.url, production.url))
+    assert names == sorted(f"gpu-127.0.0.1-{p}.lock" for p in ports)
+
+
+def test_compare_endpoint_without_a_candidate_is_a_usage_error(perf_project):
+    result = perf_project().run(*ARGS, "--compare-endpoint", "http://127.0.0.1:9")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--compare-endpoint = http://127.0.0.1:9 needs a candidate: "
+                                 "set --endpoint to the candidate's URL as well.*"])
+
+
+def _gate(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECPERF_")}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["SPECPERF_LOCK_DIR"] = str(tmp_path / "locks")
+    env["SPECPERF_REPORT_DIR"] = str(tmp_path / "reports")
+    return subprocess.run(["bash", str(ROOT / "ci" / "gate.sh"), *args], capture_output=True,
+                          text=True, timeout=300, env=env, check=False)
+
+
+def test_gate_ab_acceptance_regression_blocks_and_unreachable_is_infrastructure(start_sim,
+                                                                                tmp_path):
+    candidate, production = _pair(start_sim, acceptance_mult=0.6)
+    blocked = _gate(tmp_path, "--candidate", candidate.url, "--production", production.url, "--",
+                    "--output-tokens=200")
+    assert blocked.returncode == 1, blocked.stdout + blocked.stderr
+    assert "candidate vs production: tok/s" in blocked.stdout
+    assert "acceptance regression: check the drafter and the text." in blocked.stdout
+    down = _gate(tmp_path, "--candidate", "http://127.0.0.1:9", "--production", production.url,
+                 "--", "--output-tokens=200")
+    assert down.returncode == 3, down.stdout + down.stderr

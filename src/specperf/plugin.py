@@ -7,6 +7,8 @@ connects pytest to them.
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import Generator
 from typing import Any
 
@@ -41,6 +43,7 @@ MARKERS = (
     "perf_cases(*(text_class, context)): measure these cases instead of the planned matrix",
 )
 _TOLERANCE_INI = "specperf_tolerances"
+_PREVIOUS_SIGTERM = pytest.StashKey[Any]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -177,6 +180,25 @@ def pytest_runtest_makereport(item: pytest.Item,
     if call.excinfo is not None and isinstance(call.excinfo.value, SpecperfError):
         report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
     return report
+
+
+def _sigterm_as_interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (a cancelled CI job, `kill`) ends the run like Ctrl-C: pytest then finishes
+    the session, so the lock is released and what was measured is written out."""
+    raise KeyboardInterrupt(f"specperf: stopped by signal {signum}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if threading.current_thread() is threading.main_thread():
+        session.config.stash[_PREVIOUS_SIGTERM] = signal.signal(signal.SIGTERM,
+                                                                _sigterm_as_interrupt)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    previous = config.stash.get(_PREVIOUS_SIGTERM, None)
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -64,6 +64,7 @@ class ReportPlugin:
         self.errors: dict[str, str] = {}
         self.written: Path | None = None
         self.problem = ""
+        self.interrupted = False
         if config.pluginmanager.hasplugin("html"):
             config.pluginmanager.register(HtmlHooks(self), "specperf-report-html")
 
@@ -71,10 +72,14 @@ class ReportPlugin:
         if report.failed and report.when != "call":
             self.errors[report.nodeid] = report.longreprtext[-ERROR_CHARS:]
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if hasattr(self.config, "workerinput"):
             return  # workers send their reports to the controller, which writes once
         found = summary.collected(self.config)
+        # An interrupted run keeps what it measured and says what it never reached.
+        for item in getattr(session, "items", []):
+            found.outcomes.setdefault(item.nodeid, "not run")
+        self.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         state = self.config.stash.get(STATE, None)
         if state is None or not found.measurements:
             return
@@ -99,6 +104,7 @@ class ReportPlugin:
             reconciled=[RunState.verdict_dict(v) for v in state.reconciled],
             outcomes=found.outcomes, errors=self.errors,
             baseline=_baseline(state, found.server))
+        doc["interrupted"] = self.interrupted
         scrubbed: dict[str, Any] = results.scrub(doc, [state.settings.api_key() or ""])
         return scrubbed
 

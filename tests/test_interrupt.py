@@ -1,0 +1,72 @@
+"""Interrupted runs lose nothing: Ctrl-C or SIGTERM mid-sweep keeps what was measured."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from specperf.lock import GpuLock, lock_path_for
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _start(project_dir: Path, sim_url: str, lock_dir: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "SPECPERF_LOCK_DIR": str(lock_dir), "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "specperf.plugin", "-p", "no:cacheprovider",
+         "-v", "-m", "context_scaling", "--endpoint", sim_url, "--output-tokens=200",
+         "--contexts=13,1663,3333,5553", "test_context_scaling.py"],
+        cwd=project_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _wait_for(proc: subprocess.Popen[str], needle: str, seen: list[str]) -> None:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 120
+    for line in proc.stdout:
+        seen.append(line)
+        if needle in line:
+            return
+        assert time.monotonic() < deadline, "".join(seen)
+    raise AssertionError("".join(seen))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_sweep_keeps_what_it_measured_and_frees_the_lock(pytester, start_sim,
+                                                                   tmp_path, signum):
+    sim = start_sim(time_scale=0.2)
+    pytester.path.joinpath("test_context_scaling.py").write_text(
+        (ROOT / "perf_tests" / "test_context_scaling.py").read_text())
+    lock_dir = tmp_path / "locks"
+    proc = _start(pytester.path, sim.url, lock_dir)
+    seen: list[str] = []
+    # Stop it while the second case is being measured: the first is complete.
+    _wait_for(proc, "padding-ctx1663 warm-up", seen)
+    proc.send_signal(signum)
+    rest, _ = proc.communicate(timeout=120)
+    out = "".join(seen) + rest
+    assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    assert "Traceback" not in out.split("KeyboardInterrupt")[0]
+    # The lock is free at once: the stopped run released it.
+    with GpuLock(lock_path_for(sim.url, lock_dir), timeout_s=1):
+        pass
+    results = sorted(pytester.path.glob("reports/*/results.json"))
+    assert len(results) == 1, out
+    doc = json.loads(results[0].read_text())
+    assert doc["interrupted"] is True
+    assert "padding-ctx13" in doc["measurements"]
+    not_run = [n for n, o in doc["outcomes"].items() if o == "not run"]
+    assert any("reasoning-ctx5553" in n for n in not_run), doc["outcomes"]
+    assert results[0].with_name("report.html").is_file()
+    history = (pytester.path / "reports" / "history.jsonl").read_text().splitlines()
+    assert len(history) == 1
+    # The next run is unaffected.
+    again = _start(pytester.path, sim.url, lock_dir)
+    tail, _ = again.communicate(timeout=300)
+    assert again.returncode == 0, tail

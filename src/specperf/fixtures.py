@@ -15,6 +15,8 @@ import pytest
 from .baseline import Baseline, CaseBaseline
 from .config import Settings
 from .measure import Measurement
+from .paths import PathRun, PathSampler, deployed_parsers, parser_pair, stream_pair
+from .pathverdict import COMPARISONS, judge_chat_stream, judge_parser, judge_stream
 from .run import RunState
 from .session import PerfSession
 from .verdict import Verdict
@@ -149,3 +151,98 @@ def _marker_tolerances(request: pytest.FixtureRequest) -> dict[str, float]:
     for marker in reversed(list(request.node.iter_markers("tolerance"))):
         merged.update({k: float(v) for k, v in marker.kwargs.items()})
     return merged
+
+
+# -- parser and streaming paths (paths.py, pathverdict.py) --------------------------------------
+@pytest.fixture(scope="session")
+def path_sampler(specperf_session: PerfSession) -> PathSampler:
+    """Interleaved samples of one case on several request paths (native, chat, streamed)."""
+    assert specperf_session.client is not None
+    return PathSampler(specperf_session, deployed_parsers(specperf_session.client))
+
+
+def _require_parsers(sampler: PathSampler) -> None:
+    if not sampler.parsers.any:
+        pytest.skip("the server names no reasoning_parser or tool_call_parser in /model_info: "
+                    "no parser runs on the chat route, so there is nothing to gate there.")
+
+
+def _path_run(request: pytest.FixtureRequest, sampler: PathSampler, run: PathRun) -> PathRun:
+    request.node.user_properties.append(
+        ("specperf_server", json.dumps(sampler.server.to_dict(), default=str)))
+    native = run.measurements.get("native")
+    if native is not None:  # the case's plain measurement: the table row
+        request.node.user_properties.append(
+            ("specperf_measurement", json.dumps(native.to_dict(), default=str)))
+    request.node.user_properties.append(("specperf_paths", json.dumps(run.to_dict(),
+                                                                      default=str)))
+    return run
+
+
+@pytest.fixture
+def parser_paths(request: pytest.FixtureRequest, perf_case: Case,
+                 path_sampler: PathSampler) -> PathRun:
+    """The case on the native route and the chat route with the parsers, interleaved."""
+    _require_parsers(path_sampler)
+    pair = parser_pair(path_sampler.server.api, path_sampler.parsers)
+    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair))
+
+
+@pytest.fixture
+def chat_stream_paths(request: pytest.FixtureRequest, perf_case: Case,
+                      path_sampler: PathSampler) -> PathRun:
+    """The case streamed on the native route and on the chat route with the parsers."""
+    _require_parsers(path_sampler)
+    pair = parser_pair(path_sampler.server.api, path_sampler.parsers, stream=True)
+    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair))
+
+
+@pytest.fixture
+def stream_paths(request: pytest.FixtureRequest, perf_case: Case,
+                 path_sampler: PathSampler) -> PathRun:
+    """The case on the native route, unstreamed and streamed, interleaved."""
+    pair = stream_pair(path_sampler.server.api)
+    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair))
+
+
+@pytest.fixture
+def specperf_paths(request: pytest.FixtureRequest, specperf_session: PerfSession) -> PathChecks:
+    """Judgements between the paths of a case: chat vs native, stream vs non-stream."""
+    return PathChecks(request)
+
+
+class PathChecks:
+    """Path verdicts inside the test that measured them; recorded like baseline verdicts."""
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self.request = request
+        self.state = _state(request.config)
+
+    def parser(self, run: PathRun) -> None:
+        """Chat route with parsers vs native route: tok/s and step time within tolerance."""
+        native, chat = (run.figures(p.name) for p in run.paths)
+        self._conclude(judge_parser(f"{run.case.id}{COMPARISONS[0]}", native, chat, run.parsers,
+                                    self._tolerances(run), run.case.output_tokens))
+
+    def chat_stream(self, run: PathRun) -> None:
+        """Chat stream with parsers vs native stream on the same transport."""
+        native, chat = (run.figures(p.name) for p in run.paths)
+        self._conclude(judge_chat_stream(f"{run.case.id}{COMPARISONS[1]}", native,
+                                         chat, run.parsers, self._tolerances(run),
+                                         run.case.output_tokens))
+
+    def stream(self, run: PathRun) -> None:
+        """Stream vs non-stream: the server's decode must not slow; transport is labelled."""
+        plain, stream = (run.figures(p.name) for p in run.paths)
+        self._conclude(judge_stream(f"{run.case.id}{COMPARISONS[2]}", plain, stream,
+                                    self._tolerances(run)))
+
+    def _tolerances(self, run: PathRun) -> dict[str, float]:
+        return self.state.tolerances_for(run.case, _marker_tolerances(self.request))
+
+    def _conclude(self, verdict: Verdict) -> None:
+        self.request.node.user_properties.append(
+            ("specperf_verdict", json.dumps(self.state.verdict_dict(verdict), default=str)))
+        message = verdict.fails()
+        if message:
+            pytest.fail(message, pytrace=False)

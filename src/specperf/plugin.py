@@ -19,14 +19,19 @@ from .config import OPTIONS, Settings, resolve
 from .errors import ConfigError, SpecperfError
 from .fixtures import (  # noqa: F401  (fixtures are registered by being importable here)
     STATE,
+    chat_stream_paths,
     class_measurements,
     largest_context_by_class,
     measurement,
+    parser_paths,
+    path_sampler,
     perf_case,
     specperf,
     specperf_baseline,
+    specperf_paths,
     specperf_session,
     specperf_settings,
+    stream_paths,
 )
 from .lock import GpuLock, lock_path_for
 from .measure import Sample

@@ -14,6 +14,7 @@ import pytest
 
 from .measure import Sample
 from .model import fit_context
+from .pathverdict import COMPARISONS
 from .run import RunState
 
 COLLECTOR_NAME = "specperf-collector"
@@ -131,4 +132,11 @@ def render(found: Collector, state: RunState) -> list[str]:
         lines += [f"  {v['case_id']}: {v['message']}" for v in improved]
     lines += [f"unexplained by the model: {v.case_id}: {v.message}" for v in state.reconciled
               if v.status == "fail"]
+    # Passing path comparisons still say what streaming and the chat route cost, and label
+    # transport overhead (failing ones are among the regressions above).
+    paths = [v for v in found.verdicts
+             if v["case_id"].endswith(COMPARISONS) and v["status"] != "fail"]
+    if paths:
+        lines.append(f"streaming and parser paths ({len(paths)}):")
+        lines += [f"  {v['case_id']}: {v['message']}" for v in paths]
     return lines + found.footer

@@ -15,14 +15,17 @@ workers never measure one endpoint at the same time.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import selectors
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from . import lock as gpulock
 from .acceptance import LogSource
@@ -47,10 +50,13 @@ class SimProcess:
                      "--profile", profile, "--time-scale", repr(time_scale), "--seed", str(seed),
                      *extra_args]
         self.proc: subprocess.Popen[str] | None = None
+        self.stderr: IO[str] = io.StringIO()
         self.url = ""
 
     def start(self) -> str:
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        # stderr to a file, not a pipe nobody drains: a chatty simulator must never block.
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=self.stderr,
                                      text=True, start_new_session=True)
         line = self._first_line()
         if "http://" not in line:
@@ -71,18 +77,21 @@ class SimProcess:
 
     def _stop_and_stderr(self) -> str:
         self.stop()
-        assert self.proc is not None and self.proc.stderr is not None
-        return self.proc.stderr.read()
+        self.stderr.seek(0)
+        return self.stderr.read()
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
+        if self.proc is None:
             return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
     def __enter__(self) -> SimProcess:
         self.start()

@@ -1,0 +1,106 @@
+"""The parser path through real pytest sessions of perf_tests/test_parser.py and a simulator.
+
+Clean parsers pass; a slow parser fails the chat route's cases naming post-processing, never
+the decode, while the native-route cases stay unaffected.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.etree import ElementTree
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Verdicts compare two paths measured moments apart; at 0.2 a simulated step sleeps ~18 ms
+# (reasoning at 3333), so a loaded box cannot fake a 10% gap. 200 tokens: ~70 steps each.
+SCALE = 0.2
+ARGS = ("--output-tokens=200",)
+
+
+def project_with_paths(perf_project):
+    """A perf project that also holds the parser and streaming perf tests."""
+    project = perf_project()
+    for name in ("test_parser.py", "test_streaming.py"):
+        project.pytester.path.joinpath(name).write_text((ROOT / "perf_tests" / name).read_text())
+    return project
+
+
+def verdicts(xml_path: Path) -> dict[str, dict]:
+    """The verdicts a run recorded, by case id, read back from its JUnit XML."""
+    root = ElementTree.parse(xml_path).getroot()
+    found = [json.loads(p.get("value")) for p in root.iter("property")
+             if p.get("name") == "specperf_verdict"]
+    return {v["case_id"]: v for v in found}
+
+
+@pytest.fixture
+def kimi(start_sim):
+    """A simulator with the kimi_k2 reasoning and tool-call parsers (the default profile)."""
+    return start_sim(time_scale=SCALE)
+
+
+def _inject(sim, **faults):
+    httpx.post(f"{sim.url}/_sim/faults", json=faults).raise_for_status()
+
+
+def test_clean_parsers_pass_and_are_seen_to_run(perf_project, kimi, tmp_path):
+    xml = tmp_path / "junit.xml"
+    result = project_with_paths(perf_project).run(
+        "-m", "parser", "--endpoint", kimi.url, *ARGS, f"--junitxml={xml}")
+    result.assert_outcomes(passed=2)
+    found = verdicts(xml)
+    chat = found["reasoning-ctx3333 chat vs native"]["message"]
+    assert "reasoning parser kimi_k2 ran (reasoning_content in every response)" in chat
+    assert "tool-call parser kimi_k2 ran (well-formed calls) — within tolerance." in chat
+    assert found["reasoning-ctx3333 chat stream vs native stream"]["status"] == "pass"
+    result.stdout.fnmatch_lines(["streaming and parser paths (2):",
+                                 "  reasoning-ctx3333 chat vs native: chat tok/s * → * vs "
+                                 "native (*, limit −10%); step time * → * ms; post-processing *"])
+
+
+def test_slow_parser_fails_the_chat_stream_naming_post_processing(perf_project, kimi, tmp_path):
+    _inject(kimi, parser_chunk_ms=30)
+    xml = tmp_path / "junit.xml"
+    result = project_with_paths(perf_project).run(
+        "-m", "parser or streaming", "--endpoint", kimi.url, *ARGS, f"--junitxml={xml}")
+    out = result.stdout.str()
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines([
+        "regressions (1):",
+        "  reasoning-ctx3333 chat stream vs native stream: chat stream delivery * → * tok/s "
+        "vs the native stream (−*%, limit −10%): server "
+        "decode * → * tok/s (*%, within noise); post-processing +* ms per verify step explains "
+        "it — parser regression: check the reasoning and tool-call parsers, not the drafter."])
+    assert "decode regression" not in out and "decodes slower" not in out
+    found = verdicts(xml)
+    # The per-chunk cost touches only the chat stream: the non-streaming chat route and the
+    # native streams are unaffected.
+    assert found["reasoning-ctx3333 chat vs native"]["status"] == "pass"
+    for case in ("reasoning-ctx3333", "padding-ctx3333"):
+        assert found[f"{case} stream vs non-stream"]["status"] == "pass"
+        assert "within tolerance" in found[f"{case} stream vs non-stream"]["message"]
+
+
+def test_slow_response_parsing_fails_the_chat_route_naming_post_processing(perf_project, kimi):
+    _inject(kimi, parser_response_ms=400)
+    result = project_with_paths(perf_project).run(
+        "-m", "parser and not streaming", "--endpoint", kimi.url, *ARGS)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "regressions (1):",
+        "  reasoning-ctx3333 chat vs native: chat tok/s * → * vs native (−*%, limit −10%): "
+        "server decode * → * tok/s (*%, within noise); "
+        "post-processing +* ms per response explains it — parser regression: check the "
+        "reasoning and tool-call parsers, not the drafter."])
+
+
+def test_a_server_without_parsers_skips_the_parser_cases(perf_project, start_sim):
+    plain = start_sim(profile="alt-eagle3", time_scale=SCALE)
+    result = project_with_paths(perf_project).run(
+        "-m", "parser", "--endpoint", plain.url, *ARGS, "-rs")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*the server names no reasoning_parser or tool_call_parser in "
+                                 "/model_info*"])

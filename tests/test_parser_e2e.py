@@ -13,6 +13,9 @@ from xml.etree import ElementTree
 import httpx
 import pytest
 
+from specperf.paths import Figures, Parsers
+from specperf.pathverdict import judge_parser, judge_stream
+
 ROOT = Path(__file__).resolve().parents[1]
 # Verdicts compare two paths measured moments apart; at 0.2 a simulated step sleeps ~18 ms
 # (reasoning at 3333), so a loaded box cannot fake a 10% gap. 200 tokens: ~70 steps each.
@@ -104,3 +107,61 @@ def test_a_server_without_parsers_skips_the_parser_cases(perf_project, start_sim
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["*the server names no reasoning_parser or tool_call_parser in "
                                  "/model_info*"])
+
+
+# -- the verdict sentences, on given figures ------------------------------------------------------
+TOLERANCES = {"tok_s": 0.10, "step_ms": 0.10, "decode_tok_s": 0.10, "avg_commit": 0.10}
+KIMI = Parsers("kimi_k2", "kimi_k2")
+
+
+def figs(name: str, **values: float) -> Figures:
+    return Figures(name, 3, dict(values), "meta_info")
+
+
+def test_a_slower_decode_on_the_chat_route_is_named_decode_not_parsers():
+    native = figs("native", tok_s=29.8, decode_tok_s=31.6, step_ms=91.5, post_ms=2.0)
+    chat = figs("chat", tok_s=24.1, decode_tok_s=25.2, step_ms=114.0, post_ms=5.0)
+    verdict = judge_parser("reasoning-ctx3333 chat vs native", native, chat, KIMI, TOLERANCES,
+                           600)
+    assert verdict.message == (
+        "chat tok/s 29.8 → 24.1 vs native (−19.1%, limit −10%): server decode 31.6 → 25.2 tok/s "
+        "(−20.3%) explains it; post-processing +3.0 ms per response — decode regression on the "
+        "chat route, not post-processing: check what the chat request changes for the server "
+        "(template, tools, sampling), then the drafter.")
+
+
+def test_post_processing_explains_a_gap_with_equal_decode():
+    native = figs("native", tok_s=29.8, decode_tok_s=31.6, step_ms=91.5, post_ms=2.0)
+    chat = figs("chat", tok_s=24.1, decode_tok_s=31.5, step_ms=91.6, post_ms=4900.0)
+    verdict = judge_parser("c", native, chat, KIMI, TOLERANCES, 600)
+    assert verdict.status == "fail"
+    assert verdict.message == (
+        "chat tok/s 29.8 → 24.1 vs native (−19.1%, limit −10%): server decode 31.6 → 31.5 tok/s "
+        "(−0.3%, within noise); post-processing +4898 ms per response explains it — parser "
+        "regression: check the reasoning and tool-call parsers, not the drafter.")
+
+
+def test_a_parser_that_did_not_run_fails_even_when_fast():
+    native = figs("native", tok_s=30.0, decode_tok_s=32.0, step_ms=90.0, post_ms=1.0)
+    chat = Figures("chat", 3, {"tok_s": 30.0, "decode_tok_s": 32.0, "step_ms": 90.0,
+                               "post_ms": 1.0}, "meta_info", reasoning_missing=3,
+                   tool_call_problem="arguments '{\"city\": \"si' that are not a JSON object")
+    verdict = judge_parser("c", native, chat, KIMI, TOLERANCES, 600)
+    assert verdict.status == "fail"
+    assert verdict.message == (
+        "reasoning_content was missing in 3 of 3 chat responses although the server runs "
+        "reasoning parser kimi_k2 — the reasoning parser did not run: check the server's "
+        "--reasoning-parser and that separate_reasoning reaches it. the tool-call parser "
+        "kimi_k2 returned arguments '{\"city\": \"si' that are not a JSON object on the chat "
+        "route — parser regression: check the reasoning and tool-call parsers, not the drafter.")
+
+
+def test_the_server_decoding_slower_while_streaming_fails():
+    plain = figs("native", tok_s=29.4, decode_tok_s=31.6)
+    stream = figs("native stream", tok_s=24.0, decode_tok_s=25.0, delivery_tok_s=25.0)
+    verdict = judge_stream("c", plain, stream, TOLERANCES)
+    assert verdict.message == (
+        "server decode while streaming 31.6 → 25.0 tok/s vs non-streaming (−20.9%, limit "
+        "−10%) — the server decodes slower while streaming: a server regression on the "
+        "streaming path, not transport; check the server's stream output (stream interval, "
+        "detokenizer) and the scheduler.")

@@ -19,6 +19,7 @@ Three guards, each cheap enough for the per-request hot path:
 from __future__ import annotations
 
 import math
+import secrets
 import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
@@ -164,8 +165,20 @@ def _headline(seen: Sequence[str]) -> str:
 
 
 # -- prefix cache ---------------------------------------------------------------------------
-def shared_prefix(tokenizer: Tokenizer) -> int:
+def new_nonce() -> str:
+    """A prompt's unique lead. Digits only: a fixed-length number tokenizes to the same
+    count every time, which calibrated prompts (no /tokenize) rely on."""
+    return f"{NONCE_LEAD}{secrets.randbelow(10**12):012d}: "
+
+
+# Without a tokenizer route the lead cannot be counted: a generous bound (specials, "run").
+UNTOKENIZED_PREFIX = 8
+
+
+def shared_prefix(tokenizer: Tokenizer | None) -> int:
     """Tokens every measured prompt may share with an earlier one: specials, nonce lead."""
+    if tokenizer is None:
+        return UNTOKENIZED_PREFIX + NONCE_CHANCE
     specials = tokenizer.tokenize("", True)
     lead = tokenizer.tokenize(NONCE_LEAD.strip(), False)
     return len(specials) + len(lead) + NONCE_CHANCE

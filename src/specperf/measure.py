@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,7 +20,7 @@ from .probe import ServerInfo
 from .routes import Completion
 from .stats import Summary, summarize
 from .verdict import RepeatDecision, decide_repeats
-from .workload import Case, PromptBuilder
+from .workload import Case, Prompts
 
 # The metrics every measurement summarises; names as in DESIGN.md.
 METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
@@ -148,7 +147,7 @@ class Measurer:
     step count from the chosen acceptance source, convert times to the server's time base.
     """
 
-    def __init__(self, client: Client, server: ServerInfo, prompts: PromptBuilder,
+    def __init__(self, client: Client, server: ServerInfo, prompts: Prompts,
                  run: RunConfig, *, log: LogSource | None = None,
                  on_sample: Callable[[Sample, int], None] | None = None) -> None:
         self.client = client
@@ -242,7 +241,7 @@ class Measurer:
         api = self.server.api
 
         def fresh_body() -> dict[str, Any]:  # a new nonce for every attempt, retries too
-            nonce = f"{guard.NONCE_LEAD}{uuid.uuid4().hex[:12]}: "
+            nonce = guard.new_nonce()
             prompt = self.prompts.build(case, nonce, want_ids=api == "sglang")
             return routes.request_body(api, prompt, max_tokens, self.server.model,
                                        nonce.strip(": "))[1]
@@ -262,7 +261,14 @@ class Measurer:
                 f"got {comp.completion_tokens} (finish reason {comp.finish!r}): ignore_eos not "
                 "honoured, so tok/s would be measured on a different length. Check that the "
                 "server accepts ignore_eos on this route.", url=self.client.base_url)
-        if comp.prompt_tokens != case.context:
+        if self.prompts.tokenizer is None:
+            # Calibrated prompts (no /tokenize): a token either way is the nonce's doing.
+            if abs(comp.prompt_tokens - case.context) > max(2, case.context // 200):
+                raise MalformedResponse(
+                    f"{case.id}: the prompt was calibrated to {case.context} tokens but the "
+                    f"server counted {comp.prompt_tokens}: its token counts are not stable; "
+                    "enable the server's /tokenize route for exact prompts.")
+        elif comp.prompt_tokens != case.context:
             raise MalformedResponse(
                 f"{case.id}: the prompt was built to {case.context} tokens but the server "
                 f"counted {comp.prompt_tokens}: its tokenizer and /tokenize disagree.")

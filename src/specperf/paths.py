@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -259,7 +258,7 @@ class PathSampler:
         target = replace(case, context=case.context - overhead)
 
         def fresh_body() -> dict[str, Any]:  # a new nonce for every attempt, retries too
-            nonce = f"{guard.NONCE_LEAD}{uuid.uuid4().hex[:12]}: "
+            nonce = guard.new_nonce()
             prompt = self.measurer.prompts.build(target, nonce, want_ids=path.api == "sglang")
             return routes.request_body(path.api, prompt, case.output_tokens, self.server.model,
                                        nonce.strip(": "), path.options)[1]
@@ -290,7 +289,7 @@ class PathSampler:
         if key not in self._overheads:
             probe = Path("calibration", path.api, replace(path.options, stream=False,
                                                           meta_info=False))
-            nonce = f"{guard.NONCE_LEAD}{uuid.uuid4().hex[:12]}: "
+            nonce = guard.new_nonce()
             prompt = self.measurer.prompts.build(case, nonce, want_ids=False)
             body = routes.request_body(probe.api, prompt, 1, self.server.model,
                                        nonce.strip(": "), probe.options)[1]

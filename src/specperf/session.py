@@ -28,13 +28,21 @@ from pathlib import Path
 from typing import IO
 
 from . import lock as gpulock
+from . import routes
 from .acceptance import LogSource
 from .client import Client
 from .config import Settings
 from .errors import ConfigError, EndpointUnreachable, SpecperfError
 from .measure import Decide, Measurement, Measurer, RunConfig, Sample
 from .probe import ServerInfo, ServerTokenizer, probe
-from .workload import Case, PromptBuilder, TextClass, load_text_classes
+from .workload import (
+    CalibratedPromptBuilder,
+    Case,
+    Prompt,
+    PromptBuilder,
+    TextClass,
+    load_text_classes,
+)
 
 Progress = Callable[[str], None]
 
@@ -175,16 +183,29 @@ class PerfSession:
                 "--contexts or --output-tokens.")
 
     def _measurer(self, client: Client, server: ServerInfo) -> Measurer:
+        prompts: PromptBuilder | CalibratedPromptBuilder
         if server.tokenizer_path is None:
-            raise ConfigError(
-                f"{server.url} has no /tokenize route, so prompts of exact token length "
-                "cannot be built; enable the tokenizer endpoint on the server.")
-        prompts = PromptBuilder(ServerTokenizer(client, server.tokenizer_path), self.classes)
+            prompts = CalibratedPromptBuilder(self._counter(client, server), self.classes)
+        else:
+            prompts = PromptBuilder(ServerTokenizer(client, server.tokenizer_path),
+                                    self.classes)
         s = self.settings
         run = RunConfig(repeats=s.repeats, max_repeats=s.max_repeats, warmup=s.warmup,
                         request_timeout=s.request_timeout)
         log = LogSource(s.log_command) if s.log_command else None
         return Measurer(client, server, prompts, run, log=log, on_sample=self.on_sample)
+
+    def _counter(self, client: Client, server: ServerInfo) -> Callable[[str], int]:
+        """Token count of a text by the server itself: a one-token generation's prompt_tokens
+        (no /tokenize route; costs a prefill per count, spent once per case)."""
+
+        def count(text: str) -> int:
+            prompt = Prompt(text=text, input_ids=None, tokens=0)
+            path, body = routes.request_body(server.api, prompt, 1, server.model, "count")
+            reply = client.post_json(path, body, timeout_s=self.settings.request_timeout)
+            return routes.parse(server.api, reply.data).prompt_tokens
+
+        return count
 
     def measure(self, case: Case, decide: Decide | None = None) -> Measurement:
         """Measure one case (the session starts on first use)."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import random
+import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -179,6 +181,17 @@ class Tokenizer(Protocol):
     def detokenize(self, ids: list[int]) -> str: ...
 
 
+class Prompts(Protocol):
+    """What the measuring loop needs of a prompt builder (exact or calibrated)."""
+
+    classes: dict[str, TextClass]
+
+    @property
+    def tokenizer(self) -> Tokenizer | None: ...
+
+    def build(self, case: Case, nonce: str, *, want_ids: bool) -> Prompt: ...
+
+
 class PromptBuilder:
     """Builds prompts of exactly ``case.context`` tokens with the server's tokenizer.
 
@@ -238,3 +251,64 @@ class PromptBuilder:
                 break
             keep += case.context - count
         return Prompt(text=text, input_ids=None, tokens=count)
+
+
+class CalibratedPromptBuilder:
+    """Prompts of a target length on a server with no tokenizer route.
+
+    ``count(text)`` asks the server itself (a one-token generation's ``prompt_tokens``).
+    Per (class, context) the number of body words is calibrated once — a secant search on
+    the word count, then single words — with a representative nonce; later prompts reuse
+    it with their own nonce, which has a fixed shape (digits only) so its token count does
+    not vary. When no word count hits the target exactly (a word may be several tokens),
+    the nearest count below is used and the prompt is marked inexact: the measurement
+    then records the length the server reports.
+    """
+
+    _ROUNDS = 12
+
+    @property
+    def tokenizer(self) -> Tokenizer | None:
+        return None  # no server tokenizer: the prefix-cache guard uses its fallback
+
+    def __init__(self, count: Callable[[str], int], classes: dict[str, TextClass]) -> None:
+        self.count = count
+        self.classes = classes
+        self._plans: dict[tuple[str, int], tuple[list[str], int, str, bool]] = {}
+
+    def build(self, case: Case, nonce: str, *, want_ids: bool) -> Prompt:
+        words, keep, suffix, exact = self._calibrated(case, nonce)
+        text = nonce + "".join(words[:keep]) + suffix
+        return Prompt(text=text, input_ids=None, tokens=case.context if exact else -1)
+
+    def _calibrated(self, case: Case, nonce: str) -> tuple[list[str], int, str, bool]:
+        key = (case.text_class, case.context)
+        if key not in self._plans:
+            tc = self.classes[case.text_class]
+            words = re.findall(r"\S+\s*", tc.body(8 * case.context + 64))
+            # Tiny contexts: the instruction does not fit, the text must (as PromptBuilder).
+            suffix = tc.suffix if tc.suffix and self.count(nonce + tc.suffix) < case.context \
+                else ""
+            keep, exact = self._search(words, nonce, suffix, case.context)
+            self._plans[key] = (words, keep, suffix, exact)
+        return self._plans[key]
+
+    def _search(self, words: list[str], nonce: str, suffix: str,
+                target: int) -> tuple[int, bool]:
+        def tokens(k: int) -> int:
+            return self.count(nonce + "".join(words[:k]) + suffix)
+
+        base = tokens(0)
+        k = max(1, min(len(words), round((target - base) * 0.75)))
+        seen: dict[int, int] = {}
+        for _ in range(self._ROUNDS):
+            seen[k] = got = tokens(k)
+            if got == target:
+                return k, True
+            per_word = max((got - base) / k, 0.2)
+            step = round((target - got) / per_word) or (1 if got < target else -1)
+            k = max(1, min(len(words), k + step))
+            if k in seen:
+                break
+        below = [n for n, got in seen.items() if got <= target]
+        return (max(below, key=lambda n: seen[n]) if below else 1), False

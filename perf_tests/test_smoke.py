@@ -31,3 +31,13 @@ pytestmark = [
 def test_smoke(perf_case, measurement, specperf):
     """Each smoke case against the baseline; the failure names acceptance or step time."""
     specperf.compare(measurement)
+
+
+@pytest.mark.parser
+@pytest.mark.perf_cases(("reasoning", 3333))
+def test_smoke_parser(perf_case, parser_paths, specperf_paths):
+    """The chat route with the deployed parsers keeps up with the native route.
+
+    Not applicable (skipped, and fine for the gate) when the server runs no parser.
+    """
+    specperf_paths.parser(parser_paths)

@@ -79,10 +79,11 @@ def test_clean_deploy_passes_with_exit_0(start_sim, baseline_dir, lock_dir):
     result = gate(lock_dir, *_args(sim.url, baseline_dir))
     assert result.returncode == 0, result.stdout + result.stderr
     _lines(result).fnmatch_lines([
-        f"specperf gate: 3 smoke cases against {sim.url}",
+        f"specperf gate: 4 smoke cases against {sim.url}",
         *[f"  pass  {case_id}" for case_id in SMOKE_IDS],
+        "  pass  reasoning-ctx3333 parser",
         "  cost: * requests, * s of server time",
-        "specperf gate: PASS (exit 0): all 3 smoke cases within their limits.",
+        "specperf gate: PASS (exit 0): all 4 smoke cases within their limits.",
     ])
 
 
@@ -96,7 +97,7 @@ def test_acceptance_regression_blocks_with_exit_1_and_the_attribution(start_sim,
         "  FAIL  reasoning-ctx3333: tok/s * → * (−*%, limit −10%): avg commit * → * (−*%) "
         "explains it; step time * → * ms (*, within noise) — acceptance regression: check the "
         "drafter and the text.",
-        "specperf gate: REGRESSION (exit 1): * of 3 smoke cases regressed: block the deploy.",
+        "specperf gate: REGRESSION (exit 1): * of 4 smoke cases regressed: block the deploy.",
     ])
     assert "step-time regression" not in result.stdout
 
@@ -110,7 +111,8 @@ def test_step_time_regression_blocks_with_exit_1_attributed_to_step_time(start_s
     _lines(result).fnmatch_lines([
         "  FAIL  reasoning-ctx3333: tok/s * → * (−*%, limit −10%): step time * → * ms (+*%) "
         "explains it*step-time regression*",
-        "specperf gate: REGRESSION (exit 1): 3 of 3 smoke cases regressed: block the deploy.",
+        # The parser case compares two routes of the same slower server: it passes.
+        "specperf gate: REGRESSION (exit 1): 3 of 4 smoke cases regressed: block the deploy.",
     ])
 
 
@@ -128,7 +130,7 @@ def test_unreachable_endpoint_is_an_infrastructure_problem_exit_3(baseline_dir, 
     _lines(result).fnmatch_lines([
         f"  ERROR reasoning-ctx3333: EndpointUnreachable: specperf cannot reach the endpoint "
         f"{url} (from --endpoint)*",
-        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 3 of 3 smoke cases could not be "
+        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 4 of 4 smoke cases could not be "
         "measured: an infrastructure problem, not the deploy's fault; page the owner of the box.",
     ])
 
@@ -157,7 +159,7 @@ def test_no_baseline_for_the_deployment_is_exit_3_not_a_pass(start_sim, baseline
     assert result.returncode == 3, result.stdout + result.stderr
     _lines(result).fnmatch_lines([
         "  SKIP  reasoning-ctx3333: no baseline for deployment 'never-baselined' in *",
-        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 3 of 3 smoke cases were not judged*",
+        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 3 of 4 smoke cases were not judged*",
     ])
 
 
@@ -237,3 +239,12 @@ def test_the_smoke_subset_is_fixed_whatever_the_planned_contexts():
     ids = [line.split("[", 1)[1].rstrip("]") for line in done.stdout.splitlines()
            if line.startswith("perf_tests/test_smoke.py::test_smoke[")]
     assert tuple(ids) == SMOKE_IDS, done.stdout + done.stderr
+
+
+def test_a_not_applicable_skip_is_fine_but_a_missing_baseline_is_not():
+    parser_case = CaseOutcome("reasoning-ctx3333", "skipped",
+                              "not applicable: the server names no reasoning_parser …")
+    judged = CaseOutcome("padding-ctx13", "passed")
+    assert decide(0, [judged, parser_case]).code == GateExit.PASS
+    unbaselined = CaseOutcome("padding-ctx3333", "skipped", "no baseline for deployment 'x'")
+    assert decide(0, [judged, parser_case, unbaselined]).code == GateExit.INFRASTRUCTURE

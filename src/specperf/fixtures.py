@@ -14,6 +14,7 @@ import pytest
 
 from .baseline import Baseline, CaseBaseline
 from .config import Settings
+from .gate import NOT_APPLICABLE
 from .measure import Measurement
 from .paths import PathRun, PathSampler, deployed_parsers, parser_pair, stream_pair
 from .pathverdict import COMPARISONS, judge_chat_stream, judge_parser, judge_stream
@@ -163,8 +164,9 @@ def path_sampler(specperf_session: PerfSession) -> PathSampler:
 
 def _require_parsers(sampler: PathSampler) -> None:
     if not sampler.parsers.any:
-        pytest.skip("the server names no reasoning_parser or tool_call_parser in /model_info: "
-                    "no parser runs on the chat route, so there is nothing to gate there.")
+        pytest.skip(f"{NOT_APPLICABLE} the server names no reasoning_parser or tool_call_parser "
+                    "in /model_info: no parser runs on the chat route, so there is nothing to "
+                    "gate there.")
 
 
 def _path_run(request: pytest.FixtureRequest, sampler: PathSampler, run: PathRun) -> PathRun:

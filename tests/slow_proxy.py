@@ -85,7 +85,8 @@ class SlowProxy:
         tasks = asyncio.all_tasks(loop)
         for task in tasks:
             task.cancel()
-        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        if tasks:
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
         loop.close()
 
     async def _handle(self, client_r: asyncio.StreamReader,

@@ -232,6 +232,7 @@ FINGERPRINT_LABELS = {
     "draft_model": "draft model", "ddtree_budget": "DDTree budget",
     "attention_backend": "attention backend", "page_size": "page size",
     "tp_size": "tensor parallel size", "version": "server version", "simulated": "simulated",
+    "reasoning_parser": "reasoning parser", "tool_call_parser": "tool-call parser",
 }
 
 
@@ -255,13 +256,13 @@ def fingerprint_differences(baseline_fp: Mapping[str, Any],
                             current_fp: Mapping[str, Any]) -> list[str]:
     """'draft model: a → b' for each key whose value differs.
 
-    Missing and None both mean unknown. Keys the current fingerprint does not carry
-    at all (e.g. a hand-written 'gpus' note) cannot be checked and are not reported.
+    None means unknown. A key only one side carries at all (a hand-written 'gpus' note,
+    or one a newer suite records) cannot be compared and is not reported.
     """
     keys = list(FINGERPRINT_LABELS) + sorted(set(baseline_fp) - set(FINGERPRINT_LABELS))
     out = []
     for key in keys:
-        if key not in current_fp:
+        if key not in current_fp or key not in baseline_fp:
             continue
         old, new = baseline_fp.get(key), current_fp.get(key)
         if old != new:

@@ -180,7 +180,7 @@ class PathSampler:
 
     def measure(self, case: Case, paths: Sequence[Path]) -> PathRun:
         """Warm up every path, then alternate them until each is measured and stable."""
-        with self.session._case_lock():  # xdist workers: one case at a time per endpoint
+        with self.session.case_lock():  # xdist workers: one case at a time per endpoint
             found: dict[str, list[Sample]] = {p.name: [] for p in paths}
             for i in range(self.run.warmup):
                 for path in paths:

@@ -149,6 +149,11 @@ def _fingerprint(server_info: dict[str, Any], model_info: dict[str, Any],
     }
     for key, name in _FINGERPRINT.items():
         fp[name] = server_info.get(key)
+    # A parser deploy is one of the two things the gate judges: it shows as a change here.
+    fp["reasoning_parser"] = model_info.get("reasoning_parser") or \
+        server_info.get("reasoning_parser")
+    fp["tool_call_parser"] = model_info.get("tool_call_parser") or \
+        server_info.get("tool_call_parser")
     return fp
 
 

@@ -145,7 +145,7 @@ class PerfSession:
         self.client = Client(self.url, api_key=s.api_key(), timeout_s=s.request_timeout)
         self._take_lock()
         source = s.sources.get("endpoint", "--endpoint") if s.endpoint else "the embedded simulator"
-        with self._case_lock():
+        with self.case_lock():
             self.server = probe(self.client, api=s.api, model=s.model,
                                 wanted_source=s.acceptance_source, log_command=s.log_command,
                                 simulated=s.endpoint is None, endpoint_source=source,
@@ -165,7 +165,7 @@ class PerfSession:
                                     endpoint=self.url, progress=self.progress)
         self.lock_wait_s = self.lock.acquire()
 
-    def _case_lock(self) -> contextlib.AbstractContextManager[object]:
+    def case_lock(self) -> contextlib.AbstractContextManager[object]:
         """In ``case`` mode, the per-case lock among xdist workers; else nothing."""
         if self.lock_mode != "case":
             return contextlib.nullcontext()
@@ -211,7 +211,7 @@ class PerfSession:
         """Measure one case (the session starts on first use)."""
         self.start()
         assert self.measurer is not None
-        with self._case_lock():
+        with self.case_lock():
             measurement = self.measurer.measure(case, decide)
         self.measurements[case.id] = measurement
         return measurement

@@ -10,6 +10,7 @@ request's raw numbers. Every string from a server or a user goes through :func:`
 from __future__ import annotations
 
 import html
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -73,7 +74,7 @@ def render(doc: Mapping[str, Any]) -> str:
             '<h2 id="plots">Plots</h2><div class="plots">', *_plots(doc), "</div>",
             '<h2 id="verdicts">Verdicts</h2>', _verdicts(doc),
             '<h2 id="reconcile">Predict and reconcile</h2>', _reconcile(doc),
-            '<h2 id="fits">Context fits</h2>', _fits(doc), _errors(doc),
+            '<h2 id="fits">Context fits</h2>', _fits(doc), *_paths(doc), _errors(doc),
             '<h2 id="samples">Samples</h2>', _samples(doc)]
     return page(f"specperf {doc['run_id']}", body)
 
@@ -358,3 +359,33 @@ def _samples(doc: Mapping[str, Any]) -> str:
              for cid, data in sorted(doc["measurements"].items())]
     return ("<p>Every request's raw numbers; results.json beside this page holds them all.</p>"
             + "".join(parts))
+
+
+def _paths(doc: Mapping[str, Any]) -> list[str]:
+    """Parser and streaming paths: each route of a case side by side (docs/streaming.md)."""
+    runs = doc.get("paths") or []
+    if not runs:
+        return []
+    rows = []
+    for run in runs:
+        for name, path in run["paths"].items():
+            m = path["measurement"]
+            s = m["summaries"]
+            streams = [x["raw"]["stream"] for x in m["samples"]
+                       if not x.get("warmup") and isinstance(x.get("raw", {}).get("stream"), dict)]
+            rows.append([esc(m["case"]["id"]), esc(name), esc(path["route"]),
+                         "yes" if path["stream"] else "no",
+                         _num(s.get("tok_s", {}).get("median"), ".1f"),
+                         _num(s.get("decode_tok_s", {}).get("median"), ".1f"),
+                         _num(s.get("step_ms", {}).get("median"), ".1f"),
+                         _num(_median([x.get("delivery_tok_s") for x in streams]), ".1f"),
+                         _num(_median([x.get("ttft_ms") for x in streams]), ".0f"),
+                         _num(_median([x.get("chunks_per_step") for x in streams]), ".2f")])
+    headers = ["case", "path", "route", "stream", "tok/s", "server decode tok/s", "step ms",
+               "delivered tok/s", "TTFT ms", "chunks per step"]
+    return ['<h2 id="paths">Parser and streaming paths</h2>', table(headers, rows, cls="paths")]
+
+
+def _median(values: Sequence[Any]) -> float | None:
+    nums = [float(v) for v in values if isinstance(v, (int, float))]
+    return statistics.median(nums) if nums else None

@@ -103,7 +103,7 @@ class ReportPlugin:
             run, server=found.server, measurements=found.measurements, verdicts=found.verdicts,
             reconciled=[RunState.verdict_dict(v) for v in state.reconciled],
             outcomes=found.outcomes, errors=self.errors,
-            baseline=_baseline(state, found.server))
+            baseline=_baseline(state, found.server), paths=found.paths)
         doc["interrupted"] = self.interrupted
         scrubbed: dict[str, Any] = results.scrub(doc, [state.settings.api_key() or ""])
         return scrubbed

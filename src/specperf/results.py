@@ -13,7 +13,7 @@ import json
 import re
 import secrets
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
@@ -59,7 +59,8 @@ def utc_now() -> str:
 def build(run: RunInfo, *, server: Mapping[str, Any], measurements: Mapping[str, Any],
           verdicts: list[dict[str, Any]], reconciled: list[dict[str, Any]],
           outcomes: Mapping[str, str], errors: Mapping[str, str],
-          baseline: Baseline | None) -> dict[str, Any]:
+          baseline: Baseline | None, paths: Sequence[Mapping[str, Any]] = ()
+          ) -> dict[str, Any]:
     """The results document of one run (see results.schema.json)."""
     fingerprint = dict(server.get("fingerprint") or {})
     fits = run_fits(measurements)
@@ -75,6 +76,7 @@ def build(run: RunInfo, *, server: Mapping[str, Any], measurements: Mapping[str,
         "verdicts": verdicts, "reconciled": reconciled,
         "reconcile": reconcile_rows(measurements, verdicts, baseline),
         "outcomes": dict(outcomes), "errors": dict(errors),
+        "paths": [dict(p) for p in paths],
     }
     return doc
 

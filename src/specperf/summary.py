@@ -38,6 +38,7 @@ class Collector:
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     server: dict[str, Any] = field(default_factory=dict)
     fingerprint_notes: list[str] = field(default_factory=list)
+    paths: list[dict[str, Any]] = field(default_factory=list)
     outcomes: dict[str, str] = field(default_factory=dict)
     errors: int = 0
     failures: int = 0
@@ -52,6 +53,8 @@ class Collector:
                 self.verdicts.append(json.loads(str(value)))
             elif key == "specperf_server" and not self.server:
                 self.server = json.loads(str(value))
+            elif key == "specperf_paths" and report.when == "setup":
+                self.paths.append(json.loads(str(value)))
             elif key == "specperf_fingerprint_notes":
                 self.fingerprint_notes = json.loads(str(value))
         if report.failed or report.when == "call" or report.skipped:

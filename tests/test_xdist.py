@@ -35,3 +35,12 @@ def test_xdist_lock_is_held_by_the_controller(perf_project, start_sim, tmp_path)
     # The workers took only the per-case lock: the session lock's holder was the controller.
     assert list(lock_dir.glob("*.lock.case")), sorted(p.name for p in lock_dir.iterdir())
     assert not any(json.loads(p.read_text()).get("pid") for p in lock_dir.glob("*.holder.json"))
+
+
+def test_update_baselines_refuses_to_run_split_over_workers(perf_project, tmp_path):
+    result = perf_project().run("-n", "2", "-m", "context_scaling", "--update-baselines",
+                                "--baseline-dir", str(tmp_path))
+    assert result.ret == 4  # pytest's usage error
+    result.stderr.fnmatch_lines(["*--update-baselines needs the whole sweep in one process: "
+                                 "run it without -n*"])
+    assert not any(tmp_path.iterdir())

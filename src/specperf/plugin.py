@@ -99,6 +99,11 @@ def pytest_configure(config: pytest.Config) -> None:
                          lock_mode=lock_mode)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
+    if settings.update_baselines and (workerinput is not None
+                                      or config.getoption("dist", "no") != "no"):
+        raise pytest.UsageError(
+            "--update-baselines needs the whole sweep in one process: run it without -n "
+            "(pytest-xdist), so one run writes one complete baseline.")
     config.stash[STATE] = state
     config.pluginmanager.register(summary.Collector(), summary.COLLECTOR_NAME)
     config.pluginmanager.register(report.ReportPlugin(config), "specperf-report")

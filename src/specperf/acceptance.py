@@ -152,7 +152,10 @@ class LogSource:
         self.timeout_s = timeout_s
 
     def read(self, since: datetime) -> list[DecodeWindow]:
-        argv = shlex.split(self.command.replace("{since}", since.strftime("%Y-%m-%d %H:%M:%S")))
+        # Split first, then fill in: the timestamp holds a space and must stay one argument
+        # (journalctl --since "2026-11-30 04:35:00").
+        stamp = since.strftime("%Y-%m-%d %H:%M:%S")
+        argv = [arg.replace("{since}", stamp) for arg in shlex.split(self.command)]
         try:
             done = subprocess.run(argv, capture_output=True, text=True,
                                   timeout=self.timeout_s, check=False)

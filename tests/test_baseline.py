@@ -19,11 +19,10 @@ from specperf.baseline import (
     Baseline,
     BaselineStore,
     CaseBaseline,
-    deployment_slug,
     describe_changes,
-    fingerprint_differences,
 )
 from specperf.errors import BaselineError, ConfigError
+from specperf.fingerprint import deployment_slug, fingerprint_differences
 from specperf.measure import Measurement, Sample
 from specperf.model import ContextFit
 from specperf.stats import Summary

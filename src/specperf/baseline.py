@@ -24,6 +24,7 @@ from typing import Any
 import filelock
 
 from .errors import BaselineError, ConfigError
+from .fingerprint import fingerprint_differences
 from .measure import METRICS, Measurement
 from .model import ContextFit
 from .stats import Summary
@@ -223,60 +224,6 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
              dict: "an object"}
     kinds = _as_tuple(kind)
     return "a number" if float in kinds else names.get(kinds[0], kinds[0].__name__)
-
-
-# --- deployment names and fingerprints ---------------------------------------------------
-
-FINGERPRINT_LABELS = {
-    "model": "model", "speculative_algorithm": "speculative algorithm",
-    "draft_model": "draft model", "ddtree_budget": "DDTree budget",
-    "attention_backend": "attention backend", "page_size": "page size",
-    "tp_size": "tensor parallel size", "version": "server version", "simulated": "simulated",
-    "reasoning_parser": "reasoning parser", "tool_call_parser": "tool-call parser",
-}
-
-
-def deployment_slug(fingerprint: Mapping[str, Any]) -> str:
-    """A readable directory name from model, speculative algorithm and draft model."""
-    parts = [_slug_part(fingerprint.get(k)) for k in
-             ("model", "speculative_algorithm", "draft_model")]
-    slug = "-".join(p for p in parts if p)
-    return slug or "unknown-deployment"
-
-
-def _slug_part(value: Any) -> str:
-    if value is None:
-        return ""
-    # Paths and hub ids differ in their prefixes only; the last component names the model.
-    base = str(value).rstrip("/").rsplit("/", 1)[-1].lower()
-    return re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9.-]", "-", base)).strip("-.")
-
-
-def fingerprint_differences(baseline_fp: Mapping[str, Any],
-                            current_fp: Mapping[str, Any]) -> list[str]:
-    """'draft model: a → b' for each key whose value differs.
-
-    None means unknown. A key only one side carries at all (a hand-written 'gpus' note,
-    or one a newer suite records) cannot be compared and is not reported.
-    """
-    keys = list(FINGERPRINT_LABELS) + sorted(set(baseline_fp) - set(FINGERPRINT_LABELS))
-    out = []
-    for key in keys:
-        if key not in current_fp or key not in baseline_fp:
-            continue
-        old, new = baseline_fp.get(key), current_fp.get(key)
-        if old != new:
-            label = FINGERPRINT_LABELS.get(key, key.replace("_", " "))
-            out.append(f"{label}: {_fp_value(old)} {ARROW} {_fp_value(new)}")
-    return out
-
-
-def _fp_value(value: Any) -> str:
-    if value is None:
-        return "unknown"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
 
 
 def describe_changes(old: Baseline | None, new: Baseline) -> list[str]:

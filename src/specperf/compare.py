@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
-from .baseline import CaseBaseline, fingerprint_differences
+from .baseline import CaseBaseline
 from .errors import UnstableMeasurement
+from .fingerprint import fingerprint_differences
 from .measure import Measurement, Measurer, Sample, sample_values
 from .model import ContextFit, fit_context
 from .session import PerfSession

@@ -16,22 +16,8 @@ from .errors import (
     EndpointUnreachable,
     MalformedResponse,
 )
+from .fingerprint import fingerprint_of
 from .workload import Prompt
-
-# server_info key → fingerprint key. The fingerprint keys baselines and heads every report.
-_FINGERPRINT = {
-    "speculative_algorithm": "speculative_algorithm",
-    "speculative_draft_model_path": "draft_model",
-    "speculative_ddtree_budget": "ddtree_budget",
-    "speculative_num_steps": "num_steps",
-    "speculative_num_draft_tokens": "num_draft_tokens",
-    "attention_backend": "attention_backend",
-    "decode_attention_backend": "decode_attention_backend",
-    "page_size": "page_size",
-    "tp_size": "tp_size",
-    "version": "version",
-    "sim_profile": "sim_profile",
-}
 
 
 @dataclass(frozen=True)
@@ -140,23 +126,6 @@ def _has_metrics(client: Client) -> bool:
         return False
 
 
-def _fingerprint(server_info: dict[str, Any], model_info: dict[str, Any],
-                 simulated: bool) -> dict[str, Any]:
-    fp: dict[str, Any] = {
-        "model": server_info.get("served_model_name") or model_info.get("served_model_name")
-        or model_info.get("model_path") or server_info.get("model_path"),
-        "simulated": simulated,
-    }
-    for key, name in _FINGERPRINT.items():
-        fp[name] = server_info.get(key)
-    # A parser deploy is one of the two things the gate judges: it shows as a change here.
-    fp["reasoning_parser"] = model_info.get("reasoning_parser") or \
-        server_info.get("reasoning_parser")
-    fp["tool_call_parser"] = model_info.get("tool_call_parser") or \
-        server_info.get("tool_call_parser")
-    return fp
-
-
 def _pick_api(requested: str, flavour: str) -> str:
     if requested != "auto":
         return requested
@@ -199,7 +168,7 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
     simulated = simulated or "sim_time_scale" in server_info
     return ServerInfo(
         url=client.base_url, flavour=flavour, api=chosen_api, model=served,
-        fingerprint=_fingerprint(server_info, model_info, simulated), time_scale=scale,
+        fingerprint=fingerprint_of(server_info, model_info, simulated), time_scale=scale,
         simulated=simulated, tokenizer_path=tok_path,
         max_model_len=_max_len(server_info), metrics=metrics,
         server_timings=sample.ttft_s is not None and sample.e2e_s is not None,

@@ -20,8 +20,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .baseline import Baseline, fingerprint_differences
+from .baseline import Baseline
 from .errors import ConfigError
+from .fingerprint import fingerprint_differences
 from .model import ContextFit, fit_context, predict_tok_s
 from .verdict import DEFAULT_TOLERANCES, reconcile
 

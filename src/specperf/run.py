@@ -11,17 +11,11 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from . import __version__
-from .baseline import (
-    Baseline,
-    BaselineStore,
-    CaseBaseline,
-    deployment_slug,
-    describe_changes,
-    fingerprint_differences,
-)
+from .baseline import Baseline, BaselineStore, CaseBaseline, describe_changes
 from .compare import Comparison, measure_pair, pair_decider
 from .config import Settings
 from .errors import BaselineError, SpecperfError
+from .fingerprint import deployment_slug, fingerprint_differences
 from .measure import Measurement, Sample
 from .model import ContextFit, fit_context
 from .session import PerfSession, git_revision

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .baseline import fingerprint_differences
 from .errors import ConfigError
+from .fingerprint import fingerprint_differences
 from .page import esc, figure, page, table
 from .plots import trend_plot
 

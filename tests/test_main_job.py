@@ -132,3 +132,26 @@ def test_context_beyond_the_servers_length_is_an_error(perf_project):
     result.stdout.fnmatch_lines(["*ConfigError: context 300000 + 64 output tokens = 300064 "
                                  "exceeds the server's context length *"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.mark.parametrize("api", ["openai", "openai-chat"])
+def test_openai_routes_measure_at_the_exact_context(perf_project, api, tmp_path):
+    project = perf_project()
+    result = project.run("-m", "context_scaling", "--api", api, "--contexts=1663",
+                         "--baseline-dir", str(tmp_path))
+    result.assert_outcomes(skipped=4)  # measured; no baseline for these
+    assert "acceptance from response" in result.stdout.str()
+    [path] = project.pytester.path.glob("reports/*/results.json")
+    doc = json.loads(path.read_text())
+    for data in doc["measurements"].values():
+        assert {s["prompt_tokens"] for s in data["samples"]} == {1663}
+        assert all(s["verify_steps"] for s in data["samples"])
+
+
+def test_the_chat_template_cannot_fit_a_tiny_context(perf_project, tmp_path):
+    result = perf_project().run("-m", "context_scaling", "--api", "openai-chat",
+                                "--contexts=13", "--text-classes=padding",
+                                "--baseline-dir", str(tmp_path))
+    result.stdout.fnmatch_lines(["ConfigError: padding-ctx13: the chat template alone takes * "
+                                 "tokens of the 13-token context: measure short contexts with "
+                                 "--api sglang or openai, or raise --contexts."])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +12,7 @@ from .acceptance import LogSource, MetricsSnapshot
 from .client import Client, TimeoutPolicy
 from .errors import (
     AcceptanceUnavailable,
+    ConfigError,
     IgnoreEosNotHonoured,
     MalformedResponse,
     UnstableMeasurement,
@@ -160,6 +161,7 @@ class Measurer:
         self.timeouts = TimeoutPolicy(run.request_timeout)
         self._class_norms: dict[str, float] = {}
         self._shared_prefix: int | None = None
+        self._template_tokens: int | None = None
 
     def measure(self, case: Case, decide: Decide | None = None) -> Measurement:
         """Warm up, then repeat until ``decide`` says stop (bounded by max_repeats).
@@ -239,10 +241,13 @@ class Measurer:
 
     def _generate(self, case: Case, max_tokens: int) -> tuple[Completion, float, int, datetime]:
         api = self.server.api
+        # On the chat route the server adds its template: build the content that much
+        # shorter, so the server decodes at exactly the case's context.
+        body_case = replace(case, context=case.context - self._chat_overhead(case))
 
         def fresh_body() -> dict[str, Any]:  # a new nonce for every attempt, retries too
             nonce = guard.new_nonce()
-            prompt = self.prompts.build(case, nonce, want_ids=api == "sglang")
+            prompt = self.prompts.build(body_case, nonce, want_ids=api == "sglang")
             return routes.request_body(api, prompt, max_tokens, self.server.model,
                                        nonce.strip(": "))[1]
 
@@ -253,6 +258,27 @@ class Measurer:
                                       timeout_basis=basis)
         self.timeouts.observe(kind, reply.elapsed_s)
         return routes.parse(self.server.api, reply.data), reply.elapsed_s, reply.retries, started
+
+    def _chat_overhead(self, case: Case) -> int:
+        """Tokens the chat template adds around the content (0 off the chat route); measured
+        once with a one-token request."""
+        if self.server.api != "openai-chat":
+            return 0
+        if self._template_tokens is None:
+            probe = replace(case, context=min(case.context, 64))
+            prompt = self.prompts.build(probe, guard.new_nonce(), want_ids=False)
+            path, body = routes.request_body("openai-chat", prompt, 1, self.server.model,
+                                             "template")
+            reply = self.client.post_json(path, body, timeout_s=self.run.request_timeout)
+            counted = routes.parse("openai-chat", reply.data).prompt_tokens
+            self._template_tokens = counted - (prompt.tokens if prompt.tokens > 0
+                                               else probe.context)
+        if case.context - self._template_tokens < 8:
+            raise ConfigError(
+                f"{case.id}: the chat template alone takes {self._template_tokens} tokens of "
+                f"the {case.context}-token context: measure short contexts with --api sglang "
+                "or openai, or raise --contexts.")
+        return self._template_tokens
 
     def _validate(self, case: Case, comp: Completion) -> None:
         if comp.completion_tokens != case.output_tokens or comp.finish != "length":

@@ -93,3 +93,15 @@ def test_unknown_text_class_is_a_usage_error(pytester):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*unknown text class poetry: available are code, padding, "
                                  "reasoning; add one as a TOML file in --text-class-dir.*"])
+
+
+def test_a_baseline_run_takes_at_least_baseline_repeats():
+    from specperf.config import for_baseline
+
+    plain = resolve({"repeats": "3"}, {}, {})
+    assert for_baseline(plain) == plain
+    update = for_baseline(resolve({"repeats": "3", "update_baselines": True}, {}, {}))
+    assert (update.repeats, update.max_repeats) == (5, 8)
+    many = for_baseline(resolve({"repeats": "3", "max_repeats": "4", "update_baselines": True,
+                                 "baseline_repeats": "6"}, {}, {}))
+    assert (many.repeats, many.max_repeats) == (6, 6)

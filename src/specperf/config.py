@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -170,6 +170,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("update_baselines", _bool, "false",
            "Write a new baseline version from this run if every case was clean and stable.",
            "a flag", flag_only=True),
+    Option("baseline_repeats", _positive_int, "5",
+           "Minimum measured requests per case when writing a baseline: its own error "
+           "limits every later verdict, and it is paid once.", "a positive integer"),
     Option("report_dir", _path, "reports",
            "Where each run writes <run-id>/results.json, report.html and history.jsonl.",
            "a directory path"),
@@ -207,6 +210,7 @@ class Settings:
     deployment: str | None = None
     baseline_version: str = "latest"
     update_baselines: bool = False
+    baseline_repeats: int = 5
     report_dir: Path = Path("reports")
     gpu_lock: Path | None = None
     gpu_lock_timeout: float = 1800.0
@@ -269,6 +273,14 @@ def _pick(opt: Option, cli: Mapping[str, Any], environ: Mapping[str, str],
     if ini.get(opt.name):
         return ini[opt.name], f"ini {opt.ini}"
     return opt.default, "default"
+
+
+def for_baseline(s: Settings) -> Settings:
+    """The settings of a baseline-writing run: at least ``baseline_repeats`` per case."""
+    if not s.update_baselines:
+        return s
+    repeats = max(s.repeats, s.baseline_repeats)
+    return replace(s, repeats=repeats, max_repeats=max(s.max_repeats, repeats))
 
 
 def _check(s: Settings) -> None:

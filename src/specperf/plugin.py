@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from . import report, summary
-from .config import OPTIONS, Settings, resolve
+from .config import OPTIONS, Settings, for_baseline, resolve
 from .errors import ConfigError, SpecperfError
 from .fixtures import (  # noqa: F401  (fixtures are registered by being importable here)
     STATE,
@@ -91,7 +91,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # An xdist worker whose controller holds the session lock locks per case instead.
     lock_mode = "case" if workerinput and workerinput.get("specperf_lock_held") else "session"
     try:
-        settings = resolve(cli, os.environ, ini)
+        settings = for_baseline(resolve(cli, os.environ, ini))
         classes = load_text_classes(settings.text_class_dir)
         state = RunState(settings, classes, _ini_tolerances(config),
                          progress=lambda line: _write(config, line),

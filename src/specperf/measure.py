@@ -161,7 +161,7 @@ class Measurer:
         self.timeouts = TimeoutPolicy(run.request_timeout)
         self._class_norms: dict[str, float] = {}
         self._shared_prefix: int | None = None
-        self._template_tokens: int | None = None
+        self._template_tokens: dict[tuple[bool, bool], int] = {}
 
     def measure(self, case: Case, decide: Decide | None = None) -> Measurement:
         """Warm up, then repeat until ``decide`` says stop (bounded by max_repeats).
@@ -259,26 +259,37 @@ class Measurer:
         self.timeouts.observe(kind, reply.elapsed_s)
         return routes.parse(self.server.api, reply.data), reply.elapsed_s, reply.retries, started
 
-    def _chat_overhead(self, case: Case) -> int:
-        """Tokens the chat template adds around the content (0 off the chat route); measured
-        once with a one-token request."""
-        if self.server.api != "openai-chat":
-            return 0
-        if self._template_tokens is None:
+    def template_tokens(self, case: Case, options: routes.RouteOptions | None = None) -> int:
+        """Tokens the chat route adds around the content (its template, a tool declaration),
+        for chat requests with ``options``. Measured once per kind with a short one-token
+        request; chat prompts are then built that much shorter, so the server decodes at
+        exactly the case's context."""
+        options = options or routes.RouteOptions()
+        key = (options.separate_reasoning, bool(options.tools))
+        if key not in self._template_tokens:
             probe = replace(case, context=min(case.context, 64))
             prompt = self.prompts.build(probe, guard.new_nonce(), want_ids=False)
+            plain = replace(options, stream=False, meta_info=False)
             path, body = routes.request_body("openai-chat", prompt, 1, self.server.model,
-                                             "template")
+                                             "template", plain)
             reply = self.client.post_json(path, body, timeout_s=self.run.request_timeout)
             counted = routes.parse("openai-chat", reply.data).prompt_tokens
-            self._template_tokens = counted - (prompt.tokens if prompt.tokens > 0
-                                               else probe.context)
-        if case.context - self._template_tokens < 8:
+            self._template_tokens[key] = counted - (prompt.tokens if prompt.tokens > 0
+                                                    else probe.context)
+        return self._template_tokens[key]
+
+    def _chat_overhead(self, case: Case) -> int:
+        """The template's tokens on the measured chat route (0 elsewhere); a context the
+        template alone fills is a ConfigError."""
+        if self.server.api != "openai-chat":
+            return 0
+        overhead = self.template_tokens(case)
+        if case.context - overhead < 8:
             raise ConfigError(
-                f"{case.id}: the chat template alone takes {self._template_tokens} tokens of "
+                f"{case.id}: the chat template alone takes {overhead} tokens of "
                 f"the {case.context}-token context: measure short contexts with --api sglang "
                 "or openai, or raise --contexts.")
-        return self._template_tokens
+        return overhead
 
     def _validate(self, case: Case, comp: Completion) -> None:
         if comp.completion_tokens != case.output_tokens or comp.finish != "length":

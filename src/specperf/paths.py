@@ -167,7 +167,6 @@ class PathSampler:
         self.timeouts = TimeoutPolicy(self.run.request_timeout)
         self.traffic = guard.TrafficGuard(self._scrape, wait_s=self.run.guard_wait_s)
         self._metrics_text = ""
-        self._overheads: dict[tuple[bool, bool], int] = {}
         self._shared: int | None = None
         self._runs: dict[tuple[str, tuple[str, ...]], PathRun] = {}
 
@@ -285,18 +284,7 @@ class PathSampler:
         """
         if not path.chat:
             return 0
-        key = (path.options.separate_reasoning, bool(path.options.tools))
-        if key not in self._overheads:
-            probe = Path("calibration", path.api, replace(path.options, stream=False,
-                                                          meta_info=False))
-            nonce = guard.new_nonce()
-            prompt = self.measurer.prompts.build(case, nonce, want_ids=False)
-            body = routes.request_body(probe.api, prompt, 1, self.server.model,
-                                       nonce.strip(": "), probe.options)[1]
-            reply = self.client.post_json(routes.PATHS[probe.api], body, timeout_s=120)
-            self._overheads[key] = routes.parse(probe.api, reply.data).prompt_tokens \
-                - prompt.tokens
-        overhead = self._overheads[key]
+        overhead = self.measurer.template_tokens(case, path.options)
         if case.context - overhead < max(64, overhead):
             raise ConfigError(
                 f"{case.id}: the chat template and tool declaration take {overhead} tokens, "

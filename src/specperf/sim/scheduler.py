@@ -19,8 +19,8 @@ prefill and step durations and commits: the ground truth behind ``/_sim/truth``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import contextlib
+import hashlib
 import time
 import uuid
 from array import array

@@ -181,3 +181,27 @@ def combine(verdict: Verdict, result: ExactResult) -> Verdict:
         return replace(combined, status="fail", message=message)
     status = "improved" if result.steps_delta < 0 else verdict.status
     return replace(combined, status=status, message=message)
+
+
+def summary_lines(verdicts: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The terminal's two-part acceptance/step-time line and what was not exact, and why."""
+    found = [(v["case_id"], v["exact"]) for v in verdicts if v.get("exact")]
+    if not found:
+        return []
+    counts = {s: sum(1 for _, e in found if e["status"] == s)
+              for s in ("unchanged", "changed", "unavailable")}
+    prompts = sum(int(e.get("compared", 0)) for _, e in found)
+    lines = [f"acceptance exact on {counts['unchanged'] + counts['changed']} of {len(found)} "
+             f"cases ({prompts} prompts compared: {counts['unchanged']} cases identical, "
+             f"{counts['changed']} changed); step time judged by statistics (medians of "
+             f"repeats, tolerance)."]
+    lines += [f"  {case}: {e['message']}" for case, e in found if e["status"] == "unavailable"]
+    return lines
+
+
+def html(verdict: Mapping[str, Any]) -> str:
+    """The report's exact-acceptance note under a verdict (escaped by the caller's helper)."""
+    found = verdict.get("exact")
+    if not found or found.get("status") == "changed":  # a change already leads the message
+        return ""
+    return str(found.get("message", ""))

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from . import exact
 from .measure import Sample
 from .model import fit_context
 from .pathverdict import COMPARISONS
@@ -125,6 +126,7 @@ def render(found: Collector, state: RunState) -> list[str]:
                      f"{server.get('time_scale', 1):g}; figures are in simulated time.")
     lines += [f"FINGERPRINT DIFFERS FROM THE BASELINE: {n}" for n in found.fingerprint_notes]
     lines += table(found.measurements) + fit_lines(found.measurements)
+    lines += exact.summary_lines(found.verdicts)
     failing = [v for v in found.verdicts if v["status"] == "fail"]
     if failing:
         lines.append(f"regressions ({len(failing)}):")

@@ -119,7 +119,7 @@ async def _serve(
         max_tokens = body.get("max_tokens", 128)
     options = {"max_new_tokens": max_tokens, "ignore_eos": body.get("ignore_eos", False),
                "stop": body.get("stop"), "stream": body.get("stream", False),
-               "rid": body.get("rid")}
+               "rid": body.get("rid"), "temperature": body.get("temperature")}
     spec = generation.with_output(state, generation.build_spec(state, prompt, options),
                                   thinking, plan)
     failed = generation.error_fault(state)

@@ -142,8 +142,9 @@ def test_item7_vllm_names_the_thinking_reasoning(start_sim: Any) -> None:
     assert routes.parse_stream("openai-chat", events).completion.reasoning == streamed
 
 
-def test_item8_vllm_dev_mode_server_info_is_not_sglang(client: Any, start_sim: Any, tmp_path: Any) -> None:
-    # vllm/entrypoints/serve/dev/server_info/api_router.py: vllm_config, vllm_env, system_env.
+def test_item8_vllm_dev_mode_server_info_is_not_sglang(client: Any, start_sim: Any,
+                                                       tmp_path: Any) -> None:
+    # vllm/entrypoints/serve/dev/server_info/api_router.py: vllm_config, vllm_env, ...
     path = tmp_path / "dev.toml"
     path.write_text('name = "dev"\ninherit = "vllm-0.33"\n[flags]\ndev_mode = true\n')
     sim = start_sim(profile=str(path), time_scale=0.005)

@@ -11,7 +11,8 @@ import pytest
 
 PLAIN_VLLM = ('name = "vllm-0.33-plain"\ninherit = "vllm-0.33"\n[flags]\n'
               'enable_per_request_metrics = false\nper_request_spec_decode_metrics = "none"\n')
-NO_METRICS = 'name = "sglang-0.5.23-plain"\ninherit = "sglang-0.5.23"\n[flags]\nenable_metrics = false\n'
+NO_METRICS = ('name = "sglang-0.5.23-plain"\ninherit = "sglang-0.5.23"\n[flags]\n'
+              'enable_metrics = false\n')
 
 CASES = {
     "kimi-k26-ddtree": ("SGLang 0.5.23-ddtree-sim", "response", []),

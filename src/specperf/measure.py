@@ -363,9 +363,13 @@ class Measurer:
     def _two_point(self, case: Case, steps: int, wall_s: float) -> float | None:
         """No server timings: a short request on the same prompt length gives prefill."""
         short = max(2, case.output_tokens // 8)
+        # With counters as the source the short request needs its own bracket (vLLM without
+        # per-request metrics has only these), or step time could not be measured at all.
+        before = self._snapshot() if self.server.acceptance_source == "metrics" else None
         comp, short_s, _, started = self._generate(case, short)
-        short_steps = self._steps(comp, None, None, started) if \
-            self.server.acceptance_source != "metrics" else None
+        after = self._snapshot() if before is not None else None
+        short_steps = self._steps(comp, before, after, started) if \
+            self.server.acceptance_source != "metrics" or after is not None else None
         if short_steps is None or steps <= short_steps:
             return None
         step_s = (wall_s - short_s) / (steps - short_steps)

@@ -101,7 +101,8 @@ def _header(doc: Mapping[str, Any]) -> str:
     lock = ("n/a (measured on xdist workers)" if doc["lock_wait_s"] is None
             else f"{doc['lock_wait_s']:.1f} s")
     facts = [("measured", who),
-             ("server", esc(f"model {server.get('model') or 'n/a'}; {server.get('flavour', '?')}"
+             ("server", esc(f"model {server.get('model') or 'n/a'}; "
+                            f"{server.get('server_name', '?')}; {server.get('flavour', '?')}"
                             f" API {server.get('api', '?')}; acceptance from "
                             f"{server.get('acceptance_source', '?')}")),
              ("fingerprint", esc(", ".join(f"{k}={v}" for k, v in

@@ -117,7 +117,8 @@ def render(found: Collector, state: RunState) -> list[str]:
     """The closing block: who was measured, the table, the fits, verdicts, notes."""
     # From the reports, so it reads the same when xdist workers did the measuring.
     server = found.server
-    lines = ["", f"specperf — {server.get('label', '?')}; acceptance from "
+    lines = ["", f"specperf — {server.get('label', '?')}; {server.get('server_name', '?')}; "
+                 f"acceptance from "
                  f"{server.get('acceptance_source', '?')}; {state.settings.output_tokens} output "
                  f"tokens, ignore_eos, non-streaming"]
     if server.get("simulated"):

@@ -6,14 +6,19 @@ a kernel or KV-cache regression raises the step time of *every* case (the contex
 and a drafter regression lowers the commit of every case of a text class. So each factor
 is tested once, on all its cases pooled:
 
-- per case ``d_i = log(median now / median before)``, signed so that positive is worse
-  (step time up, commit down);
-- the per-request spread ``σ`` of the metric (relative, i.e. of its logarithm) pooled over
-  the run's requests of every case (``df = Σ (n_i − 1)``); the baseline side uses the larger
-  of that and its own MADs (a MAD of 3–5 requests runs low), or, in A/B mode, production's
-  requests pooled the same way;
-- ``se_i² = 1.2533² · (σ²/n_now + σ_base²/n_before)`` (the standard error of a median) and the
-  inverse-variance mean ``D = Σ d_i/se_i² / Σ 1/se_i²`` with ``se = (Σ 1/se_i²)^−½``.
+- per case ``d_i = mean log(value now) − log(centre before)``, signed so that positive is
+  worse (step time up, commit down); the centre before is the stored baseline's median, or
+  in A/B mode the mean log of production's requests of the same run. Means of logs, not
+  medians, where the requests are at hand: for normal noise a median needs π/2 ≈ 1.57× the
+  requests for the same precision, and here precision is GPU time. (A single wild request
+  raises the pooled spread with it, so it widens the interval rather than faking a shift;
+  the per-case verdicts keep their medians.)
+- the per-request spread ``σ`` of the metric's logarithm, pooled over the run's requests of
+  every case (``df = Σ (n_i − 1)``); a stored baseline's side uses the larger of that and its
+  own MADs (a MAD of 3–5 requests runs low); in A/B mode production's requests join the pool;
+- ``se_i² = σ²/n_now + k · σ_before²/n_before`` with k = 1.2533² for a stored median (the
+  standard error of a median) and 1 for production's mean, and the inverse-variance mean
+  ``D = Σ d_i/se_i² / Σ 1/se_i²`` with ``se = (Σ 1/se_i²)^−½``.
 
 The tests of one sweep are step time (every case) and acceptance (each text class); the
 sweep's false-alarm rate ``alpha`` is split evenly over them (Bonferroni), and each is a
@@ -36,7 +41,7 @@ from .workload import Case
 SWEEP_ALPHA = 0.01   # false alarms per sweep, all its tests together
 SWEEP_BETA = 0.05    # misses of a regression of SWEEP_EFFECT
 SWEEP_EFFECT = 0.05  # the regression every sweep must catch (H1)
-MEDIAN_SE = 1.2533   # se of a median = 1.2533 · σ/√n for normal data
+MEDIAN_SE = 1.2533   # se of a median = 1.2533 · σ/√n for normal data (a stored baseline)
 MAD_TO_SIGMA = 1.4826
 # Below this a relative spread is quantisation (commits are (N−1)/S for integer S) or clock
 # resolution, not evidence of a perfectly quiet box: it keeps one quiet case from weighing
@@ -137,22 +142,24 @@ def estimate(factor: Factor, cases: Mapping[str, CaseData]) -> Estimate:
     m = factor.metric
     run_logs = [_logs(c.run[m]) for c in chosen]
     sigma, df = _pooled_sd(run_logs)
-    if all(c.base_values is not None for c in chosen):
+    paired = all(c.base_values is not None for c in chosen)
+    if paired:
         base_logs = [_logs((c.base_values or {})[m]) for c in chosen]
         sigma_b, df_b = _pooled_sd(base_logs)
         sigma = sigma_b = math.sqrt((sigma**2 * df + sigma_b**2 * df_b) / max(df + df_b, 1))
         df += df_b
         base_n = [len(g) for g in base_logs]
-        base_med = [float(np.median(g)) for g in base_logs]
+        centre = [float(np.mean(g)) for g in base_logs]
     else:
         mads = [MAD_TO_SIGMA * c.base[m].mad / c.base[m].median for c in chosen]
         sigma_b = max(sigma, math.sqrt(float(np.mean(np.square(mads)))))
         base_n = [c.base[m].n for c in chosen]
-        base_med = [math.log(c.base[m].median) for c in chosen]
+        centre = [math.log(c.base[m].median) for c in chosen]
     sigma, sigma_b = max(sigma, SIGMA_FLOOR), max(sigma_b, SIGMA_FLOOR)
-    d = np.array([factor.sign * (float(np.median(g)) - b) for g, b in zip(run_logs, base_med,
-                                                                            strict=True)])
-    var = np.array([MEDIAN_SE**2 * (sigma**2 / len(g) + sigma_b**2 / n)
+    k = 1.0 if paired else MEDIAN_SE**2
+    d = np.array([factor.sign * (float(np.mean(g)) - b)
+                  for g, b in zip(run_logs, centre, strict=True)])
+    var = np.array([sigma**2 / len(g) + k * sigma_b**2 / n
                     for g, n in zip(run_logs, base_n, strict=True)])
     weights = 1.0 / var
     pooled = float(np.sum(weights * d) / np.sum(weights))
@@ -163,7 +170,7 @@ def estimate(factor: Factor, cases: Mapping[str, CaseData]) -> Estimate:
 def information_gain(factor: Factor, data: CaseData) -> float:
     """How much one more request of ``data`` adds to the factor's weight, per second.
 
-    A case weighs 1/se_i² ∝ 1/(1/n_now + 1/n_before) (one common σ assumed on both sides);
+    A case weighs 1/se_i² ∝ 1/(1/n_now + k/n_before) (one common σ assumed on both sides);
     one more request raises n_now by one, and n_before too in A/B mode, where a request is a
     pair. Divided by the request's cost, so the sweep buys precision where it is cheapest:
     a step-time change moves a 4-second case as much as a 28-second one.
@@ -172,8 +179,9 @@ def information_gain(factor: Factor, data: CaseData) -> float:
     n = len(data.run[m])
     paired = data.base_values is not None
     nb = len((data.base_values or {})[m]) if paired else data.base[m].n
-    now = 1.0 / (1.0 / n + 1.0 / nb)
-    after = 1.0 / (1.0 / (n + 1) + 1.0 / (nb + int(paired)))
+    k = 1.0 if paired else MEDIAN_SE**2
+    now = 1.0 / (1.0 / n + k / nb)
+    after = 1.0 / (1.0 / (n + 1) + k / (nb + int(paired)))
     return (after - now) / max(data.cost_s, 1e-9)
 
 

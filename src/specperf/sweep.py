@@ -224,14 +224,18 @@ class SweepResult:
             return Verdict(self.label, "fail", f"{message} {power}", None, details)
         moves = ", ".join(_move_text(r) for r in self.results)
         return Verdict(self.label, "pass",
-                       f"no {self.label}-level regression: {moves}. {power}", None, details)
+                       f"no regression across the {self.label}: {moves}. {power}", None, details)
 
     def _power_clause(self) -> str:
-        parts = [f"{_factor_name(r.estimate.factor)} with probability {r.power:.2f}"
-                 for r in self.results]
-        return (f"Would have caught a {100 * self.effect:g}% " + ", a ".join(parts)
-                + f" ({self.extra} extra requests, {self.extra_s:.0f} s; false alarms "
-                f"\u2264 {100 * self.alpha:g}% per sweep).")
+        size = f"{100 * self.effect:g}%"
+        step = [r.power for r in self.results if r.estimate.factor.name == "step"]
+        acc = [f"{r.power:.2f} on {r.estimate.factor.scope}" for r in self.results
+               if r.estimate.factor.name == "acceptance"]
+        parts = [f"a {size} step-time rise with probability {step[0]:.2f}"] if step else []
+        if acc:
+            parts.append(f"a {size} acceptance fall with {' and '.join(acc)}")
+        return (f"Would have caught {', '.join(parts)} ({self.extra} extra requests, "
+                f"{self.extra_s:.0f} s; false alarms \u2264 {100 * self.alpha:g}% per sweep).")
 
 
 def judge_sweep(cases: Sequence[CaseData], label: str, more: More | None = None,
@@ -265,12 +269,6 @@ def _result(sprt: Sprt, est: Estimate) -> FactorResult:
 
 
 # -- sentences ---------------------------------------------------------------------------------
-def _factor_name(factor: Factor) -> str:
-    if factor.name == "step":
-        return "step regression"
-    return f"acceptance fall on {factor.scope}"
-
-
 def _ci_text(est: Estimate) -> str:
     low, high = est.ci()
     return f"95% CI {format_percent(low)} to {format_percent(high)}"

@@ -31,6 +31,9 @@ import numpy as np
 
 MIN_REFERENCE = 5  # nights before a start: the level and the spread need a few nights
 MIN_PERSIST = 2  # nights a shift must last before it is called persistent
+# Candidate starts within the last SCAN_NIGHTS nights only: an older shift was either flagged
+# then or is judged against the nights since; fewer looks per night keep the threshold low.
+SCAN_NIGHTS = 6
 # Scan thresholds (z), calibrated by benchmarks/drift_power.py for ≤ 1 % flagged histories
 # without a shift (30 nights, every factor together; the per-case scan on its own).
 FACTOR_THRESHOLD = 4.0
@@ -126,7 +129,7 @@ def _prefix(logs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def scan_night(s: Series, start: int, t: int) -> tuple[float, int, float]:
     """The largest z on night ``t`` over candidate starts; (z, start, D)."""
-    ks = np.arange(start + MIN_REFERENCE, t - MIN_PERSIST + 2)
+    ks = np.arange(max(start + MIN_REFERENCE, t - SCAN_NIGHTS + 1), t - MIN_PERSIST + 2)
     if len(ks) == 0:
         return (-math.inf, -1, 0.0)
     n, sx = _prefix(s.logs)

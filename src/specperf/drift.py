@@ -36,8 +36,8 @@ MIN_PERSIST = 2  # nights a shift must last before it is called persistent
 SCAN_NIGHTS = 6
 # Scan thresholds (z), calibrated by benchmarks/drift_power.py for ≤ 1 % flagged histories
 # without a shift (30 nights, every factor together; the per-case scan on its own).
-FACTOR_THRESHOLD = 4.0
-CASE_THRESHOLD = 4.6
+FACTOR_THRESHOLD = 4.25
+CASE_THRESHOLD = 5.1
 SIGMA_FLOOR = 0.002  # relative night-to-night spread below which σ is resolution, not data
 
 

@@ -11,8 +11,8 @@ night or one of the three after it; a flag before the start is a false alarm.
 Prints, per threshold, the share of no-shift histories flagged (any factor) and of shifted
 ones flagged in time, and the 99th percentile of a no-shift history's largest scan z (how
 drift.FACTOR_THRESHOLD and CASE_THRESHOLD were set); then the same with 1.5 % of the 3 %
-(a quarter of the variance) common to every cell of a night (the whole box slower), which pooling cannot
-average away.
+(a quarter of the variance) common to every cell of a night (the whole box slower),
+which pooling cannot average away.
 
     python benchmarks/drift_power.py [--histories 2000] [--seed 1]
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from . import report, summary
-from .config import OPTIONS, Settings, for_baseline, resolve
+from .config import OPTIONS, Settings, for_baseline, parse_tolerances, resolve
 from .errors import ConfigError, SpecperfError
 from .fixtures import (  # noqa: F401  (fixtures are registered by being importable here)
     STATE,
@@ -35,6 +35,7 @@ from .fixtures import (  # noqa: F401  (fixtures are registered by being importa
 )
 from .lock import GpuLock, lock_path_for
 from .measure import Sample
+from .preflight import Judged
 from .run import RunState
 from .workload import Case, load_text_classes
 
@@ -64,22 +65,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                             metavar=opt.name.upper(), help=text)
         parser.addini(opt.ini, help=opt.help, default="")
     parser.addini(_TOLERANCE_INI, type="linelist", default=[],
-                  help="Tolerance overrides, one 'metric = fraction' per line "
+                  help="Tolerance overrides, 'metric = fraction' per line or comma separated "
                        "(tok_s, avg_commit, step_ms, decode_tok_s, slope).")
 
 
 def _ini_tolerances(config: pytest.Config) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for line in config.getini(_TOLERANCE_INI):
-        key, sep, value = line.partition("=")
-        try:
-            out[key.strip()] = float(value)
-            if not sep:
-                raise ValueError(line)
-        except ValueError:
-            raise pytest.UsageError(f"ini {_TOLERANCE_INI} line {line!r} is not valid: "
-                                    "expected 'metric = fraction', e.g. step_ms = 0.15.") from None
-    return out
+    return parse_tolerances(config.getini(_TOLERANCE_INI), f"ini {_TOLERANCE_INI}")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -173,6 +164,25 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("text_class", names, ids=names)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Note what the run will judge against a baseline (for --require-baseline's check)."""
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return
+    cases: list[Case] = []
+    classes: list[str] = []
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "specperf" not in names:
+            continue
+        if "measurement" in names and isinstance(params.get("perf_case"), Case):
+            cases.append(params["perf_case"])
+        if "class_measurements" in names and isinstance(params.get("text_class"), str):
+            classes.append(params["text_class"])
+    state.judged = Judged(tuple(cases), tuple(classes))
+
+
 def _planned_cases(metafunc: pytest.Metafunc, state: RunState) -> list[Case]:
     """The run's matrix, or the fixed cases a ``perf_cases`` marker names (the smoke subset)."""
     marker = metafunc.definition.get_closest_marker("perf_cases")
@@ -216,12 +226,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state is None:
         return
     collected = summary.collected(session.config)
-    if state.settings.update_baselines and state.measurements:
+    if state.settings.update_baselines and state.judged:
         try:
             lines = state.update_baseline(clean=collected.errors == 0)
         except SpecperfError as exc:
             lines = [f"specperf: baseline NOT updated: {exc}"]
         collected.footer.extend(lines)
+        if state.baseline_written is None and session.exitstatus == pytest.ExitCode.OK:
+            # Asked to write a baseline and wrote none: that run did not do its job.
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
     state.close_session()
 
 

@@ -174,6 +174,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         names = getattr(item, "fixturenames", ())
         params = getattr(getattr(item, "callspec", None), "params", {})
+        if "specperf_session" in names:  # a perf test: its record says what kind of run it was
+            case = params.get("perf_case")
+            item.user_properties.append(
+                ("specperf_case", case.id if isinstance(case, Case) else item.name))
         if "specperf" not in names:
             continue
         if "measurement" in names and isinstance(params.get("perf_case"), Case):
@@ -202,23 +206,38 @@ def pytest_runtest_makereport(item: pytest.Item,
     return report
 
 
-def _sigterm_as_interrupt(signum: int, frame: object) -> None:
-    """SIGTERM (a cancelled CI job, `kill`) ends the run like Ctrl-C: pytest then finishes
-    the session, so the lock is released and what was measured is written out."""
-    raise KeyboardInterrupt(f"specperf: stopped by signal {signum}")
+class _StopOnce:
+    """SIGTERM (a cancelled CI job, `kill`) and SIGINT end the run like Ctrl-C: pytest then
+    finishes the session, so the lock is released and what was measured is written out.
+
+    Only the first signal interrupts. `timeout -s INT` signals the process and then its whole
+    group, so a second one arrives while the session is closing; raising again there would
+    abort the cleanup with a long traceback. Later ones are acknowledged and ignored.
+    """
+
+    def __init__(self) -> None:
+        self.stopping = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if not self.stopping:
+            self.stopping = True
+            raise KeyboardInterrupt(f"specperf: stopped by signal {signum}")
+        os.write(2, b"specperf: already stopping: releasing the GPU lock and writing the "
+                    b"report (SIGKILL ends it at once)\n")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     if threading.current_thread() is threading.main_thread():
-        session.config.stash[_PREVIOUS_SIGTERM] = signal.signal(signal.SIGTERM,
-                                                                _sigterm_as_interrupt)
+        handler = _StopOnce()
+        session.config.stash[_PREVIOUS_SIGTERM] = [
+            (signum, signal.signal(signum, handler)) for signum in (signal.SIGTERM,
+                                                                     signal.SIGINT)]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    previous = config.stash.get(_PREVIOUS_SIGTERM, None)
-    if previous is not None:
-        signal.signal(signal.SIGTERM, previous)
+    for signum, previous in config.stash.get(_PREVIOUS_SIGTERM, None) or []:
+        signal.signal(signum, previous)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from pytest_html import extras as html_extras
 
-from . import __version__, page, results, summary, trend
+from . import __version__, page, results, runkind, summary, trend
 from .baseline import Baseline, BaselineStore
 from .config import Settings
 from .errors import SpecperfError
@@ -65,6 +65,7 @@ class ReportPlugin:
         self.written: Path | None = None
         self.problem = ""
         self.interrupted = False
+        self.kind = ""
         if config.pluginmanager.hasplugin("html"):
             config.pluginmanager.register(HtmlHooks(self), "specperf-report-html")
 
@@ -79,11 +80,15 @@ class ReportPlugin:
         # An interrupted run keeps what it measured and says what it never reached.
         for item in getattr(session, "items", []):
             found.outcomes.setdefault(item.nodeid, "not run")
+            if any(key == "specperf_case" for key, _ in item.user_properties):
+                found.perf_outcomes.setdefault(item.nodeid, "not run")
         self.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         state = self.config.stash.get(STATE, None)
-        if state is None or not found.measurements:
+        # Every perf run leaves a record, also when nothing could be measured (an outage).
+        if state is None or not (found.measurements or found.perf_outcomes):
             return
         doc = self.document(state, found)
+        self.kind = str(doc["run"]["label"])
         try:
             where = report_dir(state.settings.report_dir, self.config.invocation_params.dir)
             self.written = write_report(doc, where)
@@ -105,13 +110,19 @@ class ReportPlugin:
             outcomes=found.outcomes, errors=self.errors,
             baseline=_baseline(state, found.server), paths=found.paths)
         doc["interrupted"] = self.interrupted
+        doc["run"] = runkind.classify(
+            ab=state.settings.compare_endpoint is not None, interrupted=self.interrupted,
+            outcomes=found.perf_outcomes, smoke=found.smoke, scaling_cases=found.scaling_cases,
+            planned=[c.id for c in state.cases], measured=len(found.measurements)).to_dict()
         scrubbed: dict[str, Any] = results.scrub(doc, [state.settings.api_key() or ""])
         return scrubbed
 
     @pytest.hookimpl(trylast=True)  # after the closing table
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.written is not None:
-            terminalreporter.write_line(f"specperf: report {_shown(self.written)}")
+            kind = self.kind
+            terminalreporter.write_line(f"specperf: report {_shown(self.written)}"
+                                        + (f" ({kind})" if kind else ""))
         elif self.problem:
             terminalreporter.write_line(f"specperf: report NOT written: {self.problem}")
 

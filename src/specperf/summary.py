@@ -43,8 +43,13 @@ class Collector:
     errors: int = 0
     failures: int = 0
     footer: list[str] = field(default_factory=list)
+    # Perf tests only (they carry a specperf_case property): what the run's kind is read from.
+    perf_outcomes: dict[str, str] = field(default_factory=dict)
+    smoke: set[str] = field(default_factory=set)
+    scaling_cases: set[str] = field(default_factory=set)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._perf(report)
         for key, value in report.user_properties:
             if key == "specperf_measurement" and report.when == "setup":
                 data = json.loads(str(value))
@@ -64,6 +69,19 @@ class Collector:
             self.errors += 1
         elif report.failed:
             self.failures += 1
+
+
+    def _perf(self, report: pytest.TestReport) -> None:
+        case = next((str(v) for k, v in report.user_properties if k == "specperf_case"), None)
+        if case is None:
+            return
+        if report.failed or report.when == "call" or report.skipped:
+            self.perf_outcomes[report.nodeid] = ("error" if report.failed and
+                                                 report.when != "call" else report.outcome)
+        if "smoke" in report.keywords:
+            self.smoke.add(report.nodeid)
+        if "context_scaling" in report.keywords:
+            self.scaling_cases.add(case)
 
 
 def collected(config: pytest.Config) -> Collector:

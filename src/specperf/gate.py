@@ -100,6 +100,9 @@ def _case(tc: ElementTree.Element) -> CaseOutcome:
         if element is None:
             continue
         message = _message(element)
+        unmeasured = [v["message"] for v in verdicts if v.get("status") == "unmeasured"]
+        if unmeasured:  # a figure that could not be measured: infrastructure, not the deploy
+            return CaseOutcome(case_id, "error", "\n".join(unmeasured), requests, server_s)
         if outcome == "failed":
             failing = [v["message"] for v in verdicts if v.get("status") == "fail"]
             message = "\n".join(failing) or message

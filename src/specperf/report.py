@@ -208,7 +208,8 @@ class HtmlHooks:
             report.extras = [*getattr(report, "extras", []),  # type: ignore[attr-defined]
                              html_extras.html(f"<h4>{page.esc(cid)}: samples</h4>"
                                               + page.samples_table(clean)),
-                             html_extras.json(json.dumps(clean, indent=1), name=f"{cid} raw JSON")]
+                             # pytest-html encodes the object itself: a string would arrive double-encoded.
+                             html_extras.json(clean, name=f"{cid} raw JSON")]
         return report
 
 
@@ -233,6 +234,9 @@ def add_subcommand(subparsers: Any) -> None:
                     help=f"history file (default: {default})")
     tr.add_argument("--out", type=Path, default=None,
                     help="where to write the page (default: trend.html beside the history)")
+    tr.add_argument("--kind", choices=trend.GROUPS, default="full",
+                    help="which runs the plots compare (default: full sweeps); every run is "
+                         "listed with its kind either way")
     tr.set_defaults(run=run_trend)
 
 
@@ -257,6 +261,7 @@ def run_trend(args: argparse.Namespace) -> int:
         print(f"specperf trend: {exc}", file=sys.stderr)
         return USAGE_ERROR
     out = args.out or args.history.with_name("trend.html")
-    out.write_text(trend.render(trend.build(entries)), encoding="utf-8")
-    print(f"specperf: trend of {len(entries)} runs {out}")
+    found = trend.build(entries, args.kind)
+    out.write_text(trend.render(found), encoding="utf-8")
+    print(f"specperf: trend: {trend.describe(found)}: {out}")
     return 0

@@ -208,7 +208,7 @@ class HtmlHooks:
             report.extras = [*getattr(report, "extras", []),  # type: ignore[attr-defined]
                              html_extras.html(f"<h4>{page.esc(cid)}: samples</h4>"
                                               + page.samples_table(clean)),
-                             # pytest-html encodes the object itself: a string would arrive double-encoded.
+                             # pytest-html encodes the object itself (a str: twice).
                              html_extras.json(clean, name=f"{cid} raw JSON")]
         return report
 

@@ -164,6 +164,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("text_class", names, ids=names)
 
 
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected: only what will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Note what the run will judge against a baseline (for --require-baseline's check)."""
     state = config.stash.get(STATE, None)

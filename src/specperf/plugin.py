@@ -262,7 +262,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
                             config: pytest.Config) -> None:
     collected = summary.collected(config)
     state = config.stash.get(STATE, None)
-    if state is None or not collected.measurements:
+    if state is None:
         return
-    for line in summary.render(collected, state):
+    # The footer (e.g. "baseline NOT updated: …") is shown even when nothing was measured.
+    lines = summary.render(collected, state) if collected.measurements else collected.footer
+    for line in lines:
         terminalreporter.write_line(line)

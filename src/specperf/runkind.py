@@ -33,8 +33,8 @@ class RunKind:
         if self.interrupted:
             parts.append(f"INTERRUPTED ({self.not_run} of {self.cases} perf tests not run)")
         if self.outage:
-            parts.append(f"OUTAGE (all {self.errored} perf tests that ran errored; "
-                         "nothing was measured)")
+            parts.append(f"OUTAGE (nothing was measured: {self.errored} of "
+                         f"{self.cases - self.not_run} perf tests errored)")
         elif self.errored:
             parts.append(f"{self.errored} of {self.cases} perf tests errored")
         return ", ".join(parts)

@@ -14,6 +14,9 @@ import pytest
 
 from specperf.lock import GpuLock, lock_path_for
 
+# Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -34,6 +34,7 @@ def _only_record(project_dir: Path) -> tuple[dict, list[dict]]:
     return json.loads(docs[0].read_text()), [json.loads(line) for line in history]
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_a_run_where_every_request_errored_leaves_an_outage_record(perf_project, start_sim):
     sim = start_sim(time_scale=SCALE)
     httpx.post(f"{sim.url}/_sim/faults", json={"error_rate": 1.0, "error_status": 503})
@@ -53,6 +54,7 @@ def test_a_run_where_every_request_errored_leaves_an_outage_record(perf_project,
     result.stdout.fnmatch_lines(["specperf: report reports/*/report.html (full sweep, OUTAGE*"])
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_nightly_command_without_a_baseline_errors_before_any_request(perf_project, start_sim,
                                                                        tmp_path):
     sim = start_sim(time_scale=SCALE)
@@ -72,6 +74,7 @@ def test_nightly_command_without_a_baseline_errors_before_any_request(perf_proje
     assert doc["run"]["outage"] is True  # nothing was measured: the record says so
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_a_baseline_missing_some_cases_names_them_before_any_request(perf_project, start_sim,
                                                                       tmp_path):
     sim = start_sim(time_scale=SCALE)
@@ -89,6 +92,7 @@ def test_a_baseline_missing_some_cases_names_them_before_any_request(perf_projec
     assert _finished_requests(sim.url) == before
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_a_corrupt_baseline_is_replaced_by_update_baselines_and_kept(perf_project, start_sim,
                                                                       tmp_path):
     sim = start_sim(time_scale=SCALE)
@@ -114,6 +118,7 @@ def test_a_corrupt_baseline_is_replaced_by_update_baselines_and_kept(perf_projec
     assert project.run(*args, "--require-baseline").parseoutcomes().get("errors", 0) == 0
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_update_baselines_that_wrote_nothing_exits_non_zero(perf_project, start_sim, tmp_path):
     sim = start_sim(time_scale=SCALE)
     project = perf_project()

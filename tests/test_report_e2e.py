@@ -22,6 +22,9 @@ import pytest
 from perf_project import FAST, ROOT
 from specperf import cli, results
 
+# Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
+pytestmark = pytest.mark.slow
+
 KEY = "sk-planted-123"
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOT = ROOT / "reports" / "screenshots" / "report-top.png"
@@ -64,7 +67,7 @@ def _run(project: Path, reports: Path, *args: str, env: dict[str, str] | None = 
 
 @pytest.fixture(scope="module")
 def scenario(start_sim, tmp_path_factory) -> Scenario:
-    sim = start_sim(time_scale=0.05)
+    sim = start_sim(time_scale=0.5)
     project = tmp_path_factory.mktemp("project")
     (project / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n"
                                         "addopts = --strict-markers\n")

@@ -27,7 +27,6 @@ pytestmark = pytest.mark.slow
 
 KEY = "sk-planted-123"
 CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOT = ROOT / "reports" / "screenshots" / "report-top.png"
 CHROME_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update",
                 "--disable-sync")
@@ -170,9 +169,9 @@ def _chromium(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
 def test_regression_report_in_headless_chromium(scenario, tmp_path):
     run = scenario.runs[1]
     url = (run.run_dir / "report.html").as_uri()
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    _chromium(f"--screenshot={SCREENSHOT}", "--window-size=1280,1300", url, tmp=tmp_path)
-    assert SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    screenshot = tmp_path / "report-top.png"  # tests write only under tmp
+    _chromium(f"--screenshot={screenshot}", "--window-size=1280,1300", url, tmp=tmp_path)
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     dom = _chromium("--dump-dom", url, tmp=tmp_path).stdout
     rows = re.findall(r'<tr class="case" data-case="([^"]+)"', dom)
     assert sorted(rows) == sorted(run.doc["measurements"])

@@ -80,8 +80,13 @@ class ReportPlugin:
         # An interrupted run keeps what it measured and says what it never reached.
         for item in getattr(session, "items", []):
             found.outcomes.setdefault(item.nodeid, "not run")
-            if any(key == "specperf_case" for key, _ in item.user_properties):
+            case = next((v for k, v in item.user_properties if k == "specperf_case"), None)
+            if case is not None:  # the run's kind is what it set out to do
                 found.perf_outcomes.setdefault(item.nodeid, "not run")
+                if item.get_closest_marker("context_scaling") is not None:
+                    found.scaling_cases.add(str(case))
+                if item.get_closest_marker("smoke") is not None:
+                    found.smoke.add(item.nodeid)
         self.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         state = self.config.stash.get(STATE, None)
         # Every perf run leaves a record, also when nothing could be measured (an outage).

@@ -60,8 +60,9 @@ def test_a_stopped_sweep_keeps_what_it_measured_and_frees_the_lock(pytester, sta
     rest, _ = proc.communicate(timeout=120)
     out = "".join(seen) + rest
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
+    # (Two signals sent at once may arrive as one; test_options checks the second one's
+    # handling directly.)
     assert "Traceback" not in out
-    assert out.count("specperf: already stopping") == len(signals) - 1, out
     # The lock is free at once: the stopped run released it.
     with GpuLock(lock_path_for(sim.url, lock_dir), timeout_s=1):
         pass

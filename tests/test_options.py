@@ -8,6 +8,7 @@ diffs, the command's --help and a subcommand's usage errors.
 from __future__ import annotations
 
 import re
+import signal
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from specperf.baseline import _small_percent
 from specperf.config import parse_tolerances, resolve
 from specperf.errors import ConfigError
 from specperf.measure import Sample
+from specperf.plugin import _StopOnce
 from specperf.summary import sample_line
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
@@ -134,3 +136,12 @@ def test_help_is_plain_text_and_a_subcommand_shows_its_own_usage(capsys):
     err = capsys.readouterr().err
     assert err.startswith("usage: specperf gate ")
     assert err.rstrip().endswith("specperf gate: error: unrecognized arguments: --bogus")
+
+
+def test_only_the_first_stop_signal_interrupts(capfd):
+    stop = _StopOnce()
+    with pytest.raises(KeyboardInterrupt, match="specperf: stopped by signal 2"):
+        stop(signal.SIGINT, None)
+    stop(signal.SIGINT, None)  # as `timeout -s INT` sends it again: acknowledged, no raise
+    assert capfd.readouterr().err == ("specperf: already stopping: releasing the GPU lock and "
+                                      "writing the report (SIGKILL ends it at once)\n")

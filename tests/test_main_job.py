@@ -27,7 +27,10 @@ def test_embedded_simulator_runs_the_main_job_and_reports_simulated(perf_project
     out = result.stdout.str()
     # No baseline yet: every case is skipped with the command that creates one.
     result.assert_outcomes(skipped=6)
-    assert "create one with `pytest perf_tests -m context_scaling --update-baselines`" in out
+    # The command carries this run's own flags, so it writes the baseline this run reads.
+    assert ("create one with `pytest perf_tests -m context_scaling --deployment "
+            f"sim-kimi-k26-ddtree --baseline-dir {tmp_path} --output-tokens 64 "
+            "--update-baselines`") in out
     assert "SIMULATED: profile kimi-k26-ddtree at time scale 0.5" in out
     result.stdout.fnmatch_lines([
         "*padding-ctx13 warm-up: * tok/s, avg commit *, step * ms",

@@ -125,9 +125,8 @@ class ReportPlugin:
     @pytest.hookimpl(trylast=True)  # after the closing table
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.written is not None:
-            kind = self.kind
-            terminalreporter.write_line(f"specperf: report {_shown(self.written)}"
-                                        + (f" ({kind})" if kind else ""))
+            terminalreporter.write_line(f"specperf: this run: {self.kind}")
+            terminalreporter.write_line(f"specperf: report {_shown(self.written)}")
         elif self.problem:
             terminalreporter.write_line(f"specperf: report NOT written: {self.problem}")
 

@@ -10,8 +10,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+# Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
-SCALE = 0.2  # see test_verdicts_e2e: wall-clock comparisons need room on a loaded box
+SCALE = 0.5  # see test_verdicts_e2e: wall-clock comparisons need room on a loaded box
 ARGS = ("-m", "context_scaling", "--contexts=13,3333", "--output-tokens=200")
 
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import specperf.sim
+
+# Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
+pytestmark = pytest.mark.slow
 
 PROFILES = Path(specperf.sim.__file__).parent / "profiles"
 

@@ -201,6 +201,7 @@ EXPECTED = [
 ]
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_every_bad_answer_is_an_error_with_one_sentence_and_no_key(perf_project, tamper):
     key = "sk-planted-e2e-7c3a91"
     proxy = tamper(FAULTS)
@@ -223,6 +224,7 @@ def test_every_bad_answer_is_an_error_with_one_sentence_and_no_key(perf_project,
             assert key.encode() not in path.read_bytes(), path
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_dns_failure_is_an_error_with_one_sentence(perf_project):
     result = perf_project().run(*ONE_CASE, "--endpoint", "http://specperf-no-such-host.invalid:1")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -242,6 +244,7 @@ def _session(url: str) -> PerfSession:
     return session
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_background_traffic_is_contamination_naming_the_foreign_requests(start_sim):
     sim = start_sim()
     httpx.post(f"{sim.url}/_sim/faults", json={"background_requests": 2}).raise_for_status()
@@ -261,8 +264,10 @@ def test_background_traffic_is_contamination_naming_the_foreign_requests(start_s
         "). Measure on an idle server: stop other clients or take the endpoint out of rotation.")
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_a_hung_server_times_out_after_a_multiple_of_the_expected_request_time(start_sim):
-    sim = start_sim()
+    # Fast (0.02): the earlier request stays far below the 0.5 s floor the message names.
+    sim = start_sim(time_scale=0.02)
     session = _session(sim.url)
     try:
         measurer = session.measurer
@@ -308,6 +313,7 @@ ALLOWED_ERRORS = re.compile(
     r"|UnstableMeasurement: \S+: .* spreads too widely: .*)$")
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_chaos_sweep_with_faults_on_a_tenth_of_requests(perf_project, start_sim, tmp_path):
     # Time scale 0.1: steps long enough that a loaded 2-core box's scheduling jitter stays
     # mostly inside the noise bounds (the faults, not the box, are under test here).

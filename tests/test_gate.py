@@ -74,6 +74,7 @@ def _inject(url: str, **faults: float) -> None:
     httpx.post(f"{url}/_sim/faults", json=faults).raise_for_status()
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_clean_deploy_passes_with_exit_0(start_sim, baseline_dir, lock_dir):
     sim = start_sim(time_scale=SIM_SCALE)
     result = gate(lock_dir, *_args(sim.url, baseline_dir))
@@ -87,6 +88,7 @@ def test_clean_deploy_passes_with_exit_0(start_sim, baseline_dir, lock_dir):
     ])
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_acceptance_regression_blocks_with_exit_1_and_the_attribution(start_sim, baseline_dir,
                                                                        lock_dir):
     sim = start_sim(time_scale=SIM_SCALE)
@@ -102,6 +104,7 @@ def test_acceptance_regression_blocks_with_exit_1_and_the_attribution(start_sim,
     assert "step-time regression" not in result.stdout
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_step_time_regression_blocks_with_exit_1_attributed_to_step_time(start_sim,
                                                                          baseline_dir, lock_dir):
     sim = start_sim(time_scale=SIM_SCALE)
@@ -123,6 +126,7 @@ def _free_port() -> int:
         return port
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_unreachable_endpoint_is_an_infrastructure_problem_exit_3(baseline_dir, lock_dir):
     url = f"http://127.0.0.1:{_free_port()}"
     result = gate(lock_dir, *_args(url, baseline_dir))
@@ -135,6 +139,7 @@ def test_unreachable_endpoint_is_an_infrastructure_problem_exit_3(baseline_dir, 
     ])
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_gpu_lock_timeout_is_exit_3_naming_the_holder(start_sim, baseline_dir, lock_dir):
     sim = start_sim(time_scale=SIM_SCALE)
     holder = subprocess.Popen([sys.executable, str(HOLDER), str(lock_path_for(sim.url, lock_dir)),
@@ -153,14 +158,37 @@ def test_gpu_lock_timeout_is_exit_3_naming_the_holder(start_sim, baseline_dir, l
                                   f"by *pid {holder.pid} since *"])
 
 
-def test_no_baseline_for_the_deployment_is_exit_3_not_a_pass(start_sim, baseline_dir, lock_dir):
+def _requests_finished(url: str) -> float:
+    """Generation requests the simulator has finished (its sglang:num_requests_total)."""
+    text = httpx.get(f"{url}/metrics").text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("sglang:num_requests_total"))
+
+
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
+@pytest.mark.parametrize("deployment", ["never-baselined", None])
+def test_no_baseline_is_exit_3_before_any_generation_request(start_sim, baseline_dir, lock_dir,
+                                                              deployment):
     sim = start_sim(time_scale=SIM_SCALE)
-    result = gate(lock_dir, *_args(sim.url, baseline_dir, deployment="never-baselined"))
+    args = ["--endpoint", sim.url, "--baseline-dir", str(baseline_dir), *FAST]
+    if deployment is not None:
+        args[4:4] = ["--deployment", deployment]
+    result = gate(lock_dir, *args)
     assert result.returncode == 3, result.stdout + result.stderr
+    # Without --deployment the name comes from the server's GET routes: still no generation.
+    name = deployment or "sim-kimi-k26-ddtree"
+    command = (f"pytest perf_tests -m context_scaling --endpoint {sim.url} --deployment {name} "
+               f"--baseline-dir {baseline_dir} --output-tokens 200 --update-baselines")
     _lines(result).fnmatch_lines([
-        "  SKIP  reasoning-ctx3333: no baseline for deployment 'never-baselined' in *",
-        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 3 of 4 smoke cases were not judged*",
+        f"  ERROR reasoning-ctx3333: BaselineError: --require-baseline: no baseline for "
+        f"deployment '{name}' in {baseline_dir}, so no case can be judged: create one with "
+        f"`{command}`.",
+        "  ERROR padding-ctx3333: the same as above",
+        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 4 of 4 smoke cases have no baseline to "
+        "be judged against (checked before any request): write one with the command above, "
+        "then run the gate again.",
     ])
+    assert _requests_finished(sim.url) == 0
 
 
 @pytest.mark.parametrize(("args", "expected"), [

@@ -7,6 +7,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 import specperf.sim
 from specperf.acceptance import LogSource
 
@@ -23,6 +25,7 @@ def test_the_since_placeholder_stays_one_argument(tmp_path):
     assert json.loads(seen.read_text()) == ["--since", "2026-11-30 04:35:00", "-o", "cat"]
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_acceptance_from_the_decode_log_matches_the_response_fields(perf_project, start_sim,
                                                                     tmp_path):
     # Real time (scale 1) so log timestamps (1 s resolution) fall inside requests; a short

@@ -8,6 +8,9 @@ import re
 import httpx
 import pytest
 
+# Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
+pytestmark = pytest.mark.slow
+
 
 def _table_rows(text: str) -> dict[str, list[float]]:
     """Parse the closing incident table: {'padding-ctx13': [tok/s, commit, step, decode]}."""
@@ -24,8 +27,11 @@ def test_embedded_simulator_runs_the_main_job_and_reports_simulated(perf_project
     out = result.stdout.str()
     # No baseline yet: every case is skipped with the command that creates one.
     result.assert_outcomes(skipped=6)
-    assert "create one with `pytest perf_tests -m context_scaling --update-baselines`" in out
-    assert "SIMULATED: profile kimi-k26-ddtree at time scale 0.05" in out
+    # The command carries this run's own flags, so it writes the baseline this run reads.
+    assert ("create one with `pytest perf_tests -m context_scaling --deployment "
+            f"sim-kimi-k26-ddtree --baseline-dir {tmp_path} --output-tokens 64 "
+            "--update-baselines`") in out
+    assert "SIMULATED: profile kimi-k26-ddtree at time scale 0.5" in out
     result.stdout.fnmatch_lines([
         "*padding-ctx13 warm-up: * tok/s, avg commit *, step * ms",
         "*padding-ctx1663 repeat 3/3: * tok/s, avg commit *, step * ms",
@@ -61,7 +67,7 @@ def test_update_then_compare_passes_and_never_overwrites(perf_project, tmp_path)
 
 def test_separately_started_simulator_behaves_like_the_embedded_one(perf_project, start_sim,
                                                                      tmp_path):
-    sim = start_sim(time_scale=0.05)
+    sim = start_sim(time_scale=0.5)
     project = perf_project()
     external = project.run("-m", "context_scaling", "--endpoint", sim.url,
                            "--baseline-dir", str(tmp_path))

@@ -49,6 +49,7 @@ def _inject(sim, **faults):
     httpx.post(f"{sim.url}/_sim/faults", json=faults).raise_for_status()
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_clean_parsers_pass_and_are_seen_to_run(perf_project, kimi, tmp_path):
     xml = tmp_path / "junit.xml"
     result = project_with_paths(perf_project).run(
@@ -64,6 +65,7 @@ def test_clean_parsers_pass_and_are_seen_to_run(perf_project, kimi, tmp_path):
                                  "native (*, limit −10%); step time * → * ms; post-processing *"])
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_slow_parser_fails_the_chat_stream_naming_post_processing(perf_project, kimi, tmp_path):
     _inject(kimi, parser_chunk_ms=30)
     xml = tmp_path / "junit.xml"
@@ -87,6 +89,7 @@ def test_slow_parser_fails_the_chat_stream_naming_post_processing(perf_project, 
         assert "within tolerance" in found[f"{case} stream vs non-stream"]["message"]
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_slow_response_parsing_fails_the_chat_route_naming_post_processing(perf_project, kimi):
     _inject(kimi, parser_response_ms=400)
     result = project_with_paths(perf_project).run(
@@ -100,6 +103,7 @@ def test_slow_response_parsing_fails_the_chat_route_naming_post_processing(perf_
         "reasoning and tool-call parsers, not the drafter."])
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_a_server_without_parsers_skips_the_parser_cases(perf_project, start_sim):
     plain = start_sim(profile="alt-eagle3", time_scale=SCALE)
     result = project_with_paths(perf_project).run(

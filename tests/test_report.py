@@ -165,6 +165,7 @@ def test_commands_say_what_is_wrong_with_their_input(tmp_path, capsys):
         trend.load_history(history)
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_a_perf_run_writes_its_report_and_says_where(perf_project, tmp_path):
     reports = tmp_path / "reports"
     result = perf_project().run("-m", "context_scaling",
@@ -178,6 +179,7 @@ def test_a_perf_run_writes_its_report_and_says_where(perf_project, tmp_path):
     assert "SIMULATED" in html and "<svg" in html and "<link" not in html
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_a_run_without_measurements_writes_nothing(perf_project, tmp_path):
     reports = tmp_path / "reports"
     result = perf_project().run("-k", "no_such_test", env={"SPECPERF_REPORT_DIR": str(reports)})

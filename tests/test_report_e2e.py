@@ -22,9 +22,11 @@ import pytest
 from perf_project import FAST, ROOT
 from specperf import cli, results
 
+# Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
+pytestmark = pytest.mark.slow
+
 KEY = "sk-planted-123"
 CHROMIUM = Path("/usr/bin/chromium")
-SCREENSHOT = ROOT / "reports" / "screenshots" / "report-top.png"
 CHROME_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                 "--disable-background-networking", "--disable-component-update",
                 "--disable-sync")
@@ -64,7 +66,7 @@ def _run(project: Path, reports: Path, *args: str, env: dict[str, str] | None = 
 
 @pytest.fixture(scope="module")
 def scenario(start_sim, tmp_path_factory) -> Scenario:
-    sim = start_sim(time_scale=0.05)
+    sim = start_sim(time_scale=0.5)
     project = tmp_path_factory.mktemp("project")
     (project / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n"
                                         "addopts = --strict-markers\n")
@@ -167,9 +169,9 @@ def _chromium(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
 def test_regression_report_in_headless_chromium(scenario, tmp_path):
     run = scenario.runs[1]
     url = (run.run_dir / "report.html").as_uri()
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    _chromium(f"--screenshot={SCREENSHOT}", "--window-size=1280,1300", url, tmp=tmp_path)
-    assert SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    screenshot = tmp_path / "report-top.png"  # tests write only under tmp
+    _chromium(f"--screenshot={screenshot}", "--window-size=1280,1300", url, tmp=tmp_path)
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     dom = _chromium("--dump-dom", url, tmp=tmp_path).stdout
     rows = re.findall(r'<tr class="case" data-case="([^"]+)"', dom)
     assert sorted(rows) == sorted(run.doc["measurements"])

@@ -230,8 +230,11 @@ def test_flush_cache_and_cached_tokens(sim_server: Any) -> None:
     assert _post(sim_server.url, "/generate", body).json()["meta_info"]["cached_tokens"] == 0
 
 
-def test_flush_cache_refused_while_running(sim_server: Any) -> None:
-    body = {"text": "long one", "sampling_params": {"max_new_tokens": 2000, "ignore_eos": True}}
+def test_flush_cache_refused_while_running(start_sim: Any) -> None:
+    # Its own simulator at time scale 0.5: the request runs ~3 s of wall time, so a loaded
+    # box cannot finish it between "running" and the flush (the shared one's lasts 0.1 s).
+    sim_server = start_sim(time_scale=0.5)
+    body = {"text": "long one", "sampling_params": {"max_new_tokens": 1000, "ignore_eos": True}}
     worker = threading.Thread(target=_post, args=(sim_server.url, "/generate", body))
     worker.start()
     try:

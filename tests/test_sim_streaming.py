@@ -84,16 +84,16 @@ def test_no_usage_chunk_unless_asked(sim: Any) -> None:
 
 
 def test_slow_transport_delays_chunks_not_the_decode(sim: Any) -> None:
-    start = time.monotonic()
     direct = _events(_native(sim.url, 200))
-    direct_s = time.monotonic() - start
     with SlowProxy(sim.url, delay_ms=20) as proxy:
         start = time.monotonic()
         slowed = _events(_native(proxy.url, 200))
         slowed_s = time.monotonic() - start
         assert proxy.relayed_pieces >= len(slowed)
     meta = slowed[-1]["meta_info"]
-    assert slowed_s >= 0.02 * len(slowed) and slowed_s > 2 * direct_s
+    # Each chunk waited 20 ms in the proxy: a lower bound no load can break (how the direct
+    # stream's wall time compares depends on the box's load, so it is not asserted).
+    assert slowed_s >= 0.02 * len(slowed)
     client_rate = 200 / slowed_s
     assert client_rate < 0.5 * meta["decode_throughput"]  # the server decoded at full speed
     ratio = meta["decode_throughput"] / direct[-1]["meta_info"]["decode_throughput"]

@@ -88,6 +88,7 @@ def test_stream_figures_follow_the_stated_conventions():
     assert openai.itl_ms is None and openai.gap_ms == pytest.approx(30.0)
 
 
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_slow_transport_is_labelled_transport_overhead_not_a_server_regression(
         perf_project, start_sim, tmp_path):
     """The incident's first false lead: SSE through a tunnel reads as a slow server."""

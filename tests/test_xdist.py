@@ -6,10 +6,14 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
+
+# Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
+pytestmark = pytest.mark.slow
 
 
 def test_xdist_workers_share_one_endpoint_without_overlapping(perf_project, start_sim, tmp_path):
-    sim = start_sim(time_scale=0.05)
+    sim = start_sim(time_scale=0.5)
     project = perf_project()
     result = project.run("-n", "2", "-m", "context_scaling", "--endpoint", sim.url,
                          "--baseline-dir", str(tmp_path))
@@ -26,7 +30,7 @@ def test_xdist_workers_share_one_endpoint_without_overlapping(perf_project, star
 
 
 def test_xdist_lock_is_held_by_the_controller(perf_project, start_sim, tmp_path):
-    sim = start_sim(time_scale=0.05)
+    sim = start_sim(time_scale=0.5)
     project = perf_project()
     lock_dir = Path(project.lock_dir)
     result = project.run("-n", "2", "-m", "context_scaling", "--endpoint", sim.url,

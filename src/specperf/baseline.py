@@ -294,7 +294,7 @@ def _case_changes(case_id: str, old: CaseBaseline, new: CaseBaseline) -> list[st
             continue
         change = after.median / before.median - 1.0 if before.median else 0.0
         out.append(f"{case_id} {format_move(metric, before.median, after.median)} "
-                   f"({format_percent(change)})")
+                   f"({_small_percent(change)})")
     return out
 
 
@@ -304,7 +304,13 @@ def _fit_change(text_class: str, old: ContextFit, new: ContextFit) -> list[str]:
         return []
     change = b / a - 1.0 if a else 0.0
     return [f"{text_class} step time per 1k context {a:.1f} {ARROW} {b:.1f} ms "
-            f"({format_percent(change)})"]
+            f"({_small_percent(change)})"]
+
+
+def _small_percent(change: float) -> str:
+    """A change that rounds to 0.0% is said to be that small, never printed as '+0.0%'
+    beside two values that visibly differ (47.4 → 47.3)."""
+    return format_percent(change) if abs(change) >= 0.0005 else "less than 0.1%"
 
 
 # --- the store ---------------------------------------------------------------------------

@@ -21,10 +21,13 @@ def _parser() -> argparse.ArgumentParser:
     # does not need before it has parsed its arguments.
     from . import gate, report
 
-    parser = argparse.ArgumentParser(prog="specperf", description=__doc__.split("\n\n")[0])
+    # Plain text in --help: the docstring's RST literals (``x``) read as x.
+    summary = __doc__.split("\n\n")[0].replace("``", "")
+    parser = argparse.ArgumentParser(prog="specperf", description=summary)
     sub = parser.add_subparsers(dest="command", required=True)
     for module in (report, gate):
         module.add_subcommand(sub)
+    parser.set_defaults(subcommands=sub.choices)
     return parser
 
 
@@ -32,7 +35,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``specperf`` console script."""
     parser = _parser()
     try:
-        args = parser.parse_args(argv)
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:
+            # `specperf gate --bogus` answers with the gate's usage, not the top level's.
+            args.subcommands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     run: Command = args.run

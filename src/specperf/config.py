@@ -9,7 +9,7 @@ from and the accepted form.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -21,15 +21,16 @@ Parser = Callable[[str], Any]
 
 
 def _int_list(text: str) -> tuple[int, ...]:
-    values = tuple(int(v) for v in text.replace(" ", "").split(",") if v)
+    # Every item must be a number: "13,,20" is a typo, not two contexts.
+    values = tuple(int(v) for v in text.replace(" ", "").split(","))
     if not values or any(v <= 0 for v in values):
         raise ValueError(text)
     return values
 
 
 def _name_list(text: str) -> tuple[str, ...]:
-    values = tuple(v.strip() for v in text.split(",") if v.strip())
-    if not values:
+    values = tuple(v.strip() for v in text.split(","))
+    if not values or not all(values):
         raise ValueError(text)
     return values
 
@@ -170,6 +171,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("update_baselines", _bool, "false",
            "Write a new baseline version from this run if every case was clean and stable.",
            "a flag", flag_only=True),
+    Option("require_baseline", _bool, "false",
+           "A case without a baseline is an error, not a skip (nightly job and deploy gate); "
+           "the baselines are checked before the first generation request.",
+           "a flag", flag_only=True),
     Option("baseline_repeats", _positive_int, "5",
            "Minimum measured requests per case when writing a baseline: its own error "
            "limits every later verdict, and it is paid once.", "a positive integer"),
@@ -210,6 +215,7 @@ class Settings:
     deployment: str | None = None
     baseline_version: str = "latest"
     update_baselines: bool = False
+    require_baseline: bool = False
     baseline_repeats: int = 5
     report_dir: Path = Path("reports")
     gpu_lock: Path | None = None
@@ -275,6 +281,31 @@ def _pick(opt: Option, cli: Mapping[str, Any], environ: Mapping[str, str],
     return opt.default, "default"
 
 
+def parse_tolerances(lines: Sequence[str], source: str) -> dict[str, float]:
+    """Tolerance overrides 'metric = fraction', one per line or comma separated; a bad name or
+    value is a ConfigError naming ``source`` (e.g. the ini key) once, at startup."""
+    from .verdict import DEFAULT_TOLERANCES  # here: verdict is heavy, config is imported first
+
+    out: dict[str, float] = {}
+    for item in (part.strip() for line in lines for part in line.split(",")):
+        if not item:
+            continue
+        key, sep, value = (x.strip() for x in item.partition("="))
+        if key not in DEFAULT_TOLERANCES:
+            known = ", ".join(sorted(DEFAULT_TOLERANCES))
+            raise ConfigError(f"{source}: {item!r} names no tolerance: expected one of {known} "
+                              "as 'metric = fraction', e.g. step_ms = 0.15.")
+        try:
+            number = float(value) if sep else float("nan")
+        except ValueError:
+            number = float("nan")
+        if not 0.0 < number <= 1.0:
+            raise ConfigError(f"{source}: {item!r} is not valid: expected 'metric = fraction' "
+                              "with a fraction in (0, 1], e.g. step_ms = 0.15 for 15%.")
+        out[key] = number
+    return out
+
+
 def for_baseline(s: Settings) -> Settings:
     """The settings of a baseline-writing run: at least ``baseline_repeats`` per case."""
     if not s.update_baselines:
@@ -303,7 +334,20 @@ def _check(s: Settings) -> None:
     if s.compare_endpoint is not None and s.update_baselines:
         raise ConfigError("--update-baselines cannot be combined with --compare-endpoint: an "
                           "A/B run compares two live endpoints and writes no baseline.")
+    if s.endpoint is None:
+        _check_sim_profile(s)
     if s.api_key_env and s.api_key_env not in os.environ:
         raise ConfigError(
             f"{s.sources.get('api_key_env')} names {s.api_key_env}, which is not set in the "
             f"environment: export {s.api_key_env} with the key, or drop --api-key-env.")
+
+
+def _check_sim_profile(s: Settings) -> None:
+    """The embedded simulator's profile must load: one usage error, not one per case."""
+    from .sim.profile import ProfileError, load_profile
+
+    try:
+        load_profile(s.sim_profile)
+    except ProfileError as exc:
+        raise ConfigError(f"{s.sources.get('sim_profile', '--sim-profile')} = "
+                          f"{s.sim_profile!r} is not valid: {exc}.") from None

@@ -14,10 +14,17 @@ import pytest
 
 from .baseline import Baseline, CaseBaseline
 from .config import Settings
+from .errors import BaselineError
 from .gate import NOT_APPLICABLE
 from .measure import Measurement
 from .paths import PathRun, PathSampler, deployed_parsers, parser_pair, stream_pair
-from .pathverdict import COMPARISONS, judge_chat_stream, judge_parser, judge_stream
+from .pathverdict import (
+    COMPARISONS,
+    UNMEASURED,
+    judge_chat_stream,
+    judge_parser,
+    judge_stream,
+)
 from .run import RunState
 from .session import PerfSession
 from .verdict import Verdict
@@ -110,6 +117,8 @@ class Checks:
     def baseline_case(self, case: Case) -> CaseBaseline:
         found = self.state.baseline_case(case)
         if isinstance(found, str):
+            if self.state.settings.require_baseline and not self.state.settings.update_baselines:
+                raise BaselineError(f"--require-baseline: {found}")
             pytest.skip(found)
         return found
 
@@ -245,6 +254,7 @@ class PathChecks:
     def _conclude(self, verdict: Verdict) -> None:
         self.request.node.user_properties.append(
             ("specperf_verdict", json.dumps(self.state.verdict_dict(verdict), default=str)))
-        message = verdict.fails()
+        # A comparison that could not be measured is never a pass.
+        message = verdict.fails() or (verdict.message if verdict.status == UNMEASURED else None)
         if message:
             pytest.fail(message, pytrace=False)

@@ -100,6 +100,9 @@ def _case(tc: ElementTree.Element) -> CaseOutcome:
         if element is None:
             continue
         message = _message(element)
+        unmeasured = [v["message"] for v in verdicts if v.get("status") == "unmeasured"]
+        if unmeasured:  # a figure that could not be measured: infrastructure, not the deploy
+            return CaseOutcome(case_id, "error", "\n".join(unmeasured), requests, server_s)
         if outcome == "failed":
             failing = [v["message"] for v in verdicts if v.get("status") == "fail"]
             message = "\n".join(failing) or message
@@ -146,6 +149,11 @@ def decide(pytest_exit: int, cases: Sequence[CaseOutcome]) -> GateResult:
     skipped = [c for c in found if c.outcome == "skipped"
                and not c.message.startswith(NOT_APPLICABLE)]
     n = len(found)
+    if errors and all(_no_baseline(c.message) for c in errors):
+        return GateResult(GateExit.INFRASTRUCTURE,
+                          f"{len(errors)} of {n} smoke cases have no baseline to be judged "
+                          "against (checked before any request): write one with the command "
+                          "above, then run the gate again.", found)
     if errors:
         also = f" ({len(failures)} regression(s) beside them cannot be trusted)" if failures else ""
         return GateResult(GateExit.INFRASTRUCTURE,
@@ -165,6 +173,10 @@ def decide(pytest_exit: int, cases: Sequence[CaseOutcome]) -> GateResult:
                           f"{len(skipped)} of {n} smoke cases were not judged (see the reasons "
                           "above): the gate cannot say the deploy is good.", found)
     return GateResult(GateExit.PASS, f"all {n} smoke cases within their limits.", found)
+
+
+def _no_baseline(message: str) -> bool:
+    return message.startswith("BaselineError: --require-baseline:")
 
 
 def _from_pytest_exit(code: int, cases: tuple[CaseOutcome, ...]) -> GateResult | None:
@@ -192,8 +204,12 @@ def summary_lines(result: GateResult, endpoint: str) -> list[str]:
     lines = [""]
     if result.cases:
         lines.append(f"specperf gate: {len(result.cases)} smoke cases against {endpoint}")
+    previous = ""
     for case in result.cases:
         first, *rest = (case.message or "").splitlines() or [""]
+        if case.message and case.message == previous:
+            first, rest = "the same as above", []  # e.g. one missing baseline, every case
+        previous = case.message
         lines.append(f"  {_LABELS.get(case.outcome, case.outcome):<5} {case.case_id}"
                      + (f": {first}" if first else ""))
         lines += [f"        {line}" for line in rest]
@@ -226,6 +242,9 @@ def pytest_command(args: argparse.Namespace, tests: Path, junit: Path) -> list[s
     extra = list(args.pytest_args)
     if extra[:1] == ["--"]:
         extra = extra[1:]
+    if args.production is None:
+        # A case without a baseline is an error, found before any GPU time is spent.
+        cmd.append("--require-baseline")
     # The gate reads this file, so its --junitxml comes last and wins.
     return cmd + extra + [f"--junitxml={junit}"]
 

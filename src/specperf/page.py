@@ -114,10 +114,20 @@ def _header(doc: Mapping[str, Any]) -> str:
                          f"{doc['duration_s']:.1f} s; {_outcome_counts(doc)}; "
                          f"{settings.get('output_tokens')} output tokens, ignore_eos, "
                          f"non-streaming, {settings.get('repeats')}+ repeats per case"))]
+    facts.insert(0, ("kind", _kind(doc)))
     facts += [("server note", esc(note)) for note in server.get("notes", [])]
     rows = [[f"<th>{esc(k)}</th>", f"<td>{v}</td>"] for k, v in facts]
     return (f"<h1>specperf report — {esc(doc['run_id'])}</h1>"
             + table([], rows, cls="facts") + _regressions(doc))
+
+
+def _kind(doc: Mapping[str, Any]) -> str:
+    """The run's kind; a partial run or an outage stands out (runkind.py)."""
+    run = doc.get("run") or {}
+    label = esc(run.get("label") or ("interrupted" if doc.get("interrupted") else "n/a"))
+    partial = run.get("interrupted") or run.get("outage") or doc.get("interrupted")
+    return f'<span class="warn" data-kind="partial">{label}</span>' if partial else \
+        f'<span data-kind="{esc(run.get("kind", ""))}">{label}</span>'
 
 
 def _regressions(doc: Mapping[str, Any]) -> str:

@@ -28,6 +28,10 @@ TRANSPORT_LABEL = "transport/client overhead, not a server regression"
 COMPARISONS = (" chat vs native", " chat stream vs native stream", " stream vs non-stream")
 # A part explains a gap when it accounts for at least this share of it.
 EXPLAINS = 0.5
+# A comparison whose figures could not be measured: never a pass (the case errors).
+UNMEASURED = "unmeasured"
+FIGURE_NAMES = {"tok_s": "tok/s", "decode_tok_s": "server decode tok/s (server timings)",
+                "delivery_tok_s": "client delivery tok/s"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,22 @@ def _figure(figs: Figures, key: str) -> float:
     return 0.0 if value is None else value
 
 
+def unmeasured(case_id: str, needed: dict[str, tuple[Figures, ...]], what: str) -> Verdict | None:
+    """A verdict saying which figure is missing on which path, or None when all are there."""
+    missing = [f"{FIGURE_NAMES.get(key, key)} on the {figs.name} path"
+               for key, paths in needed.items() for figs in paths if figs.get(key) is None]
+    if not missing:
+        return None
+    return Verdict(case_id, UNMEASURED, f"not measured: no {', no '.join(missing)}, so {what} "
+                   "cannot be judged — a missing figure is never a pass; check that the server "
+                   "returns its timings (meta_info) or serves /metrics.")
+
+
+def _post_text(post_ms: float | None, unit: str) -> str:
+    return f"post-processing n/a (not measured) {unit}" if post_ms is None \
+        else f"post-processing {_ms(post_ms)} {unit}"
+
+
 # -- parsers ran --------------------------------------------------------------------------------
 def parser_problems(chat: Figures, parsers: Parsers) -> list[str]:
     """Sentences for parsers that did not run or produced broken output (each fails)."""
@@ -117,12 +137,16 @@ def _failed(case_id: str, message: str, problems: list[str]) -> Verdict:
 def judge_parser(case_id: str, native: Figures, chat: Figures, parsers: Parsers,
                  tolerances: dict[str, float], output_tokens: int) -> Verdict:
     """The chat route with parsers against the native route, same case, interleaved."""
+    missing = unmeasured(case_id, {"tok_s": (native, chat)}, "the chat route against the native")
+    if missing is not None:
+        return missing
     tok = _Cmp("chat tok/s", _figure(native, "tok_s"), _figure(chat, "tok_s"),
                tolerances["tok_s"])
     problems = parser_problems(chat, parsers)
     decode = _decode_cmp(native, chat, tolerances)
     step = _step_cmp(native, chat, tolerances)
-    post = _figure(chat, "post_ms") - _figure(native, "post_ms")
+    post_a, post_b = native.get("post_ms"), chat.get("post_ms")
+    post = None if post_a is None or post_b is None else post_b - post_a
     note = " (chat server timings from /metrics: no meta_info)" \
         if chat.timings_from == "metrics" else ""
     if tok.regressed:
@@ -134,8 +158,8 @@ def judge_parser(case_id: str, native: Figures, chat: Figures, parsers: Parsers,
         return _failed(case_id, message, problems)
     steps = f"; step time {format_value('step_ms', step.base)} {ARROW} " \
         f"{format_value('step_ms', step.new)} ms" if step is not None else ""
-    message = (f"{tok.text(vs=' vs native', limit=True)}{steps}; post-processing {_ms(post)} "
-               f"per response{note}; {_parsers_ran(chat, parsers)}")
+    message = (f"{tok.text(vs=' vs native', limit=True)}{steps}; "
+               f"{_post_text(post, 'per response')}{note}; {_parsers_ran(chat, parsers)}")
     if problems:
         return _failed(case_id, "", problems)
     return Verdict(case_id, "pass", f"{message} — within tolerance.")
@@ -155,7 +179,7 @@ def _step_cmp(base: Figures, new: Figures, tolerances: dict[str, float]) -> _Cmp
     return _Cmp("chat step time", a, b, tolerances["step_ms"], -1, " ms", "step_ms")
 
 
-def _parser_gap(tok: _Cmp, decode: _Cmp | None, step: _Cmp | None, post_ms: float,
+def _parser_gap(tok: _Cmp, decode: _Cmp | None, step: _Cmp | None, post: float | None,
                 native: Figures, chat: Figures, output_tokens: int) -> str:
     """Why chat tok/s fell: decode, post-processing, both or neither."""
     head = tok.text(vs=" vs native", limit=True)
@@ -165,7 +189,8 @@ def _parser_gap(tok: _Cmp, decode: _Cmp | None, step: _Cmp | None, post_ms: floa
                 "reasoning and tool-call parsers first, then the decode.")
     wall_ms = 1000.0 * output_tokens * (1 / tok.new - 1 / tok.base)
     decode_ms = 1000.0 * (output_tokens - 1) * (1 / decode.new - 1 / decode.base)
-    post_text = f"post-processing {_ms(post_ms)} per response"
+    post_text = _post_text(post, "per response")
+    post_ms = 0.0 if post is None else post
     slower_decode = decode.regressed or (step is not None and step.regressed)
     post_explains = post_ms > 0 and post_ms >= EXPLAINS * wall_ms
     decode_explains = slower_decode and decode_ms >= EXPLAINS * wall_ms
@@ -185,11 +210,14 @@ def _parser_gap(tok: _Cmp, decode: _Cmp | None, step: _Cmp | None, post_ms: floa
 def judge_stream(case_id: str, plain: Figures, stream: Figures,
                  tolerances: dict[str, float]) -> Verdict:
     """A stream against the same request unstreamed: the server's decode must not slow."""
+    missing = unmeasured(case_id, {"decode_tok_s": (plain, stream)},
+                         "whether the server decodes slower while streaming")
+    if missing is not None:
+        return Verdict(case_id, UNMEASURED, f"{missing.message} Client side: "
+                       f"{_stream_tail(plain, stream)}.")
     decode = _decode_cmp(plain, stream, tolerances)
+    assert decode is not None
     tail = _stream_tail(plain, stream)
-    if decode is None:
-        return Verdict(case_id, "pass", f"the stream reported no server timings, so only the "
-                       f"client side is shown: {tail}.")
     if decode.regressed:
         head = replace_label(decode, "server decode while streaming")
         return Verdict(case_id, "fail", f"{head.text(vs=' vs non-streaming', limit=True)} — "
@@ -213,10 +241,11 @@ def replace_label(cmp: _Cmp, label: str) -> _Cmp:
 
 
 def _stream_tail(plain: Figures, stream: Figures) -> str:
-    a, b = _figure(plain, "tok_s"), _figure(stream, "tok_s")
-    change = format_percent(b / a - 1.0) if a else "n/a"
-    parts = [f"stream tok/s {b:.1f} vs {a:.1f} non-streaming ({change} overhead)",
-             f"TTFT {_figure(stream, 'ttft_ms'):.0f} ms"]
+    a, b = plain.get("tok_s"), stream.get("tok_s")
+    change = format_percent(b / a - 1.0) if a and b is not None else "n/a"
+    ttft = stream.get("ttft_ms")
+    parts = [f"stream tok/s {_rate(b)} vs {_rate(a)} non-streaming ({change} overhead)",
+             f"TTFT {'n/a' if ttft is None else f'{ttft:.0f} ms'}"]
     cps = stream.get("chunks_per_step")
     if cps is not None:
         parts.append(f"{cps:.2f} chunks per verify step")
@@ -231,6 +260,10 @@ def _stream_tail(plain: Figures, stream: Figures) -> str:
 def judge_chat_stream(case_id: str, native: Figures, chat: Figures, parsers: Parsers,
                       tolerances: dict[str, float], output_tokens: int) -> Verdict:
     """The chat stream with parsers against the native stream on the same transport."""
+    missing = unmeasured(case_id, {"delivery_tok_s": (native, chat)},
+                         "the chat stream against the native stream")
+    if missing is not None:
+        return missing
     problems = parser_problems(chat, parsers)
     delivery = _Cmp("chat stream delivery", _figure(native, "delivery_tok_s"),
                     _figure(chat, "delivery_tok_s"), tolerances["tok_s"], unit=" tok/s")
@@ -241,8 +274,10 @@ def judge_chat_stream(case_id: str, native: Figures, chat: Figures, parsers: Par
                        problems)
     commit = chat.get("avg_commit") or native.get("avg_commit")
     steps = (output_tokens - 1) / commit if commit else 0.0
-    per_step = (_figure(chat, "span_ms") - _figure(native, "span_ms")) / steps if steps else 0.0
-    post = f"post-processing {_ms(per_step)} per verify step"
+    spans = chat.get("span_ms"), native.get("span_ms")
+    per_step = None if None in spans or not steps else \
+        (_figure(chat, "span_ms") - _figure(native, "span_ms")) / steps
+    post = _post_text(per_step, "per verify step")
     if delivery.regressed:
         if decode is None:
             return _failed(case_id, (

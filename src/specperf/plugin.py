@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from . import report, summary
-from .config import OPTIONS, Settings, for_baseline, resolve
+from .config import OPTIONS, Settings, for_baseline, parse_tolerances, resolve
 from .errors import ConfigError, SpecperfError
 from .fixtures import (  # noqa: F401  (fixtures are registered by being importable here)
     STATE,
@@ -35,6 +35,7 @@ from .fixtures import (  # noqa: F401  (fixtures are registered by being importa
 )
 from .lock import GpuLock, lock_path_for
 from .measure import Sample
+from .preflight import Judged
 from .run import RunState
 from .sweepfixtures import specperf_sweep  # noqa: F401  (the sweep-level test's fixture)
 from .workload import Case, load_text_classes
@@ -65,22 +66,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                             metavar=opt.name.upper(), help=text)
         parser.addini(opt.ini, help=opt.help, default="")
     parser.addini(_TOLERANCE_INI, type="linelist", default=[],
-                  help="Tolerance overrides, one 'metric = fraction' per line "
+                  help="Tolerance overrides, 'metric = fraction' per line or comma separated "
                        "(tok_s, avg_commit, step_ms, decode_tok_s, slope).")
 
 
 def _ini_tolerances(config: pytest.Config) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for line in config.getini(_TOLERANCE_INI):
-        key, sep, value = line.partition("=")
-        try:
-            out[key.strip()] = float(value)
-            if not sep:
-                raise ValueError(line)
-        except ValueError:
-            raise pytest.UsageError(f"ini {_TOLERANCE_INI} line {line!r} is not valid: "
-                                    "expected 'metric = fraction', e.g. step_ms = 0.15.") from None
-    return out
+    return parse_tolerances(config.getini(_TOLERANCE_INI), f"ini {_TOLERANCE_INI}")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -174,6 +165,30 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("text_class", names, ids=names)
 
 
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected: only what will run
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Note what the run will judge against a baseline (for --require-baseline's check)."""
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return
+    cases: list[Case] = []
+    classes: list[str] = []
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "specperf_session" in names:  # a perf test: its record says what kind of run it was
+            case = params.get("perf_case")
+            item.user_properties.append(
+                ("specperf_case", case.id if isinstance(case, Case) else item.name))
+        if "specperf" not in names:
+            continue
+        if "measurement" in names and isinstance(params.get("perf_case"), Case):
+            cases.append(params["perf_case"])
+        if "class_measurements" in names and isinstance(params.get("text_class"), str):
+            classes.append(params["text_class"])
+    state.judged = Judged(tuple(cases), tuple(classes))
+
+
 def _planned_cases(metafunc: pytest.Metafunc, state: RunState) -> list[Case]:
     """The run's matrix, or the fixed cases a ``perf_cases`` marker names (the smoke subset)."""
     marker = metafunc.definition.get_closest_marker("perf_cases")
@@ -193,23 +208,38 @@ def pytest_runtest_makereport(item: pytest.Item,
     return report
 
 
-def _sigterm_as_interrupt(signum: int, frame: object) -> None:
-    """SIGTERM (a cancelled CI job, `kill`) ends the run like Ctrl-C: pytest then finishes
-    the session, so the lock is released and what was measured is written out."""
-    raise KeyboardInterrupt(f"specperf: stopped by signal {signum}")
+class _StopOnce:
+    """SIGTERM (a cancelled CI job, `kill`) and SIGINT end the run like Ctrl-C: pytest then
+    finishes the session, so the lock is released and what was measured is written out.
+
+    Only the first signal interrupts. `timeout -s INT` signals the process and then its whole
+    group, so a second one arrives while the session is closing; raising again there would
+    abort the cleanup with a long traceback. Later ones are acknowledged and ignored.
+    """
+
+    def __init__(self) -> None:
+        self.stopping = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if not self.stopping:
+            self.stopping = True
+            raise KeyboardInterrupt(f"specperf: stopped by signal {signum}")
+        os.write(2, b"specperf: already stopping: releasing the GPU lock and writing the "
+                    b"report (SIGKILL ends it at once)\n")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     if threading.current_thread() is threading.main_thread():
-        session.config.stash[_PREVIOUS_SIGTERM] = signal.signal(signal.SIGTERM,
-                                                                _sigterm_as_interrupt)
+        handler = _StopOnce()
+        session.config.stash[_PREVIOUS_SIGTERM] = [
+            (signum, signal.signal(signum, handler)) for signum in (signal.SIGTERM,
+                                                                     signal.SIGINT)]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    previous = config.stash.get(_PREVIOUS_SIGTERM, None)
-    if previous is not None:
-        signal.signal(signal.SIGTERM, previous)
+    for signum, previous in config.stash.get(_PREVIOUS_SIGTERM, None) or []:
+        signal.signal(signum, previous)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -217,12 +247,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if state is None:
         return
     collected = summary.collected(session.config)
-    if state.settings.update_baselines and state.measurements:
+    if state.settings.update_baselines and state.judged:
         try:
             lines = state.update_baseline(clean=collected.errors == 0)
         except SpecperfError as exc:
             lines = [f"specperf: baseline NOT updated: {exc}"]
         collected.footer.extend(lines)
+        if state.baseline_written is None and session.exitstatus == pytest.ExitCode.OK:
+            # Asked to write a baseline and wrote none: that run did not do its job.
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
     state.close_session()
 
 
@@ -230,7 +263,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
                             config: pytest.Config) -> None:
     collected = summary.collected(config)
     state = config.stash.get(STATE, None)
-    if state is None or not collected.measurements:
+    if state is None:
         return
-    for line in summary.render(collected, state):
+    # The footer (e.g. "baseline NOT updated: …") is shown even when nothing was measured.
+    lines = summary.render(collected, state) if collected.measurements else collected.footer
+    for line in lines:
         terminalreporter.write_line(line)

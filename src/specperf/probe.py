@@ -205,6 +205,19 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
         acceptance_source=source, acceptance_available=available, notes=notes)
 
 
+def identify(client: Client, *, simulated: bool, endpoint_source: str) -> dict[str, Any]:
+    """The server's fingerprint from GET routes only (no generation request), as probe()
+    computes it: enough to name its baseline deployment before any GPU time is spent."""
+    check_reachable(client, endpoint_source)
+    info = _first_json(client, ("/server_info", "/get_server_info"))
+    server_info: dict[str, Any] = info[1] if info and isinstance(info[1], dict) else {}
+    minfo = _first_json(client, ("/model_info", "/get_model_info"))
+    model_info: dict[str, Any] = minfo[1] if minfo and isinstance(minfo[1], dict) else {}
+    simulated = simulated or "sim_time_scale" in server_info
+    return {"fingerprint": fingerprint_of(server_info, model_info, simulated),
+            "simulated": simulated}
+
+
 def _max_len(server_info: dict[str, Any]) -> int | None:
     value = server_info.get("context_length")
     return int(value) if isinstance(value, int) else None

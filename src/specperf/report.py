@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from pytest_html import extras as html_extras
 
-from . import __version__, page, results, summary, trend
+from . import __version__, page, results, runkind, summary, trend
 from .baseline import Baseline, BaselineStore
 from .config import Settings
 from .errors import SpecperfError
@@ -65,6 +65,7 @@ class ReportPlugin:
         self.written: Path | None = None
         self.problem = ""
         self.interrupted = False
+        self.kind = ""
         if config.pluginmanager.hasplugin("html"):
             config.pluginmanager.register(HtmlHooks(self), "specperf-report-html")
 
@@ -79,11 +80,20 @@ class ReportPlugin:
         # An interrupted run keeps what it measured and says what it never reached.
         for item in getattr(session, "items", []):
             found.outcomes.setdefault(item.nodeid, "not run")
+            case = next((v for k, v in item.user_properties if k == "specperf_case"), None)
+            if case is not None:  # the run's kind is what it set out to do
+                found.perf_outcomes.setdefault(item.nodeid, "not run")
+                if item.get_closest_marker("context_scaling") is not None:
+                    found.scaling_cases.add(str(case))
+                if item.get_closest_marker("smoke") is not None:
+                    found.smoke.add(item.nodeid)
         self.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         state = self.config.stash.get(STATE, None)
-        if state is None or not found.measurements:
+        # Every perf run leaves a record, also when nothing could be measured (an outage).
+        if state is None or not (found.measurements or found.perf_outcomes):
             return
         doc = self.document(state, found)
+        self.kind = str(doc["run"]["label"])
         try:
             where = report_dir(state.settings.report_dir, self.config.invocation_params.dir)
             self.written = write_report(doc, where)
@@ -105,12 +115,17 @@ class ReportPlugin:
             outcomes=found.outcomes, errors=self.errors,
             baseline=_baseline(state, found.server), paths=found.paths)
         doc["interrupted"] = self.interrupted
+        doc["run"] = runkind.classify(
+            ab=state.settings.compare_endpoint is not None, interrupted=self.interrupted,
+            outcomes=found.perf_outcomes, smoke=found.smoke, scaling_cases=found.scaling_cases,
+            planned=[c.id for c in state.cases], measured=len(found.measurements)).to_dict()
         scrubbed: dict[str, Any] = results.scrub(doc, [state.settings.api_key() or ""])
         return scrubbed
 
     @pytest.hookimpl(trylast=True)  # after the closing table
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.written is not None:
+            terminalreporter.write_line(f"specperf: this run: {self.kind}")
             terminalreporter.write_line(f"specperf: report {_shown(self.written)}")
         elif self.problem:
             terminalreporter.write_line(f"specperf: report NOT written: {self.problem}")
@@ -197,7 +212,8 @@ class HtmlHooks:
             report.extras = [*getattr(report, "extras", []),  # type: ignore[attr-defined]
                              html_extras.html(f"<h4>{page.esc(cid)}: samples</h4>"
                                               + page.samples_table(clean)),
-                             html_extras.json(json.dumps(clean, indent=1), name=f"{cid} raw JSON")]
+                             # pytest-html encodes the object itself (a str: twice).
+                             html_extras.json(clean, name=f"{cid} raw JSON")]
         return report
 
 
@@ -222,6 +238,9 @@ def add_subcommand(subparsers: Any) -> None:
                     help=f"history file (default: {default})")
     tr.add_argument("--out", type=Path, default=None,
                     help="where to write the page (default: trend.html beside the history)")
+    tr.add_argument("--kind", choices=trend.GROUPS, default="full",
+                    help="which runs the plots compare (default: full sweeps); every run is "
+                         "listed with its kind either way")
     tr.set_defaults(run=run_trend)
 
 
@@ -246,9 +265,9 @@ def run_trend(args: argparse.Namespace) -> int:
         print(f"specperf trend: {exc}", file=sys.stderr)
         return USAGE_ERROR
     out = args.out or args.history.with_name("trend.html")
-    built = trend.build(entries)
-    out.write_text(trend.render(built), encoding="utf-8")
-    for line in trend.drift_lines(built):  # the nightly job's log names a slow drift
+    found = trend.build(entries, args.kind)
+    out.write_text(trend.render(found), encoding="utf-8")
+    for line in trend.drift_lines(found):  # the nightly job's log names a slow drift
         print(f"specperf {line}")
-    print(f"specperf: trend of {len(entries)} runs {out}")
+    print(f"specperf: trend: {trend.describe(found)}: {out}")
     return 0

@@ -196,14 +196,26 @@ def history_entry(doc: Mapping[str, Any], results_path: str) -> dict[str, Any]:
              for cid, data in sorted(doc["measurements"].items())}
     return {"schema_version": SCHEMA_VERSION, "run_id": doc["run_id"],
             "created": doc["created"], "results": results_path,
-            "label": doc["server"].get("label", ""),
+            "label": doc["server"].get("label") or doc["settings"].get("endpoint") or "",
             "simulated": bool(doc["server"].get("simulated", False)),
             "suite_version": doc["suite_version"], "git_revision": doc["git_revision"],
             "fingerprint": doc["fingerprint"],
             "baseline": None if base is None else
             {"deployment": base["deployment"], "version": base["version"]},
             "cells": cells, "fits": doc["fits"],
-            "failed": sorted({v["case_id"] for v in doc["verdicts"] if v["status"] == "fail"})}
+            "failed": sorted({v["case_id"] for v in doc["verdicts"] if v["status"] == "fail"}),
+            **run_fields(doc)}
+
+
+def run_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's kind and its errors for the history line (older records: a full run)."""
+    run = doc.get("run") or {}
+    errors = [str(e).strip().splitlines()[-1][:300] for e in doc.get("errors", {}).values()
+              if str(e).strip()]
+    return {"kind": run.get("kind", "full"), "kind_label": run.get("label", ""),
+            "interrupted": bool(run.get("interrupted", doc.get("interrupted", False))),
+            "outage": bool(run.get("outage", False)), "errors": list(dict.fromkeys(errors))[:10],
+            "error_count": len(doc.get("errors", {}))}
 
 
 def load(path: Path) -> dict[str, Any]:

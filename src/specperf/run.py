@@ -8,14 +8,16 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
+from pathlib import Path
 from typing import Any
 
-from . import __version__, digest, exact
-from .baseline import Baseline, BaselineStore, CaseBaseline, describe_changes
+from . import __version__, digest, exact, preflight
+from .baseline import REPAIR, Baseline, BaselineStore, CaseBaseline, describe_changes
 from .compare import Comparison, measure_pair, pair_decider
 from .config import Settings
 from .errors import BaselineError, SpecperfError
 from .fingerprint import deployment_slug, fingerprint_differences
+from .hints import create_hint, update_command
 from .measure import Measurement, Sample
 from .model import ContextFit, fit_context
 from .reuse import PromptPlan
@@ -31,8 +33,6 @@ from .verdict import (
     resolve_tolerances,
 )
 from .workload import Case, TextClass, plan, select_classes
-
-CREATE_HINT = "create one with `pytest perf_tests -m context_scaling --update-baselines`"
 
 
 def deployment_name(settings: Settings, server: Mapping[str, Any]) -> str:
@@ -75,6 +75,9 @@ class RunState:
         self._plan: PromptPlan | None = None
         self._digest: dict[str, Any] | None = None
         self._refusal: str | None = None
+        self.judged = preflight.Judged()  # set by the plugin after collection
+        self.baseline_written: Path | None = None
+        self.unreadable_baseline = ""  # an --update-baselines run replacing a corrupt file
 
     # -- session --------------------------------------------------------------------------
     def started_session(self) -> PerfSession:
@@ -91,6 +94,7 @@ class RunState:
                 self.comparison = Comparison(PerfSession(production, progress=self.progress,
                                                          lock_mode=self.lock_mode))
         try:
+            self._require_baseline()
             for session in self._sessions_in_lock_order():
                 session.start()
         except SpecperfError as exc:
@@ -100,6 +104,23 @@ class RunState:
         if self.comparison is not None:
             self.fingerprint_notes = self.comparison.notes(self.session)
         return self.session
+
+    def _require_baseline(self) -> None:
+        """--require-baseline: every judged case has a baseline, checked before any request."""
+        s = self.settings
+        if not s.require_baseline or s.update_baselines or s.compare_endpoint is not None \
+                or not self.judged:
+            return
+        deployment = preflight.deployment_before_probe(s)
+        try:
+            preflight.check(s, self.judged, deployment)
+        except BaselineError as exc:
+            raise BaselineError(self._with_command(str(exc), deployment)) from None
+
+    def _with_command(self, message: str, deployment: str) -> str:
+        """A corrupt-baseline message whose advice is a command this run's flags complete."""
+        return message.replace(REPAIR, "restore it from git, or write a new version (this file "
+                               f"is kept) with `{update_command(self.settings, deployment)}`")
 
     def _sessions_in_lock_order(self) -> list[PerfSession]:
         """Both endpoints' GPU locks are always taken in one order: no A/B deadlock."""
@@ -140,9 +161,19 @@ class RunState:
         if store.latest(deployment) is None:
             self._baseline_loaded = True
             self._baseline_reason = (f"no baseline for deployment {deployment!r} in "
-                                     f"{self.settings.baseline_dir}: {CREATE_HINT}.")
+                                     f"{self.settings.baseline_dir}: "
+                                     f"{create_hint(self.settings, deployment)}.")
             return None
-        self._baseline = store.load(deployment, version)  # BaselineError: every case errors
+        try:
+            self._baseline = store.load(deployment, version)  # BaselineError: every case errors
+        except BaselineError as exc:
+            if not self.settings.update_baselines:
+                raise BaselineError(self._with_command(str(exc), deployment)) from None
+            # Replacing it is the fix: measure as if there were none, write the next version.
+            self.unreadable_baseline = str(exc).replace(f": {REPAIR}.", "")
+            self._baseline_loaded = True
+            self._baseline_reason = f"{exc}"
+            return None
         self._baseline_loaded = True
         session = self.started_session()
         assert session.server is not None
@@ -165,7 +196,8 @@ class RunState:
         found = base.cases.get(case.id)
         if found is None or found.output_tokens != case.output_tokens:
             return (f"baseline {base.deployment} v{base.version} has no {case.id} at "
-                    f"{case.output_tokens} output tokens: {CREATE_HINT}.")
+                    f"{case.output_tokens} output tokens: "
+                    f"{create_hint(self.settings, base.deployment)}.")
         return found
 
     # -- reproducible prompts, request digest, exact acceptance (reuse, digest, exact) ------
@@ -318,7 +350,7 @@ class RunState:
         base_fit = base.fits.get(text_class)
         if base_fit is None:
             return f"baseline {base.deployment} v{base.version} has no {text_class} fit: " \
-                   f"{CREATE_HINT}."
+                   f"{create_hint(self.settings, base.deployment)}."
         fit = self.class_fit(text_class)
         if fit is None:
             return f"{text_class}: fewer than two contexts with a step time; nothing to fit."
@@ -360,13 +392,17 @@ class RunState:
 
     def update_baseline(self, clean: bool) -> list[str]:
         """Write v<N+1> from this run when every case was measured cleanly; say what changed."""
+        if not self.measurements:
+            return ["specperf: baseline NOT updated: no case was measured; run the main job "
+                    f"with --update-baselines: `{update_command(self.settings)}`."]
         if not clean:
             return ["specperf: baseline NOT updated: some cases errored or were not measured; "
-                    "fix them and run --update-baselines again."]
+                    f"fix them and run again: `{update_command(self.settings)}`."]
         missing = [c.id for c in self.cases if c.id not in self.measurements]
         if missing:
             return [f"specperf: baseline NOT updated: {len(missing)} planned cases were not "
-                    f"measured ({', '.join(missing[:4])}…); run the full sweep."]
+                    f"measured ({', '.join(missing[:4])}…); run the full sweep: "
+                    f"`{update_command(self.settings)}`."]
         session = self.started_session()
         assert session.server is not None
         store = BaselineStore(self.settings.baseline_dir)
@@ -384,6 +420,10 @@ class RunState:
             prompt_seed=self._plan.seed if self._plan and self._plan.reproducible else None,
             request_digest=self.request_digest())
         path = store.write_next(new)
+        self.baseline_written = path
         lines = [f"specperf: wrote baseline {path}"]
+        if self.unreadable_baseline:
+            lines.append(f"  it replaces an unreadable version, kept as it was: "
+                         f"{self.unreadable_baseline}.")
         lines += [f"  {line}" for line in describe_changes(previous, new)]
         return lines

@@ -15,7 +15,7 @@ import pytest
 from . import exact
 from .measure import Sample
 from .model import fit_context
-from .pathverdict import COMPARISONS
+from .pathverdict import COMPARISONS, UNMEASURED
 from .run import RunState
 
 COLLECTOR_NAME = "specperf-collector"
@@ -25,7 +25,11 @@ def sample_line(sample: Sample, total: int) -> str:
     """One finished request, printed as it completes so a long sweep never looks hung."""
     commit = sample.avg_commit
     step = sample.step_ms
-    kind = "warm-up" if sample.warmup else f"repeat {sample.repeat + 1}/{total}"
+    number = sample.repeat + 1
+    # Past the planned repeats the case is noisy or near its limit: say so, not "4/3".
+    kind = "warm-up" if sample.warmup else (
+        f"repeat {number}/{total}" if number <= total else f"extra repeat {number} (noisy or "
+                                                           "near its limit)")
     return (f"{sample.case_id} {kind}: {sample.tok_s:.1f} tok/s, avg commit "
             f"{'n/a' if commit is None else f'{commit:.2f}'}, step "
             f"{'n/a' if step is None else f'{step:.1f} ms'}")
@@ -44,14 +48,23 @@ class Collector:
     errors: int = 0
     failures: int = 0
     footer: list[str] = field(default_factory=list)
+    # Perf tests only (they carry a specperf_case property): what the run's kind is read from.
+    perf_outcomes: dict[str, str] = field(default_factory=dict)
+    smoke: set[str] = field(default_factory=set)
+    scaling_cases: set[str] = field(default_factory=set)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._perf(report)
         for key, value in report.user_properties:
             if key == "specperf_measurement" and report.when == "setup":
                 data = json.loads(str(value))
                 self.measurements[data["case"]["id"]] = data
             elif key == "specperf_verdict" and report.when == "call":
-                self.verdicts.append(json.loads(str(value)))
+                verdict = json.loads(str(value))
+                # One path measurement judged by two tests (the parser case and the gate's)
+                # is one verdict, listed once.
+                if verdict not in self.verdicts:
+                    self.verdicts.append(verdict)
             elif key == "specperf_server" and not self.server:
                 self.server = json.loads(str(value))
             elif key == "specperf_paths" and report.when == "setup":
@@ -65,6 +78,19 @@ class Collector:
             self.errors += 1
         elif report.failed:
             self.failures += 1
+
+
+    def _perf(self, report: pytest.TestReport) -> None:
+        case = next((str(v) for k, v in report.user_properties if k == "specperf_case"), None)
+        if case is None:
+            return
+        if report.failed or report.when == "call" or report.skipped:
+            self.perf_outcomes[report.nodeid] = ("error" if report.failed and
+                                                 report.when != "call" else report.outcome)
+        if "smoke" in report.keywords:
+            self.smoke.add(report.nodeid)
+        if "context_scaling" in report.keywords:
+            self.scaling_cases.add(case)
 
 
 def collected(config: pytest.Config) -> Collector:
@@ -140,8 +166,12 @@ def render(found: Collector, state: RunState) -> list[str]:
               if v.status == "fail"]
     # Passing path comparisons still say what streaming and the chat route cost, and label
     # transport overhead (failing ones are among the regressions above).
+    unmeasured = [v for v in found.verdicts if v["status"] == UNMEASURED]
+    if unmeasured:
+        lines.append(f"not measured, so not passed ({len(unmeasured)}):")
+        lines += [f"  {v['case_id']}: {v['message']}" for v in unmeasured]
     paths = [v for v in found.verdicts
-             if v["case_id"].endswith(COMPARISONS) and v["status"] != "fail"]
+             if v["case_id"].endswith(COMPARISONS) and v["status"] not in ("fail", UNMEASURED)]
     if paths:
         lines.append(f"streaming and parser paths ({len(paths)}):")
         lines += [f"  {v['case_id']}: {v['message']}" for v in paths]

@@ -5,13 +5,18 @@ mark where the comparison changed meaning: a new baseline version, or a server
 fingerprint that differs from the previous run's (a drafter deploy shows as
 ``fingerprint: draft model: a → b``). A run sits at x = its index; a boundary before
 run *i* is drawn at i − ½ and listed under the plots.
+
+Like is compared with like: the plots hold only complete runs of one kind (full sweeps by
+default; ``--kind gate`` for the gate's runs). Every run is still listed, with its kind, so
+an outage (every case errored: the box was down), an interrupted run, a gate run or a
+subset shows as such instead of as a silent gap or a misleading point.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +55,37 @@ def load_history(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
+GROUPS = ("full", "gate", "ab", "subset", "interrupted", "outage")
+
+
+def group(run: Mapping[str, Any]) -> str:
+    """Which runs a run is comparable with: its kind, unless it is an outage or interrupted
+    (history lines written before run kinds existed are complete full sweeps)."""
+    if run.get("outage"):
+        return "outage"
+    if run.get("interrupted"):
+        return "interrupted"
+    return str(run.get("kind") or "full")
+
+
 @dataclass(frozen=True)
 class Trend:
-    """Runs in order, the cells any of them measured, and the labelled boundaries."""
+    """The plotted runs (one comparable kind) in order, every run of the history for the
+    list, the cells the plotted runs measured, and the labelled boundaries."""
 
     runs: list[dict[str, Any]]
     cells: list[str]
     boundaries: list[tuple[int, str]]
+    all_runs: list[dict[str, Any]] = field(default_factory=list)
+    kind: str = "full"
+
+    def left_out(self) -> dict[str, int]:
+        """How many runs of each other kind the plots leave out (listed, not plotted)."""
+        counts: dict[str, int] = {}
+        for run in self.all_runs:
+            if group(run) != self.kind:
+                counts[group(run)] = counts.get(group(run), 0) + 1
+        return counts
 
     def series(self, metric: str) -> dict[str, list[float | None]]:
         """Per cell, the metric's median in each run (None where the run lacks the cell)."""
@@ -71,10 +100,18 @@ def _value(run: Mapping[str, Any], cell: str, metric: str) -> float | None:
     return None if value is None else float(value)
 
 
-def build(entries: Sequence[dict[str, Any]]) -> Trend:
-    runs = sorted(entries, key=lambda e: (str(e.get("created", "")), str(e.get("run_id", ""))))
+def build(entries: Sequence[dict[str, Any]], kind: str = "full") -> Trend:
+    every = sorted(entries, key=lambda e: (str(e.get("created", "")), str(e.get("run_id", ""))))
+    runs = [run for run in every if group(run) == kind]
     cells = sorted({c for run in runs for c in run["cells"]}, key=_cell_key)
-    return Trend(list(runs), cells, boundaries(runs))
+    return Trend(runs, cells, boundaries(runs), list(every), kind)
+
+
+def describe(trend: Trend) -> str:
+    """One line for the terminal: what was plotted and what was only listed."""
+    others = ", ".join(f"{n} {k}" for k, n in sorted(trend.left_out().items()))
+    return (f"{len(trend.runs)} {trend.kind} runs plotted of {len(trend.all_runs)} in the "
+            "history" + (f" (listed, not plotted: {others})" if others else ""))
 
 
 def _cell_key(cell: str) -> tuple[str, int]:
@@ -102,8 +139,11 @@ def boundaries(runs: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
 def render(trend: Trend) -> str:
     """The trend page: one plot and one table per metric, boundaries listed."""
     labels = trend.run_labels()
-    body = [f"<h1>specperf trend — {len(trend.runs)} runs, {len(trend.cells)} cells</h1>",
-            _runs_table(trend), _boundary_list(trend), _drift_list(trend)]
+    body = [f"<h1>specperf trend — {len(trend.runs)} {esc(trend.kind)} runs, "
+            f"{len(trend.cells)} cells</h1>",
+            f'<p class="scope">{esc(describe(trend))}; plots compare {esc(trend.kind)} runs '
+            "only.</p>", _runs_table(trend), _boundary_list(trend),
+            _drift_list(trend)]
     for metric, label, fmt in METRICS:
         series = trend.series(metric)
         if not any(v is not None for values in series.values() for v in values):
@@ -117,16 +157,23 @@ def render(trend: Trend) -> str:
 
 
 def _runs_table(trend: Trend) -> str:
-    rows = []
-    for run in trend.runs:
+    rows, attrs = [], []
+    for run in trend.all_runs:
         base = run.get("baseline")
         base_text = f"{base['deployment']} v{base['version']}" if base else "none"
+        kind = group(run)
+        cls = "warn" if kind in ("outage", "interrupted") else ""
         rows.append([f"<td>{esc(run.get('run_id', ''))}</td>",
                      f"<td>{esc(run.get('created', ''))}</td>",
+                     f'<td class="{cls}">{esc(run.get("kind_label") or kind)}</td>',
                      f"<td>{esc(run.get('label', ''))}</td>", f"<td>{esc(base_text)}</td>",
                      f"<td>{esc(run.get('git_revision', ''))}</td>",
-                     f"<td>{esc(', '.join(run.get('failed', [])) or '—')}</td>"])
-    return table(["run", "ended", "server", "baseline", "git", "regressed"], rows, cls="runs")
+                     f"<td>{esc(', '.join(run.get('failed', [])) or '—')}</td>",
+                     f"<td>{esc('; '.join(run.get('errors', [])[:2]) or '—')}</td>"])
+        plotted = "yes" if kind == trend.kind else "no"
+        attrs.append(f' data-kind="{esc(kind)}" data-plotted="{plotted}"')
+    return table(["run", "ended", "kind", "server", "baseline", "git", "regressed", "errors"],
+                 rows, cls="runs", row_attrs=attrs)
 
 
 def _boundary_list(trend: Trend) -> str:

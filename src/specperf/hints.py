@@ -1,0 +1,51 @@
+"""Commands printed in advice: built from the flags of the run that needs them.
+
+A hint followed as printed must act on the same server, deployment and baselines as the
+run that printed it (the gate's "no baseline" advice once omitted ``--endpoint`` and, run
+as printed, measured the embedded simulator instead).
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from .config import OPTIONS_BY_NAME, Settings
+
+
+def _default(name: str) -> str | None:
+    return OPTIONS_BY_NAME[name].default
+
+
+def run_flags(settings: Settings, deployment: str | None = None) -> list[str]:
+    """The flags that pick this run's server, baselines and case shape."""
+    s = settings
+    flags: list[str] = []
+    if s.endpoint is not None:
+        flags += ["--endpoint", s.endpoint]
+    elif s.sim_profile != _default("sim_profile"):
+        flags += ["--sim-profile", s.sim_profile]
+    for name, value in (("api", s.api), ("model", s.model), ("api_key_env", s.api_key_env)):
+        if value is not None and value != _default(name):
+            flags += [OPTIONS_BY_NAME[name].flag, value]
+    named = deployment or s.deployment
+    if named:
+        flags += ["--deployment", named]
+    if s.baseline_dir != Path(str(_default("baseline_dir"))):
+        flags += ["--baseline-dir", str(s.baseline_dir)]
+    if s.output_tokens != int(str(_default("output_tokens"))):
+        flags += ["--output-tokens", str(s.output_tokens)]
+    if s.text_class_dir is not None:
+        flags += ["--text-class-dir", str(s.text_class_dir)]
+    return flags
+
+
+def update_command(settings: Settings, deployment: str | None = None) -> str:
+    """The main job writing a new baseline version for this run's server."""
+    return shlex.join(["pytest", "perf_tests", "-m", "context_scaling",
+                       *run_flags(settings, deployment), "--update-baselines"])
+
+
+def create_hint(settings: Settings, deployment: str | None = None) -> str:
+    """'create one with `…`', the advice for a missing baseline."""
+    return f"create one with `{update_command(settings, deployment)}`"

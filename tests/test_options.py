@@ -1,0 +1,147 @@
+"""Option validation happens once, at startup, as a usage error naming where the value came
+from (flag, environment variable, ini key); README's ini examples work in both ini files.
+
+Plus the small things a user sees: the progress line past the planned repeats, baseline
+diffs, the command's --help and a subcommand's usage errors.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from specperf import cli
+from specperf.baseline import _small_percent
+from specperf.config import parse_tolerances, resolve
+from specperf.errors import ConfigError
+from specperf.measure import Sample
+from specperf.plugin import _StopOnce
+from specperf.summary import sample_line
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+PERF_TEST = "import pytest\n\n@pytest.mark.context_scaling\ndef test_x(perf_case):\n    pass\n"
+
+
+def _project(pytester: pytest.Pytester, ini_name: str, ini_text: str) -> None:
+    pytester.makefile(Path(ini_name).suffix, **{Path(ini_name).stem: ini_text})
+    pytester.makepyfile(test_perf=PERF_TEST)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--contexts", "13,,20"],
+     "ERROR: --contexts = '13,,20' is not valid: expected comma-separated positive integers."),
+    (["--text-classes", "padding,"],
+     "ERROR: --text-classes = 'padding,' is not valid: expected comma-separated class names."),
+    (["--sim-profile", "nosuch"],
+     "ERROR: --sim-profile = 'nosuch' is not valid: unknown profile 'nosuch'; shipped profiles: "
+     "*."),
+])
+def test_a_bad_flag_is_one_usage_error(pytester, args, message):
+    pytester.makepyfile(test_perf=PERF_TEST)
+    result = pytester.runpytest_subprocess("-p", "specperf.plugin", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert len(re.findall("is not valid", result.stderr.str())) == 1
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_a_bad_environment_variable_names_itself(pytester, monkeypatch):
+    monkeypatch.setenv("SPECPERF_SIM_PROFILE", "nosuch")
+    pytester.makepyfile(test_perf=PERF_TEST)
+    result = pytester.runpytest_subprocess("-p", "specperf.plugin")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: SPECPERF_SIM_PROFILE = 'nosuch' is not valid: *"])
+
+
+@pytest.mark.parametrize(("ini_name", "ini_text", "message"), [
+    ("pytest.ini", "[pytest]\nspecperf_tolerances = step_ms = 0.15, tok = 0.1\n",
+     "ERROR: ini specperf_tolerances: 'tok = 0.1' names no tolerance: expected one of "
+     "avg_commit, decode_tok_s, slope, step_ms, tok_s as 'metric = fraction', e.g. "
+     "step_ms = 0.15."),
+    ("pyproject.toml", '[tool.pytest.ini_options]\nspecperf_tolerances = ["step_ms = 15"]\n',
+     "ERROR: ini specperf_tolerances: 'step_ms = 15' is not valid: expected 'metric = "
+     "fraction' with a fraction in (0, 1], e.g. step_ms = 0.15 for 15%."),
+    ("pytest.ini", "[pytest]\nspecperf_contexts = 13,,20\n",
+     "ERROR: ini specperf_contexts = '13,,20' is not valid: expected comma-separated positive "
+     "integers."),
+])
+def test_a_bad_ini_value_is_one_usage_error_naming_the_key(pytester, ini_name, ini_text,
+                                                           message):
+    _project(pytester, ini_name, ini_text)
+    result = pytester.runpytest_subprocess("-p", "specperf.plugin", "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def _readme_block(language: str) -> str:
+    found = re.search(rf"```{language}\n(# [^\n]*\n)?(.*?specperf_tolerances.*?)```", README,
+                      re.DOTALL)
+    assert found, f"README has no {language} block with specperf_tolerances"
+    return found.group(2)
+
+
+@pytest.mark.parametrize(("ini_name", "language"), [("pytest.ini", "ini"),
+                                                    ("pyproject.toml", "toml")])
+def test_readme_ini_examples_are_valid_where_they_say(pytester, ini_name, language):
+    _project(pytester, ini_name, _readme_block(language))
+    pytester.makeconftest(
+        "from specperf.fixtures import STATE\n\n"
+        "def pytest_collection_finish(session):\n"
+        "    print('TOLERANCES', sorted(session.config.stash[STATE].ini_tolerances.items()))\n")
+    result = pytester.runpytest_subprocess("-p", "specperf.plugin", "--collect-only", "-s")
+    assert result.ret == pytest.ExitCode.OK, result.stderr.str()
+    result.stdout.fnmatch_lines(["TOLERANCES [('step_ms', 0.15), ('tok_s', 0.08)]"])
+
+
+def test_tolerance_lines_parse_per_line_and_comma_separated():
+    assert parse_tolerances(["step_ms = 0.15", "tok_s=0.08, slope = 1"], "ini x") == {
+        "step_ms": 0.15, "tok_s": 0.08, "slope": 1.0}
+    with pytest.raises(ConfigError, match=r"^ini x: 'step_ms' is not valid"):
+        parse_tolerances(["step_ms"], "ini x")
+
+
+def test_contexts_with_an_empty_item_name_the_source():
+    with pytest.raises(ConfigError) as err:
+        resolve({}, {"SPECPERF_CONTEXTS": "13,,20"}, {})
+    assert str(err.value) == ("SPECPERF_CONTEXTS = '13,,20' is not valid: expected "
+                              "comma-separated positive integers.")
+
+
+# -- papercuts ----------------------------------------------------------------------------------
+def _sample(repeat: int) -> Sample:
+    return Sample(case_id="padding-ctx13", repeat=repeat, warmup=False, prompt_tokens=13,
+                  completion_tokens=600, wall_s=4.0, verify_steps=127, decode_s=3.9,
+                  ttft_s=0.05, server_accept_length=4.7, cached_tokens=0,
+                  acceptance_source="response", finish_reason="length")
+
+
+def test_progress_past_the_planned_repeats_says_extra_not_4_of_3():
+    assert sample_line(_sample(2), 3).startswith("padding-ctx13 repeat 3/3: ")
+    assert sample_line(_sample(3), 3).startswith(
+        "padding-ctx13 extra repeat 4 (noisy or near its limit): ")
+
+
+def test_a_change_too_small_for_one_decimal_is_not_printed_as_plus_zero():
+    assert _small_percent(47.349 / 47.35 - 1) == "less than 0.1%"  # shown as 47.4 → 47.3
+    assert _small_percent(-0.002) == "−0.2%"
+
+
+def test_help_is_plain_text_and_a_subcommand_shows_its_own_usage(capsys):
+    assert cli.main(["--help"]) == 0
+    assert "``" not in capsys.readouterr().out
+    assert cli.main(["gate", "--bogus"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: specperf gate ")
+    assert err.rstrip().endswith("specperf gate: error: unrecognized arguments: --bogus")
+
+
+def test_only_the_first_stop_signal_interrupts(capfd):
+    stop = _StopOnce()
+    with pytest.raises(KeyboardInterrupt, match="specperf: stopped by signal 2"):
+        stop(signal.SIGINT, None)
+    stop(signal.SIGINT, None)  # as `timeout -s INT` sends it again: acknowledged, no raise
+    assert capfd.readouterr().err == ("specperf: already stopping: releasing the GPU lock and "
+                                      "writing the report (SIGKILL ends it at once)\n")

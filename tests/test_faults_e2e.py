@@ -399,7 +399,9 @@ def test_the_guard_waits_for_an_idle_server_then_lets_the_request_through():
 def test_the_guard_gives_up_waiting_on_a_busy_server():
     with pytest.raises(guard.Disturbed, match=r"^3 foreign requests running and 1 queued on "
                                               r"the server before the request, still after "
-                                              r"1 s$"):
+                                              r"1 s \(the server exports no per-iteration "
+                                              r"counter, so these gauges cannot be told from "
+                                              r"stale ones\)$"):
         _guard(_snap(5, running=3, queued=1)).before()
 
 
@@ -483,14 +485,16 @@ def _guard_waiting(snaps: list[MetricsSnapshot], wait_s: float) -> guard.Traffic
 
 
 def test_stale_busy_gauges_on_an_idle_server_do_not_block_the_measurement():
-    # SGLang refreshes its gauges with decode log lines: "1 running" can outlive the request.
+    # SGLang refreshes its gauges with decode log lines: "1 running" can outlive the request;
+    # its per-iteration counter standing still tells.
     frozen = MetricsSnapshot(verify_calls=80, generation_tokens=600, requests=5, running=1,
-                             queued=0)
+                             queued=0, progress=9000, family="sglang")
     assert _guard_waiting([frozen], wait_s=5.0).before() is frozen
 
 
 def test_busy_gauges_with_moving_counters_are_real_traffic():
-    moving = [MetricsSnapshot(verify_calls=80 + i, generation_tokens=600 + 7 * i, requests=5,
-                              running=1, queued=0) for i in range(100)]
+    moving = [MetricsSnapshot(verify_calls=80, generation_tokens=600, requests=5, running=1,
+                              queued=0, progress=9000 + 7 * i, family="sglang")
+              for i in range(100)]
     with pytest.raises(guard.Disturbed, match="1 foreign requests running"):
         _guard_waiting(moving, wait_s=5.0).before()

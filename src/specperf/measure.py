@@ -211,7 +211,9 @@ class Measurer:
         before = self.traffic.before()
         comp, wall_s, retries, started = self._generate(case, case.output_tokens)
         after = self.traffic.after(before, sent=1 + retries,
-                                   exact=self.server.acceptance_source == "metrics")
+                                   exact=self.server.acceptance_source == "metrics",
+                                   prompt_tokens=comp.prompt_tokens,
+                                   completion_tokens=comp.completion_tokens)
         self._validate(case, comp)
         checks = self._checks(case, comp)
         steps = self._steps(comp, before, after, started)

@@ -32,7 +32,7 @@ def build_state(profile: Profile, time_scale: float, seed: int, log_file: Path |
         parsers.register_markers(tokenizer)
     faults = Faults(seed)
     scheduler = Scheduler(profile, faults, tokenizer, time_scale, seed)
-    metrics = SimMetrics(scheduler, profile.served_model_name)
+    metrics = SimMetrics(scheduler, profile, time_scale)
     draft_tokens = max(1, profile.physics.max_commit - 1)
     decode_log = DecodeLog(log_file, profile.decode_log_interval,
                            profile.switches.log_format == "legacy", draft_tokens, metrics)

@@ -364,6 +364,11 @@ class Measurer:
         return acceptance.parse_metrics(self.client.get_text("/metrics", timeout_s=30))
 
 
+def step_repeats(measurement: Measurement) -> list[float]:
+    """The step times of a measurement's repeats (what a context fit weighs its point by)."""
+    return [v for s in measurement.measured if (v := s.step_ms) is not None]
+
+
 def sample_values(samples: Sequence[Sample]) -> dict[str, list[float]]:
     """Each metric's values over ``samples`` (metrics a sample lacks are left out)."""
     out: dict[str, list[float]] = {}

@@ -15,6 +15,7 @@ import re
 import socket
 import statistics
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -245,6 +246,13 @@ def _session(url: str) -> PerfSession:
 def test_background_traffic_is_contamination_naming_the_foreign_requests(start_sim):
     sim = start_sim()
     httpx.post(f"{sim.url}/_sim/faults", json={"background_requests": 2}).raise_for_status()
+    # SGLang publishes "running" only every decode-log window (40 steps) after a first
+    # prefill (sim/metrics.py): wait until the gauges show both, so the sentence names them.
+    deadline = time.monotonic() + 30
+    while "sglang:num_running_reqs{" not in (text := httpx.get(f"{sim.url}/metrics").text) \
+            or not re.search(r"^sglang:num_running_reqs\{[^}]*\} 2\.0$", text, re.M):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
     session = _session(sim.url)
     try:
         assert session.measurer is not None

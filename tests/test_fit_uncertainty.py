@@ -88,8 +88,9 @@ def test_an_uncertain_baseline_slope_asks_for_a_wider_baseline() -> None:
     assert verdict.status == "undetermined"
     assert verdict.message.endswith(
         ": the baseline's slope is too uncertain (±12.2 ms per 1k) to judge against a 2.6 ms "
-        "band — write a baseline over wider contexts: pytest perf_tests -m context_scaling "
-        "--update-baselines")
+        "band, so it is neither a pass nor a fail — write a baseline with more repeats over "
+        "the default contexts: pytest perf_tests -m context_scaling --update-baselines "
+        "--baseline-repeats 10")
 
 
 def test_a_baseline_fit_without_errors_is_judged_on_the_runs_error_alone() -> None:

@@ -333,8 +333,9 @@ def _undetermined(text_class: str, margin: float, band: float, se_new: float, se
                 f"--repeats 10")
     if se_old > se_new:
         return (f"the baseline's slope is too uncertain (±{se_old:.1f} ms per 1k) to judge "
-                f"against a {band:.1f} ms band — write a baseline over wider contexts: "
-                f"pytest perf_tests -m context_scaling --update-baselines")
+                f"against a {band:.1f} ms band, so it is neither a pass nor a fail — write a "
+                f"baseline with more repeats over the default contexts: pytest perf_tests -m "
+                f"context_scaling --update-baselines --baseline-repeats 10")
     wanted = _wider(contexts, margin / band)
     listed = ",".join(str(c) for c in contexts)
     return (f"contexts {listed} lie too close together to determine the slope (±{margin:.1f} "

@@ -65,6 +65,12 @@ class Accounting:
 
     unit: str
     first_token: bool = False
+    # What a request may add beyond its own count: SGLang counts a verify step's whole
+    # accepted run, which can pass max_new_tokens, and under its overlap scheduler a
+    # finished request rides one more iteration (batch_result_processor.py: "a finished row
+    # reappears for one overshoot tick"): two steps of up to 32 tokens, or two iterations.
+    # A foreign request adds at least its prompt, or iterations of its own.
+    overshoot: int = 64
 
     def span(self, prompt_tokens: int, completion_tokens: int) -> tuple[int, int]:
         decoded = max(completion_tokens - 1, 0)
@@ -80,12 +86,10 @@ ACCOUNTING: dict[str, Accounting] = {
     "sglang": Accounting("tokens", first_token=False),
     # prompt_tokens_total + generation_tokens_total: the first token is a generation token.
     "vllm": Accounting("tokens", first_token=True),
+    # A server kind whose progress counters count decode calls (llama.cpp: n_decode_total +
+    # spec_decode_num_drafts_total, no finished-request counter) registers
+    # Accounting("iterations", overshoot=2) here with its names in acceptance.PROGRESS.
 }
-# Tokens a request may add beyond its own count: SGLang counts a verify step's whole
-# accepted run, which can pass max_new_tokens, and under its overlap scheduler a finished
-# request rides one more iteration (batch_result_processor.py: "a finished row reappears for
-# one overshoot tick"). Two steps of up to 32 tokens; a foreign request adds its prompt.
-OVERSHOOT_TOKENS = 64
 
 
 class TrafficGuard:
@@ -101,7 +105,6 @@ class TrafficGuard:
 
     def __init__(self, scrape: Callable[[], MetricsSnapshot | None], *, wait_s: float = 5.0,
                  poll_s: float = 0.05, settle_s: float = 0.5, stale_s: float = 2.0,
-                 overshoot: int = OVERSHOOT_TOKENS,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self.scrape = scrape
@@ -109,7 +112,6 @@ class TrafficGuard:
         self.poll_s = poll_s
         self.settle_s = settle_s
         self.stale_s = stale_s
-        self.overshoot = overshoot
         self.clock = clock
         self.sleep = sleep
 
@@ -169,6 +171,7 @@ class TrafficGuard:
         """
         if before is None or (before.requests is None and before.progress is None):
             return None
+        rule = ACCOUNTING.get(before.family or "")
         span = self._span(before, prompt_tokens, completion_tokens)
         after = self._settled(before, span)
         if after is None or (before.requests is not None and after.requests is None):
@@ -178,8 +181,9 @@ class TrafficGuard:
                 raise Disturbed("a retried attempt of this request also ran, so the /metrics "
                                 "bracket covers more than one request")
             _check_moved(before.requests, after.requests, sent)
-        if span is not None and before.progress is not None and after.progress is not None:
-            self._check_progress(before, after, span, sent)
+        if rule is not None and span is not None and before.progress is not None \
+                and after.progress is not None:
+            self._check_progress(before, after, span, sent, rule)
         return after
 
     def _span(self, before: MetricsSnapshot, prompt_tokens: int | None,
@@ -203,7 +207,7 @@ class TrafficGuard:
         return after
 
     def _check_progress(self, before: MetricsSnapshot, after: MetricsSnapshot,
-                        span: tuple[int, int], sent: int) -> None:
+                        span: tuple[int, int], sent: int, rule: Accounting) -> None:
         assert before.progress is not None and after.progress is not None
         moved = after.progress - before.progress
         low, high = span
@@ -211,9 +215,9 @@ class TrafficGuard:
         if not math.isfinite(moved) or moved < 0:
             raise Disturbed(f"the per-iteration counter {counter} read {before.progress:g} → "
                             f"{after.progress:g}: the server restarted during the measurement")
-        if moved > sent * (high + self.overshoot):
+        if moved > sent * (high + rule.overshoot):
             raise Disturbed(
-                f"the server processed {moved - high:g} more tokens than this request "
+                f"the server processed {moved - high:g} more {rule.unit} than this request "
                 f"accounts for ({counter} moved by {moved:g}, this request {high}): a foreign "
                 "request ran beside it")
         if moved < low:

@@ -44,7 +44,8 @@ _COUNTERS = {
 # - vLLM 0.33.0: prompt_tokens_total and generation_tokens_total, both raised per engine
 #   iteration from IterationStats (vllm/v1/metrics/loggers.py PrometheusStatLogger.record;
 #   vllm/v1/metrics/stats.py update_from_output counts len(new_token_ids), the first token
-#   included, and the prompt when its prefill completes).
+#   included, and the whole prompt, cached tokens too (IterationStats.num_prompt_tokens =
+#   prompt_token_stats.total), when its prefill completes).
 PROGRESS: dict[str, tuple[str, ...]] = {
     "sglang": ("sglang:realtime_tokens_total",),
     "vllm": ("vllm:prompt_tokens_total", "vllm:generation_tokens_total"),

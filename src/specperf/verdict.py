@@ -348,13 +348,14 @@ def _wider(contexts: Sequence[int], shrink: float) -> list[int]:
     """The contexts plus one far enough out for the slope's error to fit the band.
 
     A slope's error falls with the spread of the contexts; aim for twice the needed span
-    (errors are themselves estimates), in whole hundreds, at least the default 1663.
+    (errors are themselves estimates), in whole hundreds, between the defaults 1663 and 5553
+    (the incident's longest context, which determines a slope at ordinary noise).
     """
     if not contexts:
         return [13, 1663]
     low, high = min(contexts), max(contexts)
     span = max(high - low, 1) * shrink * 2.0
-    far = max(1663, int(math.ceil((low + span) / 100.0)) * 100)
+    far = min(5553, max(1663, int(math.ceil((low + span) / 100.0)) * 100))
     return sorted({*contexts, far})
 
 

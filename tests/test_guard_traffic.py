@@ -236,8 +236,7 @@ def test_stale_gauges_of_an_older_release_are_told_by_the_still_progress_counter
     text = (resources.files("specperf.sim") / "profiles" / "kimi-k26-ddtree.toml").read_text(
         encoding="utf-8")
     profile = tmp_path / "old-gauges.toml"
-    profile.write_text(text.replace('log_format = "current"',
-                                    'log_format = "current"\ngauge_idle_refresh = "every-30s"'),
+    profile.write_text(text + '\n[switches]\ngauge_idle_refresh = "every-30s"\n',
                        encoding="utf-8")
     sim = start_sim(profile=str(profile), time_scale=SCALE)
     settings = resolve({"endpoint": sim.url, "contexts": "13", "output_tokens": "64",
@@ -245,7 +244,8 @@ def test_stale_gauges_of_an_older_release_are_told_by_the_still_progress_counter
     perf = PerfSession(settings, lock_mode="none")
     perf.start()
     try:
-        body = {"text": "warm " * 9, "sampling_params": {"max_new_tokens": 400,
+        # Long enough (>= 125 verify steps at 16 tokens a step) to end a decode-log window.
+        body = {"text": "warm " * 9, "sampling_params": {"max_new_tokens": 2000,
                                                          "ignore_eos": True}}
         httpx.post(f"{sim.url}/generate", json=body).raise_for_status()
         assert _scrape(sim.url)["sglang:num_running_reqs"] == 1  # stale: nothing runs

@@ -22,7 +22,8 @@ CURRENT_LINE = re.compile(
 )
 LEGACY_LINE = re.compile(
     r"Decode batch\. #running-req: \d+, #token: \d+, token usage: \d+\.\d\d, "
-    r"accept len: \d+\.\d\d, gen throughput \(token/s\): \d+\.\d\d, #queue-req: \d+, $"
+    r"accept len: \d+\.\d\d, cuda graph: True, gen throughput \(token/s\): \d+\.\d\d, "
+    r"#queue-req: \d+, $"  # SGLang 0.4.10 managers/scheduler_metrics_mixin.py
 )
 LONG = {"text": "Tell me a long story", "sampling_params": {"max_new_tokens": 600,
                                                              "ignore_eos": True}}
@@ -107,9 +108,10 @@ def test_legacy_variant(start_sim: Callable[..., Any], tmp_path: Path) -> None:
     sim = start_sim(profile=str(_variant(tmp_path, "legacy-variant", switches)),
                     time_scale=0.005, log_file=log)
     meta = httpx.post(sim.url + "/generate", json=LONG, timeout=30).json()["meta_info"]
-    assert {"spec_verify_ct", "spec_accept_token_num", "spec_draft_token_num",
-            "spec_accept_histogram", "spec_accepted_drafts", "spec_proposed_drafts"} <= set(meta)
-    assert "spec_accept_length" not in meta and "first_token_latency" not in meta
+    # SGLang 0.5.11's spelling (fidelity item 12: the old mix matched no release).
+    assert {"spec_verify_ct", "spec_accept_length", "spec_accept_histogram",
+            "spec_accepted_drafts", "spec_proposed_drafts"} <= set(meta)
+    assert "spec_correct_drafts_histogram" not in meta and "first_token_latency" not in meta
     assert sum(meta["spec_accept_histogram"]) == meta["spec_verify_ct"]
     assert "e2e_latency" in meta
     assert httpx.get(sim.url + "/metrics").status_code == 404

@@ -105,11 +105,15 @@ def test_completions_stream_usage_chunk(sim_server: Any) -> None:
     events = _sse_events(_post(sim_server.url, "/v1/completions", body).text)
     chunks = [json.loads(e) for e in events[:-1]]
     assert events[-1] == "[DONE]"
-    last = chunks[-1]
+    # SGLang 0.5.23 serving_completions.py: sglext in a chunk of its own (usage null),
+    # then the usage chunk without sglext.
+    ext, last = chunks[-2], chunks[-1]
+    assert ext["choices"] == [] and ext["usage"] is None
+    assert "spec_verify_ct" in ext["sglext"]["spec_tokens_details"]
     assert last["choices"] == [] and last["usage"]["completion_tokens"] == 30
-    assert "spec_verify_ct" in last["sglext"]["spec_tokens_details"]
-    assert chunks[-2]["choices"][0]["finish_reason"] == "length"
-    assert "".join(c["choices"][0]["text"] for c in chunks[:-1])
+    assert "sglext" not in last
+    assert chunks[-3]["choices"][0]["finish_reason"] == "length"
+    assert "".join(c["choices"][0]["text"] for c in chunks[:-2])
 
 
 def test_chat_completions(sim_server: Any) -> None:

@@ -53,8 +53,8 @@ def test_completions_deltas_per_step_and_usage_last(sim: Any) -> None:
     body = {"prompt": PROMPT, "max_tokens": 90, "ignore_eos": True, "stream": True,
             "stream_options": {"include_usage": True}, "return_spec_tokens_details": True}
     chunks = _events(httpx.post(sim.url + "/v1/completions", json=body, timeout=60))
-    *texts, last = chunks
-    steps = last["sglext"]["spec_tokens_details"]["spec_verify_ct"]
+    *texts, ext, last = chunks  # sglext has a chunk of its own (SGLang 0.5.23)
+    steps = ext["sglext"]["spec_tokens_details"]["spec_verify_ct"]
     assert last["choices"] == [] and last["usage"]["completion_tokens"] == 90
     assert len(texts) == 1 + steps
     assert [c["choices"][0]["finish_reason"] for c in texts] == [None] * steps + ["length"]
@@ -65,10 +65,10 @@ def test_chat_chunks_per_step_without_parser(sim: Any) -> None:
             "ignore_eos": True, "stream": True, "separate_reasoning": False,
             "stream_options": {"include_usage": True}, "return_spec_tokens_details": True}
     chunks = _events(httpx.post(sim.url + "/v1/chat/completions", json=body, timeout=60))
-    role, *contents, finish, last = chunks
+    role, *contents, finish, ext, last = chunks  # sglext chunk, then usage (SGLang 0.5.23)
     assert role["choices"][0]["delta"] == {"role": "assistant", "content": ""}
     assert all(set(c["choices"][0]["delta"]) == {"content"} for c in contents)
-    assert len(contents) == 1 + last["sglext"]["spec_tokens_details"]["spec_verify_ct"]
+    assert len(contents) == 1 + ext["sglext"]["spec_tokens_details"]["spec_verify_ct"]
     assert finish["choices"][0] == {"index": 0, "delta": {}, "logprobs": None,
                                     "finish_reason": "length"}
     assert last["choices"] == [] and last["usage"]["completion_tokens"] == 90

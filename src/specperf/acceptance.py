@@ -131,8 +131,10 @@ def steps_from_metrics(before: MetricsSnapshot, after: MetricsSnapshot) -> int:
 
 
 # -- the log source ---------------------------------------------------------------------------
+# "Decode batch [N], ..." with SGLANG_LOG_FORWARD_ITERS=1 (SGLang 0.5.23
+# managers/scheduler_components/metrics_reporter.py; its debug_utils/log_parser.py agrees).
 _DECODE = re.compile(
-    r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\]\s*Decode batch[.,]\s*"
+    r"\[(?P<ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[^\]]*\]\s*Decode batch(?: \[\d+\])?[.,]\s*"
     r"#running-req:\s*(?P<running>\d+).*?accept len:\s*(?P<accept>[0-9.]+)")
 
 

@@ -16,13 +16,14 @@ import os
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import filelock
 
+from . import exact
 from .errors import BaselineError, ConfigError
 from .fingerprint import fingerprint_differences
 from .measure import METRICS, Measurement
@@ -59,6 +60,10 @@ class CaseBaseline:
     output_tokens: int
     metrics: dict[str, Summary]
     tolerances: dict[str, float]
+    # Exact acceptance (exact.py): per repeat index, the prompt's verify steps and
+    # identities; whether the server repeated itself when this was written.
+    prompts: dict[int, exact.PromptRecord] = field(default_factory=dict)
+    deterministic: bool | None = None
 
     @property
     def id(self) -> str:
@@ -68,9 +73,14 @@ class CaseBaseline:
         limits = {**DEFAULT_TOLERANCES, **file_tolerances, **self.tolerances}
         metrics = {m: {**s.to_dict(), "direction": DIRECTION_NAMES[DIRECTION[m]],
                        "tolerance": limits[m]} for m, s in self.metrics.items()}
-        return {"text_class": self.text_class, "context": self.context,
-                "output_tokens": self.output_tokens, "metrics": metrics,
-                "tolerances": dict(self.tolerances)}
+        out = {"text_class": self.text_class, "context": self.context,
+               "output_tokens": self.output_tokens, "metrics": metrics,
+               "tolerances": dict(self.tolerances)}
+        if self.prompts:
+            out["prompts"] = {str(k): r.to_dict() for k, r in sorted(self.prompts.items())}
+        if self.deterministic is not None:
+            out["deterministic"] = self.deterministic
+        return out
 
 
 @dataclass(frozen=True)
@@ -88,19 +98,27 @@ class Baseline:
     cases: dict[str, CaseBaseline]
     fits: dict[str, ContextFit]
     tolerances: dict[str, float]
+    # Reproducible prompts: the seed of every measured prompt's nonce (reuse.py), and the
+    # request digest (digest.py); None in files written before them.
+    prompt_seed: str | None = None
+    request_digest: dict[str, Any] | None = None
 
     @classmethod
     def from_run(cls, deployment: str, fingerprint: dict[str, Any],
                  measurements: Sequence[Measurement], fits: dict[str, ContextFit], *,
                  version: int, suite_version: str, git_revision: str, provenance: str,
-                 simulated: bool) -> Baseline:
+                 simulated: bool, prompt_seed: str | None = None,
+                 request_digest: dict[str, Any] | None = None) -> Baseline:
         """A baseline from this run's measurements, stamped with the current UTC time."""
         cases = {m.case.id: CaseBaseline(m.case.text_class, m.case.context,
-                                         m.case.output_tokens, m.summaries(), {})
+                                         m.case.output_tokens, m.summaries(), {},
+                                         exact.records(m.samples) if prompt_seed else {},
+                                         exact.deterministic(m.samples))
                  for m in measurements}
         created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         return cls(deployment, version, created, suite_version, git_revision, dict(fingerprint),
-                   provenance, simulated, cases, dict(fits), {})
+                   provenance, simulated, cases, dict(fits), {}, prompt_seed,
+                   request_digest)
 
     def to_json(self) -> str:
         """Pretty-printed, sorted JSON with a trailing newline, so reviews read the diff."""
@@ -113,6 +131,10 @@ class Baseline:
             "cases": {cid: c.to_dict(self.tolerances) for cid, c in self.cases.items()},
             "fits": {tc: f.to_dict() for tc, f in self.fits.items()},
         }
+        if self.prompt_seed is not None:
+            data["prompt_seed"] = self.prompt_seed
+        if self.request_digest is not None:
+            data["request_digest"] = self.request_digest
         return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
     @classmethod
@@ -161,7 +183,12 @@ class _Reader:
             self.get(data, "git_revision", str, ""), self.get(data, "fingerprint", dict, ""),
             self.get(data, "provenance", str, ""), self.get(data, "simulated", bool, ""),
             {cid: self.case(cid, c) for cid, c in cases.items()},
-            {tc: self.fit(tc, f) for tc, f in fits.items()}, tolerances)
+            {tc: self.fit(tc, f) for tc, f in fits.items()}, tolerances,
+            self.optional(data, "prompt_seed", str), self.optional(data, "request_digest", dict))
+
+    def optional(self, obj: Mapping[str, Any], key: str, kind: type) -> Any:
+        """A key that older files lack: None when absent, checked when present."""
+        return self.get(obj, key, kind, "") if key in obj else None
 
     def case(self, case_id: str, data: Any) -> CaseBaseline:
         where = f"cases.{case_id}"
@@ -172,10 +199,25 @@ class _Reader:
             self.get(data, "text_class", str, where), self.get(data, "context", int, where),
             self.get(data, "output_tokens", int, where),
             {m: self.summary(m, s, f"{where}.metrics") for m, s in metrics.items()},
-            self.tolerances(data.get("tolerances", {}), f"{where}.tolerances"))
+            self.tolerances(data.get("tolerances", {}), f"{where}.tolerances"),
+            self.prompts(data.get("prompts", {}), f"{where}.prompts"),
+            self.get(data, "deterministic", bool, where) if "deterministic" in data else None)
         if case.id != case_id:
             raise self.fail(where, f"describes case {case.id}, not {case_id}")
         return case
+
+    def prompts(self, data: Any, where: str) -> dict[int, exact.PromptRecord]:
+        if not isinstance(data, dict):
+            raise self.fail(where, "should be an object")
+        out = {}
+        for key, entry in data.items():
+            here = f"{where}.{key}"
+            if not key.isdigit() or not isinstance(entry, dict):
+                raise self.fail(here, "should be a repeat index holding an object")
+            out[int(key)] = exact.PromptRecord(self.get(entry, "steps", int, here),
+                                               self.get(entry, "prompt", str, here),
+                                               self.get(entry, "output", str, here))
+        return out
 
     def summary(self, metric: str, data: Any, where: str) -> Summary:
         here = f"{where}.{metric}"

@@ -140,6 +140,15 @@ class Client:
         text: str = self._retrying(lambda: self._send("GET", path, None, timeout_s, "").text)[0]
         return text
 
+    def post_status(self, path: str, *, timeout_s: float | None = None) -> int:
+        """POST without a body; the answer's status. For control routes whose refusal is an
+        answer, not an error (SGLang's /flush_cache says 400 while requests run)."""
+        try:
+            response = self._retrying(lambda: self._send("POST", path, None, timeout_s, ""))[0]
+        except BadStatus as exc:
+            return exc.status
+        return response.status_code
+
     def post_json(self, path: str, body: Any, *, timeout_s: float | None = None,
                   timeout_basis: str = "") -> Reply:
         return self.request("POST", path, body, timeout_s=timeout_s,

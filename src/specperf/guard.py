@@ -19,6 +19,7 @@ Three guards, each cheap enough for the per-request hot path:
 
 from __future__ import annotations
 
+import hashlib
 import math
 import secrets
 import time
@@ -288,6 +289,14 @@ def new_nonce() -> str:
     """A prompt's unique lead. Digits only: a fixed-length number tokenizes to the same
     count every time, which calibrated prompts (no /tokenize) rely on."""
     return f"{NONCE_LEAD}{secrets.randbelow(10**12):012d}: "
+
+
+def derived_nonce(seed: str, case_id: str, repeat: int) -> str:
+    """The lead of repeat ``repeat`` of a case under a baseline version's prompt seed: the
+    same in every run that uses the seed (same digits-only shape as :func:`new_nonce`)."""
+    key = f"{seed}\0{case_id}\0{repeat}".encode()
+    number = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") % 10**12
+    return f"{NONCE_LEAD}{number:012d}: "
 
 
 # Without a tokenizer route the lead cannot be counted: a generous bound (specials, "run").

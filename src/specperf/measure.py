@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from . import acceptance, guard, routes
+from . import acceptance, exact, guard, reuse, routes
 from .acceptance import LogSource, MetricsSnapshot
 from .client import Client, TimeoutPolicy
 from .errors import (
@@ -162,6 +162,16 @@ class Measurer:
         self._class_norms: dict[str, float] = {}
         self._shared_prefix: int | None = None
         self._template_tokens: dict[tuple[bool, bool], int] = {}
+        # Reproducible prompts (reuse.py): random nonces until a run sets a prompt seed.
+        self.prompt_plan = reuse.PromptPlan()
+        self.last_prompt: reuse.PromptUsed | None = None
+        self.deterministic: dict[str, bool | None] = {}  # case id -> exact.deterministic
+
+    def reproduce_prompts(self, seed: str) -> reuse.PromptPlan:
+        """Derive every measured prompt from ``seed`` where the server can bypass its prefix
+        cache for a repeated prompt (else prompts keep random nonces); returns the plan."""
+        self.prompt_plan = reuse.plan_for(self.client, self.server.flavour, seed)
+        return self.prompt_plan
 
     def measure(self, case: Case, decide: Decide | None = None) -> Measurement:
         """Warm up, then repeat until ``decide`` says stop (bounded by max_repeats).
@@ -178,6 +188,8 @@ class Measurer:
         while True:
             measured.append(self.sample(case, len(measured), warmup=False))
             self.on_sample(measured[-1], self.run.repeats)
+            if len(measured) == 1:  # the warm-ups re-sent this prompt: does it repeat?
+                self.deterministic[case.id] = exact.deterministic(samples + measured)
             if len(measured) < self.run.repeats:
                 continue
             decision = decide(sample_values(measured))
@@ -209,7 +221,8 @@ class Measurer:
 
     def _attempt(self, case: Case, repeat: int, warmup: bool) -> Sample:
         before = self.traffic.before()
-        comp, wall_s, retries, started = self._generate(case, case.output_tokens)
+        comp, wall_s, retries, started = self._generate(case, case.output_tokens, repeat)
+        used = self.last_prompt
         after = self.traffic.after(before, sent=1 + retries,
                                    exact=self.server.acceptance_source == "metrics",
                                    prompt_tokens=comp.prompt_tokens,
@@ -227,7 +240,8 @@ class Measurer:
             server_accept_length=comp.accept_length, cached_tokens=comp.cached_tokens,
             acceptance_source=self.server.acceptance_source, finish_reason=comp.finish,
             retries=retries, raw={"e2e_s": comp.e2e_s, "wall_s_unscaled": wall_s,
-                                  "histogram_sum": comp.histogram_sum, **checks})
+                                  "histogram_sum": comp.histogram_sum, **checks,
+                                  **(used.raw(comp.text, comp.ids) if used else {})})
 
     def _checks(self, case: Case, comp: Completion) -> dict[str, Any]:
         """Prefix-cache and degenerate-output guards (see guard.py); flags for Sample.raw."""
@@ -241,15 +255,17 @@ class Measurer:
         units = guard.output_units(comp.text, comp.ids)
         return {**flags, **guard.check_output(case.id, units, self._class_norms[case.text_class])}
 
-    def _generate(self, case: Case, max_tokens: int) -> tuple[Completion, float, int, datetime]:
+    def _generate(self, case: Case, max_tokens: int, repeat: int | None = None
+                  ) -> tuple[Completion, float, int, datetime]:
         api = self.server.api
         # On the chat route the server adds its template: build the content that much
         # shorter, so the server decodes at exactly the case's context.
         body_case = replace(case, context=case.context - self._chat_overhead(case))
 
-        def fresh_body() -> dict[str, Any]:  # a new nonce for every attempt, retries too
-            nonce = guard.new_nonce()
+        def fresh_body() -> dict[str, Any]:  # a flush or a new nonce for every attempt
+            nonce, kept = self.prompt_plan.nonce(self.client, case.id, repeat)
             prompt = self.prompts.build(body_case, nonce, want_ids=api == "sglang")
+            self.last_prompt = reuse.PromptUsed(repeat, kept, reuse.prompt_digest(prompt))
             return routes.request_body(api, prompt, max_tokens, self.server.model,
                                        nonce.strip(": "))[1]
 
@@ -349,9 +365,13 @@ class Measurer:
     def _two_point(self, case: Case, steps: int, wall_s: float) -> float | None:
         """No server timings: a short request on the same prompt length gives prefill."""
         short = max(2, case.output_tokens // 8)
+        # With counters as the source the short request needs its own bracket (vLLM without
+        # per-request metrics has only these), or step time could not be measured at all.
+        before = self._snapshot() if self.server.acceptance_source == "metrics" else None
         comp, short_s, _, started = self._generate(case, short)
-        short_steps = self._steps(comp, None, None, started) if \
-            self.server.acceptance_source != "metrics" else None
+        after = self._snapshot() if before is not None else None
+        short_steps = self._steps(comp, before, after, started) if \
+            self.server.acceptance_source != "metrics" or after is not None else None
         if short_steps is None or steps <= short_steps:
             return None
         step_s = (wall_s - short_s) / (steps - short_steps)

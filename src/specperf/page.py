@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from . import exact
 from .model import ContextFit
 from .plots import bar_plot, context_plot, fit_plot
 from .results import baseline_metrics, mean_context, median
@@ -100,7 +101,8 @@ def _header(doc: Mapping[str, Any]) -> str:
     lock = ("n/a (measured on xdist workers)" if doc["lock_wait_s"] is None
             else f"{doc['lock_wait_s']:.1f} s")
     facts = [("measured", who),
-             ("server", esc(f"model {server.get('model') or 'n/a'}; {server.get('flavour', '?')}"
+             ("server", esc(f"model {server.get('model') or 'n/a'}; "
+                            f"{server.get('server_name', '?')}; {server.get('flavour', '?')}"
                             f" API {server.get('api', '?')}; acceptance from "
                             f"{server.get('acceptance_source', '?')}")),
              ("fingerprint", esc(", ".join(f"{k}={v}" for k, v in
@@ -275,6 +277,11 @@ def _attribution(verdict: Mapping[str, Any]) -> str:
             "of the log tok/s change</div>")
 
 
+def _exact(verdict: Mapping[str, Any]) -> str:
+    note = exact.html(verdict)
+    return f'<div class="exact">{esc(note)}</div>' if note else ""
+
+
 def _share(fraction: float) -> str:
     return f"{round(100 * fraction)}%".replace("-", "\u2212")
 
@@ -286,7 +293,7 @@ def _verdicts(doc: Mapping[str, Any]) -> str:
         return "<p>No verdicts: nothing was compared with a baseline.</p>"
     items = [f'<li class="verdict {esc(v["status"])}" data-case="{esc(v["case_id"])}">'
              f'<b>{esc(v["case_id"])}</b> — {esc(v["status"])}: {esc(v["message"])}'
-             f"{_attribution(v)}</li>" for v in verdicts]
+             f"{_attribution(v)}{_exact(v)}</li>" for v in verdicts]
     return '<ol class="verdicts">' + "".join(items) + "</ol>"
 
 

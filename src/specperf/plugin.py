@@ -36,6 +36,7 @@ from .fixtures import (  # noqa: F401  (fixtures are registered by being importa
 from .lock import GpuLock, lock_path_for
 from .measure import Sample
 from .run import RunState
+from .sweepfixtures import specperf_sweep  # noqa: F401  (the sweep-level test's fixture)
 from .workload import Case, load_text_classes
 
 MARKERS = (

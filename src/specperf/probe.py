@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import acceptance, routes
+from . import acceptance, routes, serverkind
 from .client import Client
 from .errors import (
     AcceptanceUnavailable,
@@ -39,6 +39,14 @@ class ServerInfo:
     acceptance_source: str
     acceptance_available: tuple[str, ...]
     notes: tuple[str, ...] = field(default=())
+    kind: str = "sglang"  # sglang | vllm (serverkind.py)
+    release: str | None = None
+    dev_mode: bool = False  # vLLM started with VLLM_SERVER_DEV_MODE=1
+
+    @property
+    def server_name(self) -> str:
+        """``SGLang 0.5.23`` / ``vLLM 0.33.0 (dev mode)``: what the summary and report show."""
+        return serverkind.server_name(self.kind, self.release, self.dev_mode)
 
     @property
     def label(self) -> str:
@@ -53,7 +61,8 @@ class ServerInfo:
                 "metrics": self.metrics, "server_timings": self.server_timings,
                 "acceptance_source": self.acceptance_source,
                 "acceptance_available": list(self.acceptance_available),
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "kind": self.kind, "release": self.release,
+                "dev_mode": self.dev_mode, "server_name": self.server_name}
 
 
 class ServerTokenizer:
@@ -74,9 +83,20 @@ class ServerTokenizer:
 
     def detokenize(self, ids: list[int]) -> str:
         data = self.client.post_json(self.detok_path, {"tokens": ids}).data
-        if not isinstance(data, dict) or not isinstance(data.get("text"), str):
-            raise MalformedResponse(f"{self.detok_path} answered without text: {data!r:.200}")
-        return str(data["text"])
+        # SGLang answers {"text": ...}; vLLM {"prompt": ...} (vllm/entrypoints/serve/
+        # tokenize/protocol.py DetokenizeResponse).
+        text = data.get("text", data.get("prompt")) if isinstance(data, dict) else None
+        if not isinstance(text, str):
+            raise MalformedResponse(f"{self.detok_path} answered without text (SGLang) or "
+                                    f"prompt (vLLM): {data!r:.200}")
+        return text
+
+    def max_model_len(self) -> int | None:
+        """The context length /tokenize reports (SGLang and vLLM both send max_model_len)."""
+        data = self.client.post_json(self.path, {"prompt": "specperf",
+                                                 "add_special_tokens": True}).data
+        value = data.get("max_model_len") if isinstance(data, dict) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _first_json(client: Client, paths: tuple[str, ...]) -> tuple[str, Any] | None:
@@ -162,11 +182,15 @@ def _find_tokenizer(client: Client) -> str | None:
 
 
 def _has_metrics(client: Client) -> bool:
+    return _metrics_snapshot(client) is not None
+
+
+def _metrics_snapshot(client: Client) -> acceptance.MetricsSnapshot | None:
     try:
-        return acceptance.parse_metrics(client.get_text("/metrics", timeout_s=30)).requests \
-            is not None
+        snap = acceptance.parse_metrics(client.get_text("/metrics", timeout_s=30))
     except (BadStatus, MalformedResponse):
-        return False
+        return None
+    return snap if snap.requests is not None else None
 
 
 def _pick_api(requested: str, flavour: str) -> str:
@@ -187,33 +211,39 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
           warn: Callable[[str], None] = lambda _: None) -> ServerInfo:
     """Probe the server; raise EndpointError / AcceptanceUnavailable / ConfigError clearly."""
     check_reachable(client, endpoint_source)
-    info = _first_json(client, ("/server_info", "/get_server_info"))
-    flavour = "sglang" if info else "openai"
-    server_info: dict[str, Any] = info[1] if info and isinstance(info[1], dict) else {}
-    minfo = _first_json(client, ("/model_info", "/get_model_info"))
+    detected = serverkind.detect(client)
+    flavour = "sglang" if detected.kind == "sglang" and detected.server_info else "openai"
+    server_info: dict[str, Any] = detected.server_info
+    minfo = _first_json(client, ("/model_info", "/get_model_info")) \
+        if detected.kind == "sglang" else None
     model_info: dict[str, Any] = minfo[1] if minfo and isinstance(minfo[1], dict) else {}
     chosen_api = _pick_api(api, flavour)
     if chosen_api == "sglang" and flavour != "sglang":
-        raise ConfigError(f"--api sglang was asked for, but {client.base_url} has no "
-                          "/server_info: it is not an SGLang server; use --api openai.")
+        raise ConfigError(serverkind.no_native_route(client.base_url, detected))
     served = model or server_info.get("served_model_name") or model_info.get("served_model_name")
     tok_path = _find_tokenizer(client)
     ids = tuple(ServerTokenizer(client, tok_path).tokenize("specperf probe", True)) \
         if tok_path and chosen_api == "sglang" else None
     sample = _try_generation(client, chosen_api, served, ids)
-    metrics = _has_metrics(client)
-    available = _available_sources(sample, metrics, log_command)
+    snapshot = _metrics_snapshot(client)
+    metrics = snapshot is not None
+    available = _available_sources(sample, snapshot is not None and snapshot.has_steps,
+                                   log_command)
     source = _choose_source(wanted_source, available)
     notes = _notes(metrics, tok_path, sample, source)
+    notes = serverkind.release_notes(detected, sample, snapshot, chosen_api, notes)
     for note in notes:
         warn(note)
-    scale = float(server_info.get("sim_time_scale") or 1.0)
-    simulated = simulated or "sim_time_scale" in server_info
-    return ServerInfo(
+    scale = float(detected.sim.get("sim_time_scale") or 1.0)
+    simulated = simulated or bool(detected.sim)
+    max_len = _max_len(server_info) or (ServerTokenizer(client, tok_path).max_model_len()
+                                        if tok_path else None)
+    return ServerInfo(kind=detected.kind, release=detected.release,
+        dev_mode=detected.dev_mode,
         url=client.base_url, flavour=flavour, api=chosen_api, model=served,
         fingerprint=fingerprint_of(server_info, model_info, simulated), time_scale=scale,
         simulated=simulated, tokenizer_path=tok_path,
-        max_model_len=_max_len(server_info), metrics=metrics,
+        max_model_len=max_len, metrics=metrics,
         server_timings=sample.ttft_s is not None and sample.e2e_s is not None,
         acceptance_source=source, acceptance_available=available, notes=notes)
 

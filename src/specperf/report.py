@@ -246,6 +246,9 @@ def run_trend(args: argparse.Namespace) -> int:
         print(f"specperf trend: {exc}", file=sys.stderr)
         return USAGE_ERROR
     out = args.out or args.history.with_name("trend.html")
-    out.write_text(trend.render(trend.build(entries)), encoding="utf-8")
+    built = trend.build(entries)
+    out.write_text(trend.render(built), encoding="utf-8")
+    for line in trend.drift_lines(built):  # the nightly job's log names a slow drift
+        print(f"specperf {line}")
     print(f"specperf: trend of {len(entries)} runs {out}")
     return 0

@@ -156,7 +156,9 @@ def _opt_int(obj: Mapping[str, Any], *keys: str) -> int | None:
 
 def _hist_sum(obj: Mapping[str, Any]) -> int | None:
     hist = obj.get("spec_correct_drafts_histogram", obj.get("spec_accept_histogram"))
-    if not isinstance(hist, list):
+    # SGLang's OpenAI layer sends an absent histogram as [] (openai/utils.py
+    # spec_tokens_details_from_meta_info: `or []`): a sum of 0 there means "not reported".
+    if not isinstance(hist, list) or not hist:
         return None
     values = [_finite(v) for v in hist]
     if any(v is None for v in values):
@@ -208,7 +210,8 @@ def _parse_openai(api: str, data: Mapping[str, Any]) -> Completion:
     if isinstance(sglext, Mapping) and isinstance(sglext.get("spec_tokens_details"), Mapping):
         spec = sglext["spec_tokens_details"]
     vllm = data.get("metrics")
-    steps = _opt_int(spec, "spec_verify_ct")
+    # The OpenAI layer turns an absent spec_verify_ct into 0 (`or 0`): 0 steps is "absent".
+    steps = _opt_int(spec, "spec_verify_ct") or None
     if steps is None and isinstance(vllm, Mapping):
         sd = vllm.get("speculative_decoding")
         if isinstance(sd, Mapping):
@@ -221,6 +224,8 @@ def _parse_openai(api: str, data: Mapping[str, Any]) -> Completion:
     message = message if isinstance(message, Mapping) else {}
     text = message.get("content") if message else choice.get("text")
     e2e, ttft = _opt_num(meta, "e2e_latency"), _opt_num(meta, "first_token_latency")
+    if (e2e is None or ttft is None) and isinstance(vllm, Mapping):
+        e2e, ttft = vllm_timings(vllm)
     return Completion(
         prompt_tokens=_count(usage, "prompt_tokens", f"{PATHS[api]} usage"),
         completion_tokens=_count(usage, "completion_tokens", f"{PATHS[api]} usage"),
@@ -232,10 +237,24 @@ def _parse_openai(api: str, data: Mapping[str, Any]) -> Completion:
         histogram_sum=_hist_sum(spec) if spec else _hist_sum(meta),
         output_ids=None,
         text=_text(text),
-        reasoning=_opt_text(message.get("reasoning_content")),
+        reasoning=_opt_text(message.get("reasoning_content", message.get("reasoning"))),
         tool_calls=_calls(message.get("tool_calls")),
-        timings_from="meta_info" if e2e is not None and ttft is not None else "",
+        timings_from=("" if e2e is None or ttft is None
+                      else "meta_info" if meta else "metrics"),
     )
+
+
+def vllm_timings(metrics: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """(e2e_s, ttft_s) from vLLM's per-request ``metrics`` (``--enable-per-request-metrics``),
+    on SGLang's clock: both from arrival, so e2e − ttft is ``generation_time_ms``, the decode
+    interval (vllm/entrypoints/generate/base/serving.py); (None, None) without them."""
+    queue = _opt_num(metrics, "queue_time_ms") or 0.0
+    first = _opt_num(metrics, "time_to_first_token_ms")
+    decode = _opt_num(metrics, "generation_time_ms")
+    if first is None or decode is None:
+        return None, None
+    ttft = (queue + first) / 1000.0
+    return ttft + decode / 1000.0, ttft
 
 
 def _opt_text(value: Any) -> str | None:
@@ -294,7 +313,8 @@ class _Deltas:
             text = choice.get("text")
             self.content.append(_text(text))
             return bool(text)
-        for key, sink in (("content", self.content), ("reasoning_content", self.reasoning)):
+        for key, sink in (("content", self.content), ("reasoning_content", self.reasoning),
+                          ("reasoning", self.reasoning)):  # vLLM names it "reasoning"
             if isinstance(delta.get(key), str):
                 sink.append(delta[key])
         for call in delta.get("tool_calls") or []:
@@ -302,7 +322,7 @@ class _Deltas:
                 self._call(call)
         # The role chunk goes out with the first output (SGLang's serving_chat), so it marks it.
         return bool(delta.get("content") or delta.get("reasoning_content")
-                    or delta.get("tool_calls") or delta.get("role"))
+                    or delta.get("reasoning") or delta.get("tool_calls") or delta.get("role"))
 
     def _call(self, call: Mapping[str, Any]) -> None:
         index = call.get("index", 0)
@@ -320,8 +340,14 @@ def _openai_stream(api: str, events: Sequence[StreamEvent]) -> Streamed:
     deltas = _Deltas()
     chunks: list[Chunk] = []
     summary: Mapping[str, Any] | None = None
+    extra: dict[str, Any] = {}
     for event in events:
         choices = event.data.get("choices")
+        # SGLang sends sglext in a chunk of its own (choices [], usage null) before the
+        # usage chunk (0.5.23 serving_completions.py ~444-476, serving_chat.py ~2703-2762);
+        # vLLM puts per-request metrics on the usage chunk. Keep them wherever they come.
+        extra.update({k: event.data[k] for k in ("sglext", "metrics")
+                      if isinstance(event.data.get(k), Mapping)})
         if isinstance(event.data.get("usage"), Mapping) and not choices:
             summary = event.data
             continue
@@ -334,7 +360,8 @@ def _openai_stream(api: str, events: Sequence[StreamEvent]) -> Streamed:
     message = {"content": "".join(deltas.content),
                "reasoning_content": "".join(deltas.reasoning) if deltas.reasoning else None,
                "tool_calls": [deltas.calls[i] for i in sorted(deltas.calls)] or None}
-    body = {**summary, "choices": [{"message": message, "finish_reason": deltas.finish}]}
+    body = {**extra, **summary, "choices": [{"message": message,
+                                             "finish_reason": deltas.finish}]}
     return Streamed(_parse_openai(api, body), tuple(chunks))
 
 

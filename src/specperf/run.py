@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from typing import Any
 
-from . import __version__
+from . import __version__, digest, exact
 from .baseline import Baseline, BaselineStore, CaseBaseline, describe_changes
 from .compare import Comparison, measure_pair, pair_decider
 from .config import Settings
@@ -18,6 +18,7 @@ from .errors import BaselineError, SpecperfError
 from .fingerprint import deployment_slug, fingerprint_differences
 from .measure import Measurement, Sample, sample_values, step_repeats
 from .model import ContextFit, fit_repeats
+from .reuse import PromptPlan
 from .session import PerfSession, git_revision
 from .verdict import (
     DEFAULT_TOLERANCES,
@@ -73,6 +74,9 @@ class RunState:
         self.fingerprint_notes: list[str] = []
         self._case_errors: dict[str, SpecperfError] = {}
         self.comparison: Comparison | None = None
+        self._plan: PromptPlan | None = None
+        self._digest: dict[str, Any] | None = None
+        self._refusal: str | None = None
 
     # -- session --------------------------------------------------------------------------
     def started_session(self) -> PerfSession:
@@ -155,11 +159,69 @@ class RunState:
         base = self.baseline()
         if base is None:
             return self._baseline_reason
+        refusal = self.digest_refusal(base)
+        if refusal is not None:
+            if self.settings.update_baselines:  # the new version is how to move on
+                return refusal
+            raise BaselineError(refusal)
         found = base.cases.get(case.id)
         if found is None or found.output_tokens != case.output_tokens:
             return (f"baseline {base.deployment} v{base.version} has no {case.id} at "
                     f"{case.output_tokens} output tokens: {CREATE_HINT}.")
         return found
+
+    # -- reproducible prompts, request digest, exact acceptance (reuse, digest, exact) ------
+    def prompt_plan(self) -> PromptPlan:
+        """How this run's prompts are made: from the baseline's prompt seed (a baseline
+        without one: a seed named after the version this run would write), where the server
+        can keep a repeated prompt out of its prefix cache."""
+        if self._plan is None:
+            session = self.started_session()
+            assert session.measurer is not None
+            base = self.baseline()
+            seed = base.prompt_seed if base is not None and base.prompt_seed else None
+            if seed is None:
+                store = BaselineStore(self.settings.baseline_dir)
+                seed = f"{self.deployment()}/v{(store.latest(self.deployment()) or 0) + 1}"
+            self._plan = session.measurer.reproduce_prompts(seed)
+        return self._plan
+
+    def request_digest(self) -> dict[str, Any]:
+        """The digest of this run's requests (digest.py), computed once."""
+        if self._digest is None:
+            session = self.started_session()
+            assert session.server is not None and session.measurer is not None
+            server = session.server
+            template = session.measurer.template_tokens(self.cases[0]) \
+                if server.api == "openai-chat" and self.cases else None
+            classes = {n: self.classes[n] for n in self.settings.text_classes}
+            self._digest = digest.request_digest(server.api, server.model,
+                                                 self.settings.output_tokens, template, classes)
+        return self._digest
+
+    def digest_refusal(self, base: Baseline) -> str | None:
+        """The sentence refusing to compare with ``base``, when its requests were others."""
+        if base.request_digest is None:
+            return None
+        if self._refusal is None:
+            changes = digest.differences(base.request_digest, self.request_digest())
+            self._refusal = digest.refusal(f"{base.deployment} v{base.version}", changes) \
+                if changes else ""
+        return self._refusal or None
+
+    def _exact_in_force(self, case: Case, base: CaseBaseline | None) -> bool:
+        """Acceptance of ``case`` is judged exactly: its repeats need not settle it."""
+        session = self.session
+        if base is None or not base.prompts or base.deterministic is False \
+                or session is None or session.measurer is None:
+            return False
+        return session.measurer.deterministic.get(case.id) is True
+
+    def _with_exact(self, measured: Measurement, base: CaseBaseline,
+                    verdict: Verdict) -> Verdict:
+        plan = self._plan or PromptPlan()
+        result = exact.compare(measured, base.prompts, base.deterministic, plan.reason)
+        return exact.combine(verdict, result)
 
     def tolerances_for(self, case: Case, marker: Mapping[str, float]) -> dict[str, float]:
         base = self.baseline()
@@ -198,10 +260,13 @@ class RunState:
             session.measurements[case.id] = measured
             self.comparison.references[case.id] = reference
             return measured
+        self.prompt_plan()
         entry = self.baseline_case(case)
         base = entry if isinstance(entry, CaseBaseline) else None
 
         def decide(values: Mapping[str, Any]) -> RepeatDecision:
+            if self._exact_in_force(case, base):  # acceptance is settled exactly
+                values = {k: v for k, v in values.items() if k != "avg_commit"}
             return decide_repeats(values, base, tolerances, min_repeats=s.repeats,
                                   max_repeats=s.max_repeats)
 
@@ -213,6 +278,8 @@ class RunState:
         verdict = judge_case(measured.case.id, measured.summaries(), base, tolerances)
         if self.comparison is not None:
             verdict = self.comparison.label(verdict)
+        else:
+            verdict = self._with_exact(measured, base, verdict)
         self.verdicts.append(verdict)
         found = [verdict]
         extra = self._reconcile(measured, tolerances)
@@ -327,7 +394,9 @@ class RunState:
             self.fits(), version=0, suite_version=__version__, git_revision=git_revision(),
             provenance=(f"specperf {__version__} run against {session.server.label}: "
                         f"{self.settings.repeats}+ repeats per case, median and MAD."),
-            simulated=session.server.simulated)
+            simulated=session.server.simulated,
+            prompt_seed=self._plan.seed if self._plan and self._plan.reproducible else None,
+            request_digest=self.request_digest())
         path = store.write_next(new)
         lines = [f"specperf: wrote baseline {path}"]
         lines += [f"  {line}" for line in describe_changes(previous, new)]

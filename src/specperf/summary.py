@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from . import exact
 from .measure import Sample
 from .pathverdict import COMPARISONS
 from .results import run_fits
@@ -110,7 +111,8 @@ def render(found: Collector, state: RunState) -> list[str]:
     """The closing block: who was measured, the table, the fits, verdicts, notes."""
     # From the reports, so it reads the same when xdist workers did the measuring.
     server = found.server
-    lines = ["", f"specperf — {server.get('label', '?')}; acceptance from "
+    lines = ["", f"specperf — {server.get('label', '?')}; {server.get('server_name', '?')}; "
+                 f"acceptance from "
                  f"{server.get('acceptance_source', '?')}; {state.settings.output_tokens} output "
                  f"tokens, ignore_eos, non-streaming"]
     if server.get("simulated"):
@@ -119,6 +121,7 @@ def render(found: Collector, state: RunState) -> list[str]:
                      f"{server.get('time_scale', 1):g}; figures are in simulated time.")
     lines += [f"FINGERPRINT DIFFERS FROM THE BASELINE: {n}" for n in found.fingerprint_notes]
     lines += table(found.measurements) + fit_lines(found.measurements)
+    lines += exact.summary_lines(found.verdicts)
     failing = [v for v in found.verdicts if v["status"] == "fail"]
     if failing:
         lines.append(f"regressions ({len(failing)}):")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import drift
 from .errors import ConfigError
 from .fingerprint import fingerprint_differences
 from .page import esc, figure, page, table
@@ -102,7 +103,7 @@ def render(trend: Trend) -> str:
     """The trend page: one plot and one table per metric, boundaries listed."""
     labels = trend.run_labels()
     body = [f"<h1>specperf trend — {len(trend.runs)} runs, {len(trend.cells)} cells</h1>",
-            _runs_table(trend), _boundary_list(trend)]
+            _runs_table(trend), _boundary_list(trend), _drift_list(trend)]
     for metric, label, fmt in METRICS:
         series = trend.series(metric)
         if not any(v is not None for values in series.values() for v in values):
@@ -146,3 +147,25 @@ def _metric_table(metric: str, fmt: str, labels: Sequence[str],
             f'<td class="num">{"" if v is None else format(v, fmt)}</td>' for v in values])
         attrs.append(f' data-cell="{esc(cell)}" data-points="{points}"')
     return table(["cell", *labels], rows, cls=f"trend trend-{metric}", row_attrs=attrs)
+
+
+# -- drift (drift.py): persistent shifts below the per-run tolerance --------------------------
+def drift_flags(trend: Trend) -> list[drift.DriftFlag]:
+    """Change points per factor and per case; the reference restarts at every boundary."""
+    cells = {f"{metric}|{cell}": values for metric in ("step_ms", "avg_commit")
+             for cell, values in trend.series(metric).items()}
+    return drift.detect_all(cells, sorted({i for i, _ in trend.boundaries}))
+
+
+def drift_lines(trend: Trend) -> list[str]:
+    """One sentence per flag, for the nightly job's log."""
+    labels = trend.run_labels()
+    return [f"drift: {flag.sentence(labels)}" for flag in drift_flags(trend)]
+
+
+def _drift_list(trend: Trend) -> str:
+    lines = drift_lines(trend)
+    if not lines:
+        return (f"<p>No persistent shift: no factor or case moved for {drift.MIN_PERSIST}+ "
+                "runs against the runs before it (drift.py).</p>")
+    return '<ul class="drift">' + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>"

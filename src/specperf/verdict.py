@@ -16,7 +16,7 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .model import Attribution, ContextFit, attribute, predict_tok_s, rel_se, rest_ratio, t95
@@ -60,6 +60,8 @@ class Verdict:
     message: str
     attribution: Attribution | None = None
     details: Details = field(default_factory=dict)
+    # The exact acceptance comparison (exact.ExactResult.to_dict()), when one was made.
+    exact: dict[str, Any] | None = None
 
     def fails(self) -> str | None:
         """The sentence to fail the case with, or None when it did not regress."""

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from specperf.sim import native, openai_api, parsers
+from specperf.sim import native, openai_api, parsers, vllm_api
 from specperf.sim.decodelog import DecodeLog
 from specperf.sim.faults import FaultError, Faults
 from specperf.sim.generation import arrive, error_fault, wait_finished
@@ -22,6 +22,7 @@ from specperf.sim.request import GenerationSpec
 from specperf.sim.scheduler import Scheduler
 from specperf.sim.state import SimState, get_state
 from specperf.sim.tokenizer import BOS_ID, Tokenizer, UnknownTokenError
+from specperf.sim.vllm_metrics import VllmMetrics
 from specperf.sim.wire import BadRequest, error_response, json_body
 
 
@@ -32,10 +33,14 @@ def build_state(profile: Profile, time_scale: float, seed: int, log_file: Path |
         parsers.register_markers(tokenizer)
     faults = Faults(seed)
     scheduler = Scheduler(profile, faults, tokenizer, time_scale, seed)
-    metrics = SimMetrics(scheduler, profile, time_scale)
     draft_tokens = max(1, profile.physics.max_commit - 1)
+    metrics: SimMetrics | VllmMetrics = SimMetrics(scheduler, profile, time_scale)
+    if profile.kind == "vllm":  # vLLM writes no SGLang decode lines
+        metrics = VllmMetrics(scheduler, profile.served_model_name, draft_tokens)
+        log_file = None
     decode_log = DecodeLog(log_file, profile.decode_log_interval,
-                           profile.switches.log_format == "legacy", draft_tokens, metrics)
+                           profile.switches.log_format == "legacy", draft_tokens, metrics,
+                           forward_iters=profile.flags.log_forward_iters)
     scheduler.observers.extend([metrics, decode_log])
     return SimState(profile, tokenizer, faults, scheduler, metrics, decode_log, time_scale, seed)
 
@@ -53,7 +58,7 @@ def build_app(state: SimState) -> Starlette:
             state.decode_log.close()
 
     app = Starlette(
-        routes=_routes(),
+        routes=_routes(state.profile),
         lifespan=lifespan,
         exception_handlers={
             BadRequest: _bad_request,
@@ -65,7 +70,41 @@ def build_app(state: SimState) -> Starlette:
     return app
 
 
-def _routes() -> list[Route]:
+def _routes(profile: Profile) -> list[Route]:
+    return _vllm_routes(profile) if profile.kind == "vllm" else _sglang_routes()
+
+
+def _vllm_routes(profile: Profile) -> list[Route]:
+    """vLLM 0.33's routes (no /generate, /model_info, /flush_cache; /server_info only in dev
+    mode: vllm/entrypoints/launchers/api_server/routers.py)."""
+    post, get = ["POST"], ["GET"]
+    routes = [
+        Route("/v1/completions", openai_api.completions, methods=post),
+        Route("/v1/chat/completions", openai_api.chat_completions, methods=post),
+        Route("/tokenize", tokenize, methods=post),
+        Route("/detokenize", detokenize, methods=post),
+        Route("/version", vllm_api.version, methods=get),
+        Route("/health", health, methods=get),
+        Route("/metrics", metrics, methods=get),
+        Route("/v1/models", models, methods=get),
+        *_sim_routes(),
+    ]
+    if profile.flags.dev_mode:
+        routes.append(Route("/server_info", vllm_api.server_info, methods=get))
+    return routes
+
+
+def _sim_routes() -> list[Route]:
+    return [
+        Route("/_sim/faults", faults_get, methods=["GET"]),
+        Route("/_sim/faults", faults_post, methods=["POST"]),
+        Route("/_sim/reset", sim_reset, methods=["POST"]),
+        Route("/_sim/truth", sim_truth, methods=["GET"]),
+        Route("/_sim/info", sim_info, methods=["GET"]),
+    ]
+
+
+def _sglang_routes() -> list[Route]:
     post, get = ["POST"], ["GET"]
     return [
         Route("/generate", native.generate, methods=post),
@@ -80,10 +119,7 @@ def _routes() -> list[Route]:
         Route("/flush_cache", flush_cache, methods=["POST", "GET"]),
         Route("/metrics", metrics, methods=get),
         Route("/v1/models", models, methods=get),
-        Route("/_sim/faults", faults_get, methods=get),
-        Route("/_sim/faults", faults_post, methods=post),
-        Route("/_sim/reset", sim_reset, methods=post),
-        Route("/_sim/truth", sim_truth, methods=get),
+        *_sim_routes(),
     ]
 
 
@@ -123,11 +159,14 @@ async def detokenize(http: Request) -> Response:
     tokens = body.get("tokens")
     if not isinstance(tokens, list) or not all(isinstance(t, int) for t in tokens):
         raise BadRequest("tokens must be a list of integers")
+    skip = body.get("skip_special_tokens", True) is not False  # SGLang's field, default true
     try:
-        text = state.tokenizer.decode(tokens)
+        text = state.tokenizer.decode(tokens, skip_special=skip)
     except UnknownTokenError as exc:
         raise BadRequest(str(exc)) from exc
-    return JSONResponse({"text": text})
+    # vLLM answers {"prompt": ...} (vllm/entrypoints/serve/tokenize/protocol.py
+    # DetokenizeResponse); SGLang {"text": ...} (entrypoints/openai/protocol.py).
+    return JSONResponse({"prompt" if state.profile.kind == "vllm" else "text": text})
 
 
 async def server_info(http: Request) -> Response:
@@ -138,7 +177,14 @@ async def server_info(http: Request) -> Response:
         "model_path": profile.model.get("model_path"),
         "served_model_name": profile.served_model_name,
         **profile.server,
+        # A server arg: null unless --context-length was passed (SGLang's default).
+        "context_length": profile.server.get("context_length")
+        if profile.flags.context_length_passed else None,
         "enable_metrics": profile.switches.metrics,
+        "enable_cache_report": profile.flags.enable_cache_report,
+        # Before 0.5.15 the parsers are only visible here, as server args.
+        "reasoning_parser": profile.model.get("reasoning_parser"),
+        "tool_call_parser": profile.model.get("tool_call_parser"),
         "version": profile.version,
         "internal_states": [{"avg_spec_accept_length": state.scheduler.lifetime_accept_length,
                              "last_gen_throughput": 0.0}],
@@ -150,9 +196,12 @@ async def server_info(http: Request) -> Response:
 
 async def model_info(http: Request) -> Response:
     """``GET /model_info``."""
-    model = get_state(http).profile.model
-    keys = ("model_path", "served_model_name", "tokenizer_path", "reasoning_parser",
-            "tool_call_parser")
+    profile = get_state(http).profile
+    model = profile.model
+    keys: tuple[str, ...] = ("model_path", "served_model_name", "tokenizer_path",
+                             "reasoning_parser", "tool_call_parser")
+    if not profile.facts.model_info_parsers:  # 0.5.14's model_info: http_server.py
+        keys = ("model_path", "tokenizer_path")
     info = {key: model.get(key) for key in keys}
     info["is_generation"] = True
     return JSONResponse(info)
@@ -161,8 +210,9 @@ async def model_info(http: Request) -> Response:
 async def models(http: Request) -> Response:
     """``GET /v1/models`` (OpenAI list with the served model)."""
     name = get_state(http).profile.served_model_name
+    owner = get_state(http).profile.kind
     return JSONResponse({"object": "list", "data": [{"id": name, "object": "model",
-                                                      "owned_by": "sglang"}]})
+                                                      "owned_by": owner}]})
 
 
 async def health(http: Request) -> Response:
@@ -218,6 +268,13 @@ async def sim_reset(http: Request) -> Response:
     state.faults.reset()
     state.scheduler.set_background(0)
     return JSONResponse(state.faults.as_dict())
+
+
+async def sim_info(http: Request) -> Response:
+    """Simulator identity for a probe that finds no SGLang /server_info (vLLM profiles)."""
+    state = get_state(http)
+    return JSONResponse({"sim_time_scale": state.time_scale, "sim_profile": state.profile.name,
+                         **state.profile.facts.describe()})
 
 
 async def sim_truth(http: Request) -> Response:

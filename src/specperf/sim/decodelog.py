@@ -6,9 +6,12 @@ Current format (SGLang 0.5.x)::
     ... 0.01, accept len: 4.50, accept rate: 0.23, cuda graph: True, gen throughput ...
     ... (token/s): 604.01, #queue-req: 0
 
-(one line). The legacy format is ``[...] Decode batch. #running-req: 1, #token: 10234, token
-usage: 0.01, accept len: 4.50, gen throughput (token/s): 604.01, #queue-req: 0, `` (period, no
-accept rate, trailing comma); both carry the logger's ``[time TP0]`` prefix. ``accept len``
+(one line). The legacy format (SGLang 0.4.10 managers/scheduler_metrics_mixin.py) is ``[...]
+Decode batch. #running-req: 1, #token: 10234, token usage: 0.01, accept len: 4.50, cuda graph:
+True, gen throughput (token/s): 604.01, #queue-req: 0, `` (period, no accept rate, trailing
+comma); both carry the logger's ``[time TP0]`` prefix. With ``SGLANG_LOG_FORWARD_ITERS=1``
+(profile flag ``log_forward_iters``) the current line reads ``Decode batch [N], ...`` with the
+forward iteration N (managers/scheduler_components/metrics_reporter.py). ``accept len``
 is committed tokens per request-verify-step over the window; ``accept rate`` is
 (accept len - 1) / draft tokens per step; throughput is committed tokens per wall second of
 the window.
@@ -23,6 +26,7 @@ from typing import TextIO
 from specperf.sim.metrics import SimMetrics
 from specperf.sim.request import SimRequest
 from specperf.sim.scheduler import PrefillReport, StepReport
+from specperf.sim.vllm_metrics import VllmMetrics
 
 _MAX_TOTAL_TOKENS = 1_000_000  # KV pool size behind "token usage"
 
@@ -36,8 +40,11 @@ class DecodeLog:
         interval: int,
         legacy: bool,
         draft_tokens: int,
-        metrics: SimMetrics | None,
+        metrics: SimMetrics | VllmMetrics | None,
+        forward_iters: bool = False,
     ) -> None:
+        self._forward_iters = forward_iters
+        self._iterations = 0
         self._file: TextIO | None = path.open("a", encoding="utf-8") if path else None
         self._interval = max(1, interval)
         self._legacy = legacy
@@ -54,6 +61,7 @@ class DecodeLog:
             self._file = None
 
     def on_step(self, report: StepReport) -> None:
+        self._iterations += 1
         self._steps += 1
         self._request_steps += len(report.batch)
         self._committed += report.committed
@@ -81,7 +89,8 @@ class DecodeLog:
         if self._file is None:
             return
         line = format_line(len(report.batch), report.context_tokens, accept_len, accept_rate,
-                           throughput, report.queued, self._legacy)
+                           throughput, report.queued, self._legacy,
+                           self._iterations if self._forward_iters else None)
         self._file.write(line + "\n")
         self._file.flush()
 
@@ -94,6 +103,7 @@ def format_line(
     throughput: float,
     queued: int,
     legacy: bool,
+    iteration: int | None = None,
 ) -> str:
     """One decode log line in SGLang's current or legacy format."""
     usage = tokens / _MAX_TOTAL_TOKENS
@@ -102,11 +112,12 @@ def format_line(
         return (
             f"[{stamp} TP0] Decode batch. #running-req: {running}, #token: {tokens}, "
             f"token usage: {usage:.2f}, "
-            f"accept len: {accept_len:.2f}, gen throughput (token/s): {throughput:.2f}, "
-            f"#queue-req: {queued}, "
+            f"accept len: {accept_len:.2f}, cuda graph: True, "
+            f"gen throughput (token/s): {throughput:.2f}, #queue-req: {queued}, "
         )
+    iters = "" if iteration is None else f" [{iteration}]"
     return (
-        f"[{stamp} TP0] Decode batch, #running-req: {running}, #token: {tokens}, "
+        f"[{stamp} TP0] Decode batch{iters}, #running-req: {running}, #token: {tokens}, "
         f"token usage: {usage:.2f}, accept len: {accept_len:.2f}, "
         f"accept rate: {accept_rate:.2f}, cuda graph: True, "
         f"gen throughput (token/s): {throughput:.2f}, #queue-req: {queued}"

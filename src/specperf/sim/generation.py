@@ -59,6 +59,7 @@ def build_spec(state: SimState, prompt: list[int], options: dict[str, Any]) -> G
         stop=_stops(options.get("stop")),
         stream=bool(options.get("stream", False)),
         rid=options.get("rid") if isinstance(options.get("rid"), str) else None,
+        greedy=_greedy(options.get("temperature")),
     )
 
 
@@ -159,6 +160,12 @@ def check_temperature(options: dict[str, Any]) -> None:
     temperature = options.get("temperature", 0.0)
     if temperature is not None and not isinstance(temperature, (int, float)):
         raise BadRequest(f"temperature must be a number, got {temperature!r}")
+
+
+def _greedy(temperature: object) -> bool:
+    """Only an explicit temperature 0 decodes greedily: SGLang's default is 1.0
+    (sampling_params.py, protocol.py), which samples, so repeats may differ."""
+    return not isinstance(temperature, bool) and temperature == 0
 
 
 def _stops(raw: object) -> tuple[str, ...]:

@@ -17,8 +17,15 @@ last one carrying ``finish_reason``. Chat: a role chunk (``role: "assistant"``, 
 (an output that crosses ``</think>`` gives both; one whose text parses to nothing -- a lone
 ``<think>`` -- gives none) and ``delta.tool_calls`` chunks (name and id first, then argument
 deltas with null id), then a chunk with an empty delta and ``finish_reason``. Then, when
-``stream_options.include_usage`` or ``return_spec_tokens_details``, a ``choices: []`` chunk with
-``usage`` (and ``sglext``), and ``data: [DONE]``.
+``return_spec_tokens_details``, a chunk of its own with ``choices: []``, ``"usage": null`` and
+``sglext`` (SGLang 0.5.23 serving_completions.py ~444-476, serving_chat.py ~2703-2762), then,
+only with ``stream_options.include_usage``, a ``choices: []`` chunk with ``usage``; then
+``data: [DONE]``.
+
+vLLM profiles (vllm_api.py): the chat message and deltas name the thinking ``reasoning``
+(vllm/entrypoints/openai/chat_completion/protocol.py), there is no ``sglext`` and no
+``return_meta_info``; per-request ``metrics`` go on the response, or on the usage chunk of a
+stream (only with include_usage).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from specperf.sim.request import SimRequest
 from specperf.sim.responses import finish_word, meta_info, sglext, usage
 from specperf.sim.state import SimState, get_state
 from specperf.sim.tokenizer import render_chat
+from specperf.sim.vllm_api import per_request_metrics
 from specperf.sim.wire import SSE_DONE, BadRequest, dumps, error_response, json_body, sse
 
 
@@ -53,6 +61,12 @@ class _Call:
     meta: bool = False
     reasoning: bool = False  # the reasoning parser separates the thinking
     tools: bool = False  # the tool-call parser looks for calls
+    vllm: bool = False  # vLLM's shapes instead of SGLang's
+    cache_report: bool = True  # usage.prompt_tokens_details (a startup flag)
+
+    @property
+    def reasoning_key(self) -> str:
+        return "reasoning" if self.vllm else "reasoning_content"
 
     @property
     def object_name(self) -> str:
@@ -119,7 +133,7 @@ async def _serve(
         max_tokens = body.get("max_tokens", 128)
     options = {"max_new_tokens": max_tokens, "ignore_eos": body.get("ignore_eos", False),
                "stop": body.get("stop"), "stream": body.get("stream", False),
-               "rid": body.get("rid")}
+               "rid": body.get("rid"), "temperature": body.get("temperature")}
     spec = generation.with_output(state, generation.build_spec(state, prompt, options),
                                   thinking, plan)
     failed = generation.error_fault(state)
@@ -143,13 +157,17 @@ def _call(state: SimState, body: dict[str, Any], chat: bool) -> _Call:
     model = body.get("model")
     parsers = state.profile.model
     tools = body.get("tools")
+    facts = state.profile.facts
     return _Call(
+        vllm=not facts.sglang,
+        cache_report=facts.cache_report,
         chat=chat,
         model=model if isinstance(model, str) and model else state.profile.served_model_name,
         created=int(time.time()),
         include_usage=include_usage,
-        spec_details=bool(body.get("return_spec_tokens_details", False)),
-        meta=chat and bool(body.get("return_meta_info", False)),
+        spec_details=facts.spec_tokens_details
+        and bool(body.get("return_spec_tokens_details", False)),
+        meta=chat and facts.return_meta_info and bool(body.get("return_meta_info", False)),
         reasoning=chat and bool(parsers.get("reasoning_parser"))
         and body.get("separate_reasoning", True) is not False,
         tools=chat and bool(parsers.get("tool_call_parser")) and bool(tools)
@@ -186,7 +204,7 @@ def _choice(state: SimState, call: _Call, request: SimRequest) -> dict[str, Any]
         parser = _parser(state, call)
         reasoning, content, tool_calls = parser.message(request.output_ids)
         choice["message"] = {"role": "assistant", "content": content,
-                             "reasoning_content": reasoning, "tool_calls": tool_calls}
+                             call.reasoning_key: reasoning, "tool_calls": tool_calls}
         choice["finish_reason"] = _finish(request, parser.has_tool_calls)
         matched = None if choice["finish_reason"] == "tool_calls" else matched
     else:
@@ -206,10 +224,14 @@ def _final_body(state: SimState, call: _Call, request: SimRequest) -> dict[str, 
         "created": call.created,
         "model": call.model,
         "choices": [_choice(state, call, request)],
-        "usage": usage(request),
+        "usage": usage(request, call.cache_report),
     }
     if call.spec_details:
         body.update(sglext(request, state.profile, state.faults.state.omit_spec_fields))
+    if call.vllm:
+        metrics = per_request_metrics(request, state.profile)
+        if metrics is not None:
+            body["metrics"] = metrics
     return body
 
 
@@ -264,7 +286,7 @@ async def _chat_events(state: SimState, call: _Call, request: SimRequest) -> Asy
             cost = state.faults.state.parser_chunk_ms
             if call.parsed and cost > 0:
                 await asyncio.sleep(cost / 1000.0)  # HTTP-side post-processing, wall time
-            for delta in _deltas(parser, ids):
+            for delta in _deltas(parser, ids, call.reasoning_key):
                 yield _delta_chunk(call, request, delta)
         yield _delta_chunk(call, request, {}, _finish(request, parser.has_tool_calls))
         async for part in _closing(state, call, request):
@@ -273,11 +295,11 @@ async def _chat_events(state: SimState, call: _Call, request: SimRequest) -> Asy
         state.scheduler.abort(request)
 
 
-def _deltas(parser: OutputParser, ids: list[int]) -> list[dict[str, Any]]:
+def _deltas(parser: OutputParser, ids: list[int], reasoning_key: str) -> list[dict[str, Any]]:
     parsed = parser.feed(ids)
     deltas: list[dict[str, Any]] = []
     if parsed.reasoning:
-        deltas.append({"reasoning_content": parsed.reasoning})
+        deltas.append({reasoning_key: parsed.reasoning})
     if parsed.content:
         deltas.append({"content": parsed.content})
     deltas.extend({"tool_calls": [call]} for call in parsed.tool_calls)
@@ -285,10 +307,17 @@ def _deltas(parser: OutputParser, ids: list[int]) -> list[dict[str, Any]]:
 
 
 async def _closing(state: SimState, call: _Call, request: SimRequest) -> AsyncIterator[bytes]:
-    if call.include_usage or call.spec_details:
+    """SGLang: the sglext chunk (choices [], usage null), then the usage chunk only with
+    include_usage. vLLM: the usage chunk (with per-request metrics) only with include_usage."""
+    if call.spec_details:
+        ext = sglext(request, state.profile, state.faults.state.omit_spec_fields)
+        if ext:
+            yield sse({**_chunk(call, request, []), "usage": None, **ext})
+    if call.include_usage:
         chunk = _chunk(call, request, [])
-        chunk["usage"] = usage(request)
-        if call.spec_details:
-            chunk.update(sglext(request, state.profile, state.faults.state.omit_spec_fields))
+        chunk["usage"] = usage(request, call.cache_report)
+        metrics = per_request_metrics(request, state.profile) if call.vllm else None
+        if metrics is not None:
+            chunk["metrics"] = metrics
         yield sse(chunk)
     yield SSE_DONE

@@ -6,6 +6,12 @@ scheduler uses (step time ``a + b * sum(context) + c * (running - 1)``, prefill 
 acceptance knots). ``[switches]`` emulates server variants (spec field spelling, timing
 fields, /metrics, /tokenize, log format). Profiles ship in ``specperf/sim/profiles``; a path
 to any other TOML file works too.
+
+Release profiles add ``kind`` ("sglang" or "vllm"), ``release`` and a ``[flags]`` table (the
+startup flags, see release.py); the switches then follow from them, and an explicit
+``[switches]`` entry still wins. ``inherit = "other-profile"`` starts from another profile:
+each top-level table the file gives replaces the inherited one, except ``[flags]``, which
+is merged key by key (so a test can restart a release "without --enable-metrics").
 """
 
 from __future__ import annotations
@@ -17,13 +23,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from specperf.sim.release import KINDS, Flags, Release, parse_flags, version_tuple
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - the package supports 3.10 through tomli
     import tomli as tomllib
 
 DEFAULT_PROFILE = "kimi-k26-ddtree"
-SPEC_FIELD_STYLES = ("current", "legacy", "absent")
+SPEC_FIELD_STYLES = ("current", "aliased", "legacy", "legacy-0.5.8", "absent")
 LOG_FORMATS = ("current", "legacy")
 # When busy gauges are re-published on an idle server: at once when they disagree with the
 # scheduler (SGLang >= 0.5.19, scheduler_components/metrics_reporter.py
@@ -99,6 +107,14 @@ class Profile:
     seed: int = 0
     version: str = "0.5.23-sim"
     extra: dict[str, Any] = field(default_factory=dict)
+    kind: str = "sglang"
+    release: str = "0.5.23"
+    flags: Flags = field(default_factory=Flags)
+
+    @property
+    def facts(self) -> Release:
+        """Release- and flag-dependent shapes (release.py)."""
+        return Release(self.kind, self.release, self.flags)
 
     @property
     def context_length(self) -> int:
@@ -120,6 +136,13 @@ class Profile:
 def load_profile(name_or_path: str) -> Profile:
     """Load a shipped profile by name, or any profile TOML by path."""
     path = Path(name_or_path)
+    data = _load_data(name_or_path, set())
+    return _build(data, fallback_name=path.stem)
+
+
+def _load_data(name_or_path: str, seen: set[str]) -> dict[str, Any]:
+    """The profile's TOML tables with its ``inherit`` chain resolved."""
+    path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
         if not path.is_file():
             raise ProfileError(f"profile file {path} does not exist")
@@ -127,10 +150,21 @@ def load_profile(name_or_path: str) -> Profile:
     else:
         text = _shipped_text(name_or_path)
     try:
-        data = tomllib.loads(text)
+        data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"profile {name_or_path}: invalid TOML: {exc}") from exc
-    return _build(data, fallback_name=path.stem)
+    base_name = data.pop("inherit", None)
+    if base_name is None:
+        return data
+    if base_name in seen:
+        raise ProfileError(f"profile {name_or_path}: inherit loops back to {base_name}")
+    base = _load_data(str(base_name), seen | {str(base_name)})
+    base.pop("name", None)
+    flags = {**base.get("flags", {}), **data.get("flags", {})}
+    merged = {**base, **data}
+    if flags:
+        merged["flags"] = flags
+    return merged
 
 
 def shipped_profiles() -> list[str]:
@@ -148,11 +182,18 @@ def _shipped_text(name: str) -> str:
 
 
 def _build(data: dict[str, Any], fallback_name: str) -> Profile:
+    version = str(data.get("version", "0.5.23-sim"))
+    kind = str(data.get("kind", "sglang"))
+    release = str(data.get("release", ".".join(map(str, version_tuple(version))) or "0.5.23"))
     try:
         physics = _physics(data["physics"])
-        switches = Switches(**data.get("switches", {}))
+        flags = parse_flags(dict(data.get("flags", {})))
+        facts = Release(kind, release, flags)
+        switches = Switches(**{**_derived_switches(facts, data), **data.get("switches", {})})
     except (KeyError, TypeError, ValueError) as exc:
         raise ProfileError(f"profile {fallback_name}: bad or missing value: {exc}") from exc
+    if kind not in KINDS:
+        raise ProfileError(f"kind must be one of {KINDS}")
     if switches.spec_fields not in SPEC_FIELD_STYLES:
         raise ProfileError(f"spec_fields must be one of {SPEC_FIELD_STYLES}")
     if switches.log_format not in LOG_FORMATS:
@@ -166,8 +207,23 @@ def _build(data: dict[str, Any], fallback_name: str) -> Profile:
         physics=physics,
         switches=switches,
         seed=int(data.get("seed", 0)),
-        version=str(data.get("version", "0.5.23-sim")),
+        version=version,
+        kind=kind,
+        release=release,
+        flags=flags,
     )
+
+
+def _derived_switches(facts: Release, data: dict[str, Any]) -> dict[str, Any]:
+    """Switches a release profile implies; profiles without ``[flags]`` keep the defaults."""
+    if "flags" not in data:
+        return {}
+    if not facts.sglang:
+        return {"spec_fields": "current", "server_timings": facts.vllm_timings,
+                "metrics": True, "tokenize": True}
+    return {"spec_fields": facts.spec_style, "server_timings": facts.flags.enable_metrics,
+            "metrics": facts.flags.enable_metrics,
+            "log_format": "current" if facts.at_least("0.5.8") else "legacy"}
 
 
 def _physics(raw: dict[str, Any]) -> Physics:

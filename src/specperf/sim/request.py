@@ -25,6 +25,9 @@ class GenerationSpec:
     # Output position -> token the model emits there (think / tool-call markers, see
     # parsers.py); EOS_ID ends the turn. Scripted tokens skip the repetition statistics.
     script: dict[int, int] = field(default_factory=dict)
+    # temperature 0 was asked for: tokens and acceptance then follow from the prompt alone,
+    # as on a real server decoding greedily (see scheduler.request_seed).
+    greedy: bool = False
 
 
 @dataclass(eq=False)
@@ -167,7 +170,12 @@ def new_request(
     background: bool,
     now: tuple[float, float],
 ) -> SimRequest:
-    """Build a request with its own seeded draws (so interleaving never changes its output)."""
+    """Build a request with its own seeded draws (so interleaving never changes its output).
+
+    The text draws and the acceptance draws are separate streams: how the tokens are grouped
+    into verify steps (acceptance) never changes which tokens come, as in a lossless
+    speculative decoder, where the drafter only decides how fast the target's text arrives.
+    """
     draws = Draws(seed)
     window = RepetitionWindow(physics.window)
     continuation = Continuation(tokenizer, vocab, draws)
@@ -181,7 +189,7 @@ def new_request(
         background=background,
         window=window,
         continuation=continuation,
-        commit_draw=CommitDraw(draws, physics.commit_sd, physics.max_commit),
+        commit_draw=CommitDraw(Draws([*seed, 2]), physics.commit_sd, physics.max_commit),
         tokenizer=tokenizer,
         eos_draws=Draws([*seed, 1]),
         eos_rate=physics.eos_rate,

@@ -7,10 +7,14 @@ Spec fields per profile switch ``spec_fields``:
   ``spec_num_correct_drafts`` (sum of accepted drafts = N - 1 - S),
   ``spec_num_proposed_drafts`` (S * (max_commit - 1): the drafted chain depth per step),
   ``spec_correct_drafts_histogram`` (index = drafts accepted in a step, value = steps; sums
-  to S).
-- ``legacy``: ``spec_verify_ct``, ``spec_accept_token_num`` (accepted draft tokens),
-  ``spec_draft_token_num`` (proposed draft tokens), ``spec_accept_histogram`` (as above),
-  ``spec_accepted_drafts`` / ``spec_proposed_drafts`` (same counts as the token fields).
+  to S). As in SGLang (managers/schedule_batch.py ``update_spec_correct_drafts_histogram``)
+  the histogram grows with use: its length is the largest index seen plus one.
+- ``aliased`` (0.5.14, 0.5.19): the current names plus the backward-compat aliases
+  ``spec_accepted_drafts``, ``spec_proposed_drafts`` and ``spec_accept_histogram``.
+- ``legacy`` (0.5.11): ``spec_verify_ct``, ``spec_accept_length``, ``spec_accept_rate``,
+  ``spec_accepted_drafts``, ``spec_proposed_drafts``, ``spec_accept_histogram``.
+- ``legacy-0.5.8``: ``spec_verify_ct``, ``spec_accept_length``, ``spec_accept_token_num``,
+  ``spec_draft_token_num`` (no histogram).
 - ``absent``: none of them (a server without speculative metrics in its responses).
 """
 
@@ -28,9 +32,11 @@ def spec_numbers(request: SimRequest, max_commit: int) -> dict[str, Any]:
     completion = len(request.output_ids)
     correct = sum(request.commits) - steps
     proposed = steps * (max_commit - 1)
-    histogram = [0] * max_commit
+    histogram: list[int] = []
     for commit in request.commits:
-        histogram[min(max(commit - 1, 0), max_commit - 1)] += 1
+        index = min(max(commit - 1, 0), max_commit - 1)
+        histogram.extend([0] * (index + 1 - len(histogram)))
+        histogram[index] += 1
     return {
         "spec_verify_ct": steps,
         "spec_accept_length": completion / steps if steps else float(completion),
@@ -49,14 +55,16 @@ def spec_fields(request: SimRequest, profile: Profile, omit: bool) -> dict[str, 
     numbers = spec_numbers(request, profile.physics.max_commit)
     if style == "current":
         return numbers
-    return {
-        "spec_verify_ct": numbers["spec_verify_ct"],
-        "spec_accept_token_num": numbers["spec_num_correct_drafts"],
-        "spec_draft_token_num": numbers["spec_num_proposed_drafts"],
-        "spec_accept_histogram": numbers["spec_correct_drafts_histogram"],
-        "spec_accepted_drafts": numbers["spec_num_correct_drafts"],
-        "spec_proposed_drafts": numbers["spec_num_proposed_drafts"],
-    }
+    aliases = {"spec_accepted_drafts": numbers["spec_num_correct_drafts"],
+               "spec_proposed_drafts": numbers["spec_num_proposed_drafts"],
+               "spec_accept_histogram": numbers["spec_correct_drafts_histogram"]}
+    if style == "aliased":
+        return {**numbers, **aliases}
+    common = {key: numbers[key] for key in ("spec_verify_ct", "spec_accept_length")}
+    if style == "legacy":
+        return {**common, "spec_accept_rate": numbers["spec_accept_rate"], **aliases}
+    return {**common, "spec_accept_token_num": numbers["spec_num_correct_drafts"],
+            "spec_draft_token_num": numbers["spec_num_proposed_drafts"]}
 
 
 def meta_info(request: SimRequest, profile: Profile, omit_spec: bool) -> dict[str, Any]:
@@ -71,7 +79,7 @@ def meta_info(request: SimRequest, profile: Profile, omit_spec: bool) -> dict[st
     if request.finished_mono is not None:
         meta["e2e_latency"] = request.finished_mono - request.received_mono
     if profile.switches.server_timings:
-        meta.update(_timings(request))
+        meta.update(_timings(request, profile.facts.at_least("0.5.21")))
     meta.update(spec_fields(request, profile, omit_spec))
     return meta
 
@@ -87,7 +95,7 @@ def partial_meta(request: SimRequest, completion_tokens: int) -> dict[str, Any]:
     }
 
 
-def _timings(request: SimRequest) -> dict[str, Any]:
+def _timings(request: SimRequest, first_token_latency: bool = True) -> dict[str, Any]:
     first = request.first_token_mono
     finished = request.finished_mono
     queue_end = request.prefill_start_mono
@@ -96,7 +104,7 @@ def _timings(request: SimRequest) -> dict[str, Any]:
         "request_finished_ts": request.finished_ts,
         "queue_time": (queue_end - request.received_mono) if queue_end is not None else 0.0,
     }
-    if first is not None:
+    if first is not None and first_token_latency:  # 0.5.21+ only (release.py)
         out["first_token_latency"] = first - request.received_mono
     if first is not None and finished is not None:
         span = finished - first
@@ -111,21 +119,27 @@ def finish_word(request: SimRequest) -> str:
     return str(reason.get("type", "stop"))
 
 
-def usage(request: SimRequest) -> dict[str, Any]:
-    """OpenAI ``usage`` block."""
+def usage(request: SimRequest, cache_report: bool = True) -> dict[str, Any]:
+    """OpenAI ``usage`` block; the cached-token count only with ``--enable-cache-report``
+    (SGLang openai/usage_processor.py; vLLM: ``--enable-prompt-tokens-details``)."""
     prompt = request.prompt_tokens
     completion = len(request.output_ids)
-    return {
+    out: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": request.cached_tokens},
     }
+    if cache_report:
+        out["prompt_tokens_details"] = {"cached_tokens": request.cached_tokens}
+    return out
 
 
 def sglext(request: SimRequest, profile: Profile, omit: bool) -> dict[str, Any]:
-    """``sglext.spec_tokens_details`` (always current spelling, like SGLang's OpenAI layer)."""
-    if omit or profile.switches.spec_fields == "absent":
+    """``sglext.spec_tokens_details`` (always current spelling, like SGLang's OpenAI layer);
+    absent before 0.5.19, whose OpenAI protocol has no ``return_spec_tokens_details``."""
+    if omit or profile.switches.spec_fields == "absent" or not profile.facts.spec_tokens_details:
         return {}
     numbers = spec_numbers(request, profile.physics.max_commit)
+    # SpecTokensDetails (entrypoints/openai/protocol.py) always serialises these too.
+    numbers.update(spec_cap_length=0.0, spec_block_accept_length=0.0, spec_cap_lens_histogram=[])
     return {"sglext": {"spec_tokens_details": numbers}}

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import time
 import uuid
+from array import array
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -78,6 +80,21 @@ class SchedulerObserver(Protocol):
     def on_step(self, report: StepReport) -> None: ...
     def on_first_token(self, request: SimRequest) -> None: ...
     def on_finish(self, request: SimRequest) -> None: ...
+
+
+def request_seed(seed: int, spec: GenerationSpec, arrival: int) -> list[int]:
+    """The seed of a request's own draws (its tokens and its per-step acceptance).
+
+    At temperature 0 a real speculative server commits the same tokens in the same verify
+    steps for the same prompt (llama.cpp's draft_n / draft_n_accepted repeat exactly), so a
+    greedy request's draws come from its prompt's token ids: draw k of its acceptance
+    stream is step k's, whatever ran before or beside it. Sampled requests keep a seed per
+    arrival. Step-time noise has its own stream (``Scheduler._noise``) and stays random.
+    """
+    if not spec.greedy:
+        return [seed, 1, arrival]
+    digest = hashlib.blake2b(array("q", spec.prompt_ids).tobytes(), digest_size=16).digest()
+    return [seed, 4, *array("I", digest)]
 
 
 class Scheduler:
@@ -147,7 +164,8 @@ class Scheduler:
         background: bool = False,
         arrived: tuple[float, float] | None = None,
     ) -> SimRequest:
-        """Queue a request; its own RNG depends only on the seed and its arrival index.
+        """Queue a request; its own RNG depends only on the seed and either its prompt
+        (temperature 0: see :func:`request_seed`) or its arrival index.
 
         ``arrived`` = (epoch, loop clock) when the HTTP request came in (default: now).
         """
@@ -156,7 +174,7 @@ class Scheduler:
             seed = [self._seed, 2, self._background_started]
         else:
             self._submitted += 1
-            seed = [self._seed, 1, self._submitted]
+            seed = request_seed(self._seed, spec, self._submitted)
         now = arrived or (time.time(), asyncio.get_running_loop().time())
         request_id = spec.rid or uuid.uuid4().hex
         request = new_request(

@@ -12,6 +12,7 @@ from specperf.sim.metrics import SimMetrics
 from specperf.sim.profile import Profile
 from specperf.sim.scheduler import Scheduler
 from specperf.sim.tokenizer import Tokenizer
+from specperf.sim.vllm_metrics import VllmMetrics
 
 
 @dataclass
@@ -22,7 +23,7 @@ class SimState:
     tokenizer: Tokenizer
     faults: Faults
     scheduler: Scheduler
-    metrics: SimMetrics
+    metrics: SimMetrics | VllmMetrics
     decode_log: DecodeLog
     time_scale: float
     seed: int

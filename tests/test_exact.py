@@ -1,0 +1,245 @@
+"""Reproducible prompts, exact acceptance and the request digest: the pieces, then the
+simulator they rely on (a real process on loopback)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+import pytest
+
+from specperf import digest, exact, guard, reuse
+from specperf.baseline import Baseline, CaseBaseline
+from specperf.measure import Measurement, Sample
+from specperf.stats import Summary
+from specperf.verdict import Verdict
+from specperf.workload import Case, TextClass
+
+
+# -- nonces -------------------------------------------------------------------------------------
+def test_derived_nonce_repeats_per_seed_case_and_repeat_and_keeps_the_random_shape():
+    first = guard.derived_nonce("dep/v1", "padding-ctx13", 0)
+    assert first == guard.derived_nonce("dep/v1", "padding-ctx13", 0)
+    others = {guard.derived_nonce("dep/v2", "padding-ctx13", 0),
+              guard.derived_nonce("dep/v1", "padding-ctx1663", 0),
+              guard.derived_nonce("dep/v1", "padding-ctx13", 1)}
+    assert first not in others and len(others) == 3
+    shape = re.compile(r"^run \d{12}: $")
+    assert shape.match(first) and shape.match(guard.new_nonce())
+
+
+class _Poster:
+    def __init__(self, status: int) -> None:
+        self.status = status
+        self.calls: list[str] = []
+
+    def post_status(self, path: str, *, timeout_s: float | None = None) -> int:
+        self.calls.append(path)
+        return self.status
+
+
+def test_plan_flushes_where_the_server_can_and_falls_back_to_random_nonces_where_not():
+    flushing = reuse.plan_for(_Poster(200), "sglang", "s")
+    assert (flushing.policy, flushing.reproducible) == ("flush", True)
+    busy = _Poster(400)  # /flush_cache exists; it refuses while requests run
+    plan = reuse.plan_for(busy, "sglang", "s")
+    assert plan.policy == "flush"
+    nonce, kept = plan.nonce(busy, "padding-ctx13", 2)
+    assert not kept and nonce != guard.derived_nonce("s", "padding-ctx13", 2)
+    none = reuse.plan_for(_Poster(404), "openai", "s")
+    assert (none.policy, none.reproducible) == ("none", False)
+    assert none.reason == ("the server has no /flush_cache (HTTP 404) and no per-request cache "
+                           "switch, so prompts carry random nonces and exact acceptance is "
+                           "unavailable")
+
+
+def test_a_server_kind_that_turns_the_cache_off_per_request_never_flushes():
+    poster = _Poster(404)
+    plan = reuse.plan_for(poster, "llamacpp", "s")
+    assert plan.policy == "per-request"
+    assert plan.nonce(poster, "reasoning-ctx13", -1) == (
+        guard.derived_nonce("s", "reasoning-ctx13", 0), True)  # a warm-up re-sends prompt 0
+    assert poster.calls == []
+
+
+# -- exact comparison ---------------------------------------------------------------------------
+CASE = Case("reasoning", 3333, 600)
+
+
+def _sample(repeat: int, steps: int, *, warmup: bool = False, output: str = "out",
+            prompt: str | None = None) -> Sample:
+    k = max(repeat, 0)
+    return Sample(CASE.id, repeat, warmup, 3333, 600, 10.0, steps, 9.0, 1.0, None, 0,
+                  "response", "length",
+                  raw={"prompt_k": k, "reproducible": True,
+                       "prompt_digest": prompt or f"p{k}", "output_digest": f"{output}{k}"})
+
+
+def _measured(*samples: Sample) -> Measurement:
+    return Measurement(CASE, samples, "server-timings", "response")
+
+
+BASE = {0: exact.PromptRecord(68, "p0", "out0"), 1: exact.PromptRecord(70, "p1", "out1"),
+        2: exact.PromptRecord(69, "p2", "out2")}
+
+
+def test_identical_steps_on_every_prompt_is_unchanged():
+    run = _measured(_sample(-1, 68, warmup=True), _sample(0, 68), _sample(1, 70), _sample(2, 69))
+    result = exact.compare(run, BASE, True, "")
+    assert (result.status, result.message) == (
+        "unchanged", "exact acceptance: identical verify steps on 3 of 3 prompts.")
+
+
+def test_more_steps_with_the_same_output_is_the_drafter_and_fails_at_once():
+    run = _measured(_sample(-1, 68, warmup=True), _sample(0, 68), _sample(1, 79), _sample(2, 72))
+    result = exact.compare(run, BASE, True, "")
+    assert result.message == (
+        "acceptance changed on 2 of 3 prompts (verify steps 70 → 79 on prompt 2, 69 → 72 on "
+        "prompt 3; 207 → 219 in all): the output text is the same, so the drafter proposes "
+        "differently — check the draft model and its settings.")
+    assert (result.cause, result.steps_delta) == ("drafter", 12)
+    verdict = exact.combine(Verdict(CASE.id, "pass", "tok/s 30.0 → 29.0 (−3.3%, limit −10%) "
+                                    "— within tolerance."), result)
+    assert verdict.status == "fail"
+    assert verdict.fails() == result.message + " Statistics: tok/s 30.0 → 29.0 (−3.3%, limit " \
+                                               "−10%) — within tolerance."
+
+
+def test_a_changed_output_is_the_numerics_and_fewer_steps_an_improvement():
+    run = _measured(_sample(-1, 68, warmup=True), _sample(0, 66, output="new"),
+                    _sample(1, 70), _sample(2, 69))
+    run = _measured(_sample(-1, 66, warmup=True, output="new"), *run.samples[1:])
+    result = exact.compare(run, BASE, True, "")
+    assert result.message == (
+        "acceptance changed on 1 of 3 prompts (verify steps 68 → 66 on prompt 1; 207 → 205 in "
+        "all): the output text changed on 1 of them, so the target's greedy output moved — "
+        "numerics (kernels, precision, attention backend) or the target model; acceptance "
+        "moved with the text.")
+    assert exact.combine(Verdict(CASE.id, "pass", "ok."), result).status == "improved"
+
+
+def test_a_server_that_does_not_repeat_itself_falls_back_to_statistics():
+    run = _measured(_sample(-1, 67, warmup=True), _sample(0, 68), _sample(1, 79))
+    result = exact.compare(run, BASE, True, "")
+    assert result.status == "unavailable"
+    assert result.message == (
+        "exact acceptance unavailable: the server is not shown deterministic here: the same "
+        "prompt took 67 verify steps in the warm-up and 68 in repeat 1; acceptance is judged "
+        "by statistics.")
+    verdict = Verdict(CASE.id, "pass", "ok.")
+    assert exact.combine(verdict, result).status == "pass"
+
+
+def test_random_nonces_say_why_exact_acceptance_is_unavailable():
+    plain = Sample(CASE.id, 0, False, 3333, 600, 10.0, 68, 9.0, 1.0, None, 0, "response",
+                   "length")
+    result = exact.compare(_measured(plain), BASE, True, "no /flush_cache here")
+    assert result.message == ("exact acceptance unavailable: no /flush_cache here; acceptance "
+                              "is judged by statistics.")
+
+
+def test_changed_prompts_are_never_compared():
+    run = _measured(_sample(-1, 68, warmup=True, prompt="x"), _sample(0, 68, prompt="x"))
+    assert exact.compare(run, BASE, True, "").message.startswith(
+        "exact acceptance unavailable: this run's prompts differ from the baseline's")
+
+
+def test_baseline_keeps_prompt_records_seed_and_digest_through_json():
+    case = CaseBaseline("reasoning", 3333, 600, {"avg_commit": Summary(2.9, 0.01, 3)}, {},
+                        dict(BASE), True)
+    request = {"route": "/generate", "sampling": {"temperature": 0}}
+    base = Baseline("dep", 1, "2026-01-01T00:00:00Z", "0", "abc", {}, "p", True,
+                    {case.id: case}, {}, {}, "dep/v1", request)
+    again = Baseline.from_json(base.to_json(), "v1.json")
+    assert again == base
+
+
+# -- request digest -----------------------------------------------------------------------------
+def _digest(**changes: Any) -> dict[str, Any]:
+    classes = {"padding": TextClass("padding", "repeat", text="pad. ")}
+    found = digest.request_digest("sglang", None, 600, None, classes)
+    found.update(changes)
+    return found
+
+
+def test_digest_names_another_temperature_and_output_length_in_one_sentence():
+    old = _digest()
+    new = _digest(output_tokens=300,
+                  sampling={**old["sampling"], "temperature": 0.7, "max_new_tokens": 300})
+    changes = digest.differences(old, new)
+    assert changes == ["output length 600 → 300 tokens", "temperature 0 → 0.7"]
+    assert digest.refusal("dep v3", changes) == (
+        "this run's requests differ from those of baseline dep v3 (output length 600 → 300 "
+        "tokens; temperature 0 → 0.7): a client-side change is no server regression, so the "
+        "run refuses to compare — measure with the baseline's settings, or write a new version "
+        "with --update-baselines.")
+
+
+def test_digest_sees_a_changed_text_class_source_and_route():
+    old = _digest()
+    other = {"padding": TextClass("padding", "repeat", text="other. ")}
+    new = digest.request_digest("openai", None, 600, None, other)
+    assert digest.differences(old, new)[0] == "route /generate → /v1/completions"
+    assert "the source of text class 'padding'" in digest.differences(old, new)
+    assert digest.differences(old, _digest()) == []
+
+
+# -- the simulator: deterministic at temperature 0 ----------------------------------------------
+def _generate(url: str, text: str, temperature: float | None = 0) -> dict[str, Any]:
+    params: dict[str, Any] = {"max_new_tokens": 200, "ignore_eos": True}
+    if temperature is not None:
+        params["temperature"] = temperature
+    httpx.post(f"{url}/flush_cache").raise_for_status()
+    reply = httpx.post(f"{url}/generate", json={"text": text, "sampling_params": params},
+                       timeout=60)
+    reply.raise_for_status()
+    data: dict[str, Any] = reply.json()
+    return data
+
+
+PROSE = " ".join(f"word{i % 97} river{i % 13}" for i in range(400))
+
+
+def test_sim_repeats_a_greedy_prompt_exactly_and_a_lower_acceptance_keeps_its_text(start_sim):
+    sim = start_sim(time_scale=0.01)
+    first, second = _generate(sim.url, PROSE), _generate(sim.url, PROSE)
+    assert first["meta_info"]["spec_verify_ct"] == second["meta_info"]["spec_verify_ct"]
+    assert first["output_ids"] == second["output_ids"]
+    httpx.post(f"{sim.url}/_sim/faults", json={"acceptance_mult": 0.97}).raise_for_status()
+    lower = _generate(sim.url, PROSE)
+    # Lossless: the drafter decides how many steps the same text takes, never the text.
+    assert lower["output_ids"] == first["output_ids"]
+    assert lower["meta_info"]["spec_verify_ct"] > first["meta_info"]["spec_verify_ct"]
+    truth = httpx.get(f"{sim.url}/_sim/truth").json()["requests"]
+    assert [len(t["commits"]) for t in truth[-3:]] == [
+        r["meta_info"]["spec_verify_ct"] for r in (first, second, lower)]
+
+
+def test_sim_sampled_requests_are_not_seeded_by_their_prompt(start_sim):
+    sim = start_sim(time_scale=0.01)
+    outputs = {tuple(_generate(sim.url, PROSE, temperature=None)["output_ids"])
+               for _ in range(2)}
+    assert len(outputs) == 2
+
+
+def test_sim_flush_keeps_a_repeated_prompt_out_of_the_prefix_cache(start_sim):
+    sim = start_sim(time_scale=0.01)
+    _generate(sim.url, PROSE)
+    flushed = _generate(sim.url, PROSE)["meta_info"]["cached_tokens"]
+    reply = httpx.post(f"{sim.url}/generate", json={"text": PROSE, "sampling_params": {
+        "max_new_tokens": 8, "ignore_eos": True, "temperature": 0}}).json()
+    assert (flushed, reply["meta_info"]["cached_tokens"]) == (0, reply["meta_info"][
+        "prompt_tokens"] - 1)
+
+
+@pytest.mark.parametrize("status", [200])
+def test_client_post_status_reads_flush_cache(start_sim, status):
+    from specperf.client import Client
+    sim = start_sim(time_scale=0.01)
+    with_client = Client(sim.url)
+    try:
+        assert with_client.post_status("/flush_cache") == status
+        assert with_client.post_status("/no_such_route") == 404
+    finally:
+        with_client.close()

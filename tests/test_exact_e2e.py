@@ -1,0 +1,98 @@
+"""Exact acceptance through real pytest sessions against a real simulator process: the same
+prompts every run, never served by the prefix cache, per-prompt steps compared exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+# 200 tokens: enough verify steps that a 3% lower acceptance moves every case's count.
+ARGS = ("-m", "context_scaling", "--output-tokens=200", "--deployment", "exact-dep")
+CASES = ("padding-ctx13", "padding-ctx1663", "reasoning-ctx13", "reasoning-ctx1663")
+
+
+@pytest.fixture
+def baselined(perf_project, start_sim, tmp_path):
+    # 0.2: a simulated step sleeps several ms, so a loaded 2-core box stays stable.
+    sim = start_sim(time_scale=0.2)
+    project = perf_project()
+    args = (*ARGS, "--endpoint", sim.url, "--baseline-dir", str(tmp_path / "baselines"))
+    project.run(*args, "--update-baselines").stdout.fnmatch_lines(
+        ["specperf: wrote baseline */exact-dep/v1.json"])
+    return sim, project, args, tmp_path / "baselines" / "exact-dep"
+
+
+def _load(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def _results(project) -> list[dict[str, Any]]:
+    return [_load(p) for p in sorted(project.pytester.path.glob("reports/*/results.json"))]
+
+
+def test_two_clean_runs_send_the_same_prompts_take_the_same_steps_and_never_hit_the_cache(
+        baselined):
+    sim, project, args, directory = baselined
+    project.run(*args, "--update-baselines").assert_outcomes(passed=6)
+    v1, v2 = _load(directory / "v1.json"), _load(directory / "v2.json")
+    assert v1["prompt_seed"] == v2["prompt_seed"] == "exact-dep/v1"
+    for case in CASES:
+        assert v1["cases"][case]["deterministic"] is True
+        assert len(v1["cases"][case]["prompts"]) >= 5
+        old, new = v1["cases"][case]["prompts"], v2["cases"][case]["prompts"]
+        # Steps, prompt and output identities of every prompt both runs sent (a noisy cell
+        # may take more repeats, hence more prompts, in one of them).
+        assert {k: new[k] for k in old if k in new} == old if len(new) >= len(old) else \
+            {k: old[k] for k in new} == new
+    second = _results(project)[-1]
+    exacts = [v["exact"] for v in second["verdicts"] if v.get("exact")]
+    assert [e["status"] for e in exacts] == ["unchanged"] * 4
+    # The guard's view: 0 cached tokens beyond the allowed lead on every measured request
+    # while the prompts repeat across runs; and the simulator's own ground truth agrees.
+    samples = [s for m in second["measurements"].values() for s in m["samples"]]
+    assert samples and all(s["cached_tokens"] == 0 for s in samples)
+    assert not any("prefix_cache_hit" in s["raw"] for s in samples)
+    truth = httpx.get(f"{sim.url}/_sim/truth").json()["requests"]
+    measured = [t for t in truth if t["completion_tokens"] == 200]
+    assert len(measured) >= 2 * len(samples)
+    assert all(t["cached_tokens"] == 0 for t in measured)
+
+
+def test_a_three_percent_lower_acceptance_names_the_prompts_in_one_repeat(baselined, tmp_path):
+    sim, project, args, directory = baselined
+    httpx.post(f"{sim.url}/_sim/faults", json={"acceptance_mult": 0.97}).raise_for_status()
+    result = project.run(*args, "--repeats=1")
+    result.assert_outcomes(failed=4, passed=2)
+    base = _load(directory / "v1.json")
+    doc = _results(project)[-1]
+    for case in CASES:
+        samples = [s for s in doc["measurements"][case]["samples"] if not s["warmup"]]
+        assert len(samples) == 1  # one repeat per case: no statistics needed
+        old, new = base["cases"][case]["prompts"]["0"]["steps"], samples[0]["verify_steps"]
+        assert new > old
+        result.stdout.fnmatch_lines([
+            f"  {case}: acceptance changed on 1 of 1 prompts (verify steps {old} → {new} on "
+            f"prompt 1; {old} → {new} in all): the output text is the same, so the drafter "
+            f"proposes differently — check the draft model and its settings. Statistics: *"])
+    verdicts = {v["case_id"]: v for v in doc["verdicts"]}
+    assert {verdicts[c]["exact"]["cause"] for c in CASES} == {"drafter"}
+
+
+def test_a_changed_request_digest_refuses_to_compare_in_one_sentence(baselined):
+    sim, project, args, directory = baselined
+    path = directory / "v1.json"
+    data = _load(path)
+    data["request_digest"]["sampling"]["temperature"] = 0.7
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    result = project.run(*args)
+    result.assert_outcomes(errors=6)
+    result.stdout.fnmatch_lines([
+        "BaselineError: this run's requests differ from those of baseline exact-dep v1 "
+        "(temperature 0.7 → 0): a client-side change is no server regression, so the run "
+        "refuses to compare — measure with the baseline's settings, or write a new version "
+        "with --update-baselines."])

@@ -1,0 +1,75 @@
+"""The main job against each release profile (real pytest sessions on a real simulator):
+it passes where the release gives the figures, and says which source or estimate it used,
+and why, where the release cannot give them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PLAIN_VLLM = ('name = "vllm-0.33-plain"\ninherit = "vllm-0.33"\n[flags]\n'
+              'enable_per_request_metrics = false\nper_request_spec_decode_metrics = "none"\n')
+NO_METRICS = ('name = "sglang-0.5.23-plain"\ninherit = "sglang-0.5.23"\n[flags]\n'
+              'enable_metrics = false\n')
+
+CASES = {
+    "kimi-k26-ddtree": ("SGLang 0.5.23-ddtree-sim", "response", []),
+    "sglang-0.5.23": ("SGLang 0.5.23", "response", []),
+    "sglang-0.5.19": ("SGLang 0.5.19", "response", [
+        "specperf: no server timings: SGLang 0.5.19 has no meta_info.first_token_latency "
+        "(SGLang added it in 0.5.21, with --enable-metrics); decode time is estimated with "
+        "the two-point method."]),
+    "sglang-0.5.14": ("SGLang 0.5.14", "response", [
+        "specperf: no server timings: SGLang 0.5.14 has no meta_info.first_token_latency *"]),
+    "vllm-0.33": ("vLLM 0.33.0", "response", []),
+    "vllm-plain": ("vLLM 0.33.0", "metrics", [
+        "specperf: no server timings: start vLLM with --enable-per-request-metrics (it then "
+        "returns metrics.generation_time_ms); decode time is estimated with the two-point "
+        "method.",
+        "specperf: no per-request step count: start vLLM with --per-request-spec-decode-metrics "
+        "summary (metrics.speculative_decoding.num_spec_steps); acceptance comes from the "
+        "/metrics counters."]),
+    "sglang-no-metrics": ("SGLang 0.5.23", "response", [
+        "specperf: no server timings: start SGLang 0.5.23 with --enable-metrics "
+        "(meta_info.first_token_latency needs it); decode time is estimated with the "
+        "two-point method."]),
+}
+
+
+def _profile(name: str, tmp_path: Path) -> str:
+    extra = {"vllm-plain": PLAIN_VLLM, "sglang-no-metrics": NO_METRICS}.get(name)
+    if extra is None:
+        return name
+    path = tmp_path / f"{name}.toml"
+    path.write_text(extra, encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_main_job_per_release_profile(perf_project: Any, tmp_path: Path, name: str) -> None:
+    server, source, notes = CASES[name]
+    project = perf_project()
+    args = ("-m", "context_scaling", "--sim-profile", _profile(name, tmp_path),
+            "--baseline-dir", str(tmp_path / "baselines"),
+            # Slower than the default 0.05 so a loaded 2-core box cannot spread 64-token
+            # requests past the stability bound (the two-point estimate doubles the noise).
+            "--sim-time-scale", "0.25")
+    first = project.run(*args, "--update-baselines")
+    assert first.parseoutcomes().get("errors", 0) == 0, first.stdout.str()[-2000:]
+    second = project.run(*args, "-rs")
+    # Four cases pass; each slope passes or, when a loaded box leaves its error wider than
+    # the tolerance band, skips as undetermined -- never a failure (issue 13).
+    outcomes = second.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 4 and "failed" not in outcomes, outcomes
+    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 6, outcomes
+    assert all("neither a pass nor a fail" in line for line in second.stdout.lines
+               if line.startswith("SKIPPED")), second.stdout.str()[-2000:]
+    out = second.stdout.str()
+    second.stdout.fnmatch_lines([f"specperf — SIMULATED (*); {server}; acceptance from {source};*"])
+    if notes:
+        second.stdout.fnmatch_lines(notes)
+    # Every figure is a number: a release without a figure falls back, never shows n/a.
+    table = [line for line in out.splitlines() if " | padding " in line or " | reasoning " in line]
+    assert len(table) == 4 and not any("n/a" in line for line in table), table

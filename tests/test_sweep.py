@@ -1,0 +1,106 @@
+"""The sweep-level test and its sequential stopping: exact sentences, budgets, error rates."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from specperf.sequential import Sprt, t_quantile
+from specperf.stats import summarize
+from specperf.sweep import CaseData, judge_sweep
+from specperf.workload import Case
+
+SPREAD = (0.97, 1.0, 1.03)  # three requests, ±3 %
+
+
+def _case(text_class: str, context: int, step: float, commit: float, *, rise: float = 0.0,
+          fall: float = 0.0, cost: float = 10.0) -> CaseData:
+    base = {"step_ms": summarize([step * f for f in SPREAD + (0.99, 1.01)]),
+            "avg_commit": summarize([commit * f for f in (0.999, 1.0, 1.001, 0.9995, 1.0005)])}
+    run = {"step_ms": [step * (1 + rise) * f for f in SPREAD],
+           "avg_commit": [commit * (1 - fall) * f for f in (0.999, 1.0, 1.001)]}
+    return CaseData(Case(text_class, context, 600), run, base, None, cost)
+
+
+def _sweep(**kw: float) -> list[CaseData]:
+    return [_case(c, x, 30 + 0.02 * x, 3.0 if c == "reasoning" else 7.0, **kw)
+            for c in ("padding", "reasoning") for x in (13, 1663, 3333, 5553)]
+
+
+def test_t_quantile_matches_the_table() -> None:
+    assert t_quantile(0.995, 16) == pytest.approx(2.921, abs=0.002)
+    assert t_quantile(0.975, 5) == pytest.approx(2.571, abs=0.002)
+    assert t_quantile(0.99, 1e9) == pytest.approx(2.326, abs=0.001)
+
+
+def test_sprt_decides_at_walds_bounds() -> None:
+    sprt = Sprt(alpha=0.01, beta=0.05, effect=0.05)
+    assert sprt.decide(0.05, 0.01) == "regressed"
+    assert sprt.decide(0.0, 0.01) == "clean"
+    assert sprt.decide(0.025, 0.01) == "more"
+    assert sprt.power(0.005, 30) > 0.99 > sprt.power(0.02, 30)
+
+
+def test_a_five_percent_step_rise_fails_the_sweep_with_its_sentence() -> None:
+    result = judge_sweep(_sweep(rise=0.05), "sweep")
+    verdict = result.verdict()
+    assert verdict.status == "fail"
+    assert verdict.message.startswith(
+        "step time rose 5.0% across the sweep (95% CI +3.1% to +6.9%, every context) — "
+        "step-time regression: check the kernels, attention backend and KV cache. Would have "
+        "caught a 5% step-time rise with probability 1.00, a 5% acceptance fall with 1.00 on "
+        "padding and 1.00 on reasoning (0 extra requests, 0 s; false alarms ≤ 1% per sweep).")
+
+
+def test_an_acceptance_fall_is_attributed_per_text_class() -> None:
+    cases = [_case("padding", x, 40, 7.0) for x in (13, 3333)] + \
+        [_case("reasoning", x, 40, 3.0, fall=0.05) for x in (13, 3333)]
+    verdict = judge_sweep(cases, "smoke subset").verdict()
+    assert verdict.status == "fail"
+    assert verdict.message.startswith(
+        "avg commit fell 5.0% on reasoning text across the smoke subset (95% CI −5.3% to "
+        "−4.7%, every case) — acceptance regression: check the drafter and the text.")
+
+
+def test_no_change_passes_and_states_its_power() -> None:
+    verdict = judge_sweep(_sweep(), "sweep").verdict()
+    assert verdict.status == "pass"
+    assert verdict.message.startswith("no regression across the sweep: step time +0.0% (95% CI")
+    assert "Would have caught a 5% step-time rise with probability 1.00" in verdict.message
+
+
+def test_top_ups_go_to_the_cheapest_case_and_stop_at_the_budget() -> None:
+    cases = [_case("padding", 13, 30, 7.0, rise=0.025, cost=4.0),
+             _case("padding", 5553, 140, 7.0, rise=0.025, cost=28.0)]
+    for c in cases:  # noisier, so the SPRT stays undecided near the midpoint
+        c.run["step_ms"] = [c.run["step_ms"][1] * f for f in (0.9, 1.0, 1.1)]
+    taken: list[str] = []
+
+    def more(data: CaseData) -> None:
+        taken.append(data.case.id)
+        data.run["step_ms"].append(data.run["step_ms"][1])
+        data.run["avg_commit"].append(data.run["avg_commit"][1])
+
+    result = judge_sweep(cases, "sweep", more, budget=3)
+    assert result.extra == len(taken) <= 3
+    assert taken and set(taken) == {"padding-ctx13"}
+    assert result.extra_s == pytest.approx(4.0 * len(taken))
+
+
+def test_false_alarms_per_sweep_stay_below_alpha_on_noise() -> None:
+    rng = np.random.default_rng(7)
+    alarms = 0
+    for _ in range(400):
+        cases = []
+        for x in (13, 1663, 3333, 5553):
+            base = summarize(list(100 * np.exp(0.03 * rng.standard_normal(5))))
+            run = list(100 * np.exp(0.03 * rng.standard_normal(3)))
+            commit = summarize([3.0] * 5)
+            cases.append(CaseData(Case("reasoning", x, 600),
+                                  {"step_ms": run, "avg_commit": [3.0] * 3},
+                                  {"step_ms": base, "avg_commit": commit}, None, 10.0))
+        alarms += judge_sweep(cases, "sweep").regressed
+    assert alarms / 400 <= 0.02  # α 1 %; 400 sweeps leave room for chance
+    assert math.isfinite(alarms)

@@ -52,7 +52,7 @@ def test_both_endpoints_are_locked_in_a_fixed_order(perf_project, start_sim):
     result.assert_outcomes(passed=2, skipped=2)  # one context: no fit to compare
     names = sorted(p.name for p in project.lock_dir.glob("gpu-*.lock"))
     ports = sorted(u.rsplit(":", 1)[1] for u in (candidate.url, production.url))
-    assert names == sorted(f"gpu-127.0.0.1-{p}.lock" for p in ports)
+    assert names == sorted(f"gpu-localhost-{p}.lock" for p in ports)  # canonical: this machine
 
 
 def test_compare_endpoint_without_a_candidate_is_a_usage_error(perf_project):

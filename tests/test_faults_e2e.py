@@ -15,6 +15,7 @@ import re
 import socket
 import statistics
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -248,6 +249,13 @@ def _session(url: str) -> PerfSession:
 def test_background_traffic_is_contamination_naming_the_foreign_requests(start_sim):
     sim = start_sim()
     httpx.post(f"{sim.url}/_sim/faults", json={"background_requests": 2}).raise_for_status()
+    # SGLang publishes "running" only every decode-log window (40 steps) after a first
+    # prefill (sim/metrics.py): wait until the gauges show both, so the sentence names them.
+    deadline = time.monotonic() + 30
+    while "sglang:num_running_reqs{" not in (text := httpx.get(f"{sim.url}/metrics").text) \
+            or not re.search(r"^sglang:num_running_reqs\{[^}]*\} 2\.0$", text, re.M):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
     session = _session(sim.url)
     try:
         assert session.measurer is not None
@@ -405,7 +413,9 @@ def test_the_guard_waits_for_an_idle_server_then_lets_the_request_through():
 def test_the_guard_gives_up_waiting_on_a_busy_server():
     with pytest.raises(guard.Disturbed, match=r"^3 foreign requests running and 1 queued on "
                                               r"the server before the request, still after "
-                                              r"1 s$"):
+                                              r"1 s \(the server exports no per-iteration "
+                                              r"counter, so these gauges cannot be told from "
+                                              r"stale ones\)$"):
         _guard(_snap(5, running=3, queued=1)).before()
 
 
@@ -489,14 +499,16 @@ def _guard_waiting(snaps: list[MetricsSnapshot], wait_s: float) -> guard.Traffic
 
 
 def test_stale_busy_gauges_on_an_idle_server_do_not_block_the_measurement():
-    # SGLang refreshes its gauges with decode log lines: "1 running" can outlive the request.
+    # SGLang refreshes its gauges with decode log lines: "1 running" can outlive the request;
+    # its per-iteration counter standing still tells.
     frozen = MetricsSnapshot(verify_calls=80, generation_tokens=600, requests=5, running=1,
-                             queued=0)
+                             queued=0, progress=9000, family="sglang")
     assert _guard_waiting([frozen], wait_s=5.0).before() is frozen
 
 
 def test_busy_gauges_with_moving_counters_are_real_traffic():
-    moving = [MetricsSnapshot(verify_calls=80 + i, generation_tokens=600 + 7 * i, requests=5,
-                              running=1, queued=0) for i in range(100)]
+    moving = [MetricsSnapshot(verify_calls=80, generation_tokens=600, requests=5, running=1,
+                              queued=0, progress=9000 + 7 * i, family="sglang")
+              for i in range(100)]
     with pytest.raises(guard.Disturbed, match="1 foreign requests running"):
         _guard_waiting(moving, wait_s=5.0).before()

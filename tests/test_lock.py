@@ -213,11 +213,11 @@ def test_default_lock_dir_uncreatable(tmp_path: Path, monkeypatch: pytest.Monkey
 @pytest.mark.parametrize(
     ("endpoint", "name"),
     [
-        ("http://127.0.0.1:30000", "gpu-127.0.0.1-30000.lock"),
-        ("http://127.0.0.1:30000/v1/", "gpu-127.0.0.1-30000.lock"),
-        ("https://GPU-Box.example.com", "gpu-gpu-box.example.com-443.lock"),
-        ("http://gpu_box", "gpu-gpu_box-80.lock"),
-        ("http://[::1]:30000", "gpu-__1-30000.lock"),
+        ("http://127.0.0.1:30000", "gpu-localhost-30000.lock"),
+        ("http://127.0.0.1:30000/v1/", "gpu-localhost-30000.lock"),
+        ("https://GPU-Box.specperf-test.invalid", "gpu-gpu-box.specperf-test.invalid-443.lock"),
+        ("http://gpu_box.invalid", "gpu-gpu_box.invalid-80.lock"),
+        ("http://[::1]:30000", "gpu-localhost-30000.lock"),
         ("localhost:8000", "gpu-localhost-8000.lock"),
     ],
 )

@@ -53,8 +53,15 @@ def test_update_then_compare_passes_and_never_overwrites(perf_project, tmp_path)
     first.stdout.fnmatch_lines(["specperf: wrote baseline */sim-kimi-k26-ddtree/v1.json",
                                 "  first baseline of sim-kimi-k26-ddtree: 4 cases*"])
     v1 = (tmp_path / "sim-kimi-k26-ddtree" / "v1.json").read_bytes()
-    second = project.run("-m", "context_scaling", "--baseline-dir", str(tmp_path))
-    second.assert_outcomes(passed=6)
+    second = project.run("-m", "context_scaling", "--baseline-dir", str(tmp_path), "-rs")
+    # The four cases pass. Each class's slope passes, or -- when 64-token requests on a
+    # loaded box leave its error wider than the tolerance band -- skips as undetermined;
+    # never a failure (tests/test_fit_uncertainty.py pins those sentences).
+    outcomes = second.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 6, outcomes
+    assert outcomes.get("passed", 0) >= 4 and "failed" not in outcomes, outcomes
+    skips = [line for line in second.stdout.lines if line.startswith("SKIPPED")]
+    assert all("neither a pass nor a fail" in line for line in skips), skips
     third = project.run("-m", "context_scaling", "--update-baselines", "--baseline-dir",
                         str(tmp_path))
     third.stdout.fnmatch_lines(["specperf: wrote baseline */sim-kimi-k26-ddtree/v2.json"])

@@ -58,8 +58,14 @@ def test_main_job_per_release_profile(perf_project: Any, tmp_path: Path, name: s
             "--sim-time-scale", "0.25")
     first = project.run(*args, "--update-baselines")
     assert first.parseoutcomes().get("errors", 0) == 0, first.stdout.str()[-2000:]
-    second = project.run(*args)
-    second.assert_outcomes(passed=6)
+    second = project.run(*args, "-rs")
+    # Four cases pass; each slope passes or, when a loaded box leaves its error wider than
+    # the tolerance band, skips as undetermined -- never a failure (issue 13).
+    outcomes = second.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 4 and "failed" not in outcomes, outcomes
+    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 6, outcomes
+    assert all("neither a pass nor a fail" in line for line in second.stdout.lines
+               if line.startswith("SKIPPED")), second.stdout.str()[-2000:]
     out = second.stdout.str()
     second.stdout.fnmatch_lines([f"specperf — SIMULATED (*); {server}; acceptance from {source};*"])
     if notes:

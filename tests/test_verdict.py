@@ -10,6 +10,7 @@ from specperf.model import ContextFit
 from specperf.stats import Summary
 from specperf.verdict import (
     DEFAULT_TOLERANCES,
+    Observed,
     decide_repeats,
     format_percent,
     format_value,
@@ -177,10 +178,10 @@ def test_fit_within_tolerance_passes() -> None:
                                "limit +15%) — within tolerance.")
 
 
-def test_reconcile_flags_an_unexplained_slowdown() -> None:
+def test_reconcile_without_a_step_time_flags_a_slowdown_off_the_curve() -> None:
     fit = ContextFit(a_ms=30.0, b_ms_per_token=0.02, residual_ms=1.0, n_points=4)
-    # step at 5853 context = 147.06 ms; 599/7.85 steps → 54.5 tok/s predicted
-    verdict = reconcile("padding-ctx5553", 38.0, 7.85, fit, 5853, 600, 0.10)
+    # step at 5853 context = 147.06 ms; 599/7.85 steps → 53.5 tok/s predicted
+    verdict = reconcile("padding-ctx5553", Observed(38.0, 7.85), fit, 5853, 600, 0.10)
     assert verdict is not None
     assert verdict.status == "fail"
     assert verdict.message == (
@@ -191,7 +192,7 @@ def test_reconcile_flags_an_unexplained_slowdown() -> None:
 
 def test_reconcile_is_silent_when_the_prediction_holds() -> None:
     fit = ContextFit(a_ms=30.0, b_ms_per_token=0.02, residual_ms=1.0, n_points=4)
-    assert reconcile("padding-ctx5553", 52.0, 7.85, fit, 5853, 600, 0.10) is None
+    assert reconcile("padding-ctx5553", Observed(52.0, 7.85), fit, 5853, 600, 0.10) is None
 
 
 # --- tolerances ---------------------------------------------------------------------------

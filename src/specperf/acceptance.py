@@ -33,6 +33,23 @@ _COUNTERS = {
     "running": ("sglang:num_running_reqs", "vllm:num_requests_running"),
     "queued": ("sglang:num_queue_reqs", "vllm:num_requests_waiting"),
 }
+# The per-iteration progress counter of each server family: series summed (over names and
+# label sets) into MetricsSnapshot.progress. It moves every scheduler iteration, while the
+# finish counters above move only when a request finishes; guard.ACCOUNTING says how much
+# one request of ours adds to it.
+# - SGLang 0.5.23: realtime_tokens_total{mode=prefill_compute|prefill_cache|decode}
+#   (sglang/srt/observability/metrics_collector.py increment_realtime_tokens, raised from
+#   managers/scheduler_components/metrics_reporter.py report_prefill_stats and, every decode
+#   iteration, report_decode_stats).
+# - vLLM 0.33.0: prompt_tokens_total and generation_tokens_total, both raised per engine
+#   iteration from IterationStats (vllm/v1/metrics/loggers.py PrometheusStatLogger.record;
+#   vllm/v1/metrics/stats.py update_from_output counts len(new_token_ids), the first token
+#   included, and the whole prompt, cached tokens too (IterationStats.num_prompt_tokens =
+#   prompt_token_stats.total), when its prefill completes).
+PROGRESS: dict[str, tuple[str, ...]] = {
+    "sglang": ("sglang:realtime_tokens_total",),
+    "vllm": ("vllm:prompt_tokens_total", "vllm:generation_tokens_total"),
+}
 
 
 @dataclass(frozen=True)
@@ -44,6 +61,8 @@ class MetricsSnapshot:
     requests: float | None
     running: float | None
     queued: float | None
+    progress: float | None = None  # per-iteration counter (PROGRESS), None when not exported
+    family: str | None = None  # "sglang", "vllm", ... by the metric names' prefix
 
     @property
     def idle(self) -> bool:
@@ -54,7 +73,8 @@ class MetricsSnapshot:
         return self.verify_calls is not None and self.generation_tokens is not None
 
 
-_WANTED = frozenset(name for names in _COUNTERS.values() for name in names)
+_WANTED = frozenset(name for names in (*_COUNTERS.values(), *PROGRESS.values())
+                    for name in names)
 
 
 def _wanted_lines(text: str) -> str:
@@ -83,7 +103,17 @@ def parse_metrics(text: str) -> MetricsSnapshot:
         # NaN and ±Inf are valid exposition but no usable count: treated as absent.
         return next((sums[n] for n in names if n in sums and math.isfinite(sums[n])), None)
 
-    return MetricsSnapshot(**{key: pick(names) for key, names in _COUNTERS.items()})
+    kind = next((f for f in PROGRESS if any(n.startswith(f"{f}:") for n in sums)), None)
+    return MetricsSnapshot(**{key: pick(names) for key, names in _COUNTERS.items()},
+                           progress=_progress(sums, kind), family=kind)
+
+
+def _progress(sums: dict[str, float], family: str | None) -> float | None:
+    """The family's progress counter: the sum of its series, None unless all are there."""
+    names = PROGRESS.get(family or "", ())
+    if not names or any(n not in sums or not math.isfinite(sums[n]) for n in names):
+        return None
+    return sum(sums[n] for n in names)
 
 
 def steps_from_metrics(before: MetricsSnapshot, after: MetricsSnapshot) -> int:

@@ -237,10 +237,16 @@ class _Reader:
         where = f"fits.{text_class}"
         if not isinstance(data, dict):
             raise self.fail(where, "should be an object")
-        return ContextFit(float(self.get(data, "a_ms", (int, float), where)),
-                          float(self.get(data, "b_ms_per_token", (int, float), where)),
-                          float(self.get(data, "residual_ms", (int, float), where)),
-                          self.get(data, "n_points", int, where))
+        for key in ("a_ms", "b_ms_per_token", "residual_ms"):
+            self.get(data, key, (int, float), where)
+        self.get(data, "n_points", int, where)
+        # The fit's standard errors (absent from baselines written before fits had them).
+        for key in ("a_se_ms", "b_se_ms_per_token", "cov_ab"):
+            if data.get(key) is not None:
+                self.get(data, key, (int, float), where)
+        if data.get("dof") is not None:
+            self.get(data, "dof", int, where)
+        return ContextFit.from_dict(data)
 
     def tolerances(self, data: Any, where: str) -> dict[str, float]:
         if not isinstance(data, dict):

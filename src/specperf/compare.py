@@ -18,8 +18,8 @@ from dataclasses import replace
 from .baseline import CaseBaseline
 from .errors import UnstableMeasurement
 from .fingerprint import fingerprint_differences
-from .measure import Measurement, Measurer, Sample, sample_values
-from .model import ContextFit, fit_context
+from .measure import Measurement, Measurer, Sample, sample_values, step_repeats
+from .model import ContextFit, fit_repeats
 from .session import PerfSession
 from .stats import summarize
 from .verdict import RepeatDecision, Verdict, decide_repeats
@@ -99,9 +99,9 @@ class Comparison:
         return as_baseline(found)
 
     def fit(self, text_class: str) -> ContextFit | None:
-        points = [(m.mean_context, s.median) for m in self.references.values()
-                  if m.case.text_class == text_class and (s := m.summary("step_ms"))]
-        return fit_context(points)
+        points = [(m.mean_context, step_repeats(m)) for m in self.references.values()
+                  if m.case.text_class == text_class]
+        return fit_repeats(points)
 
     @staticmethod
     def label(verdict: Verdict) -> Verdict:

@@ -2,9 +2,10 @@
 
 Three guards, each cheap enough for the per-request hot path:
 
-- **traffic** (:class:`TrafficGuard`): before a measured request the server's running and
-  queued gauges are 0 (waited for, bounded), and afterwards its finished-request counter
-  moved by exactly one. A disturbed attempt is discarded and retried (:func:`retry_clean`,
+- **traffic** (:class:`TrafficGuard`): before a measured request the server is quiet (its
+  per-iteration counter still and its gauges idle, waited for, bounded), and afterwards its
+  finished-request counter moved by exactly one and its per-iteration counter by exactly
+  what our request accounts for. A disturbed attempt is discarded and retried (:func:`retry_clean`,
   bounded); when every attempt was disturbed the case errors with
   :class:`~specperf.errors.ContaminatedMeasurement` saying what was seen. Without
   /metrics the guard is off (the probe says so once).
@@ -23,9 +24,10 @@ import math
 import secrets
 import time
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .acceptance import MetricsSnapshot
+from .acceptance import PROGRESS, MetricsSnapshot
 from .errors import ContaminatedMeasurement, DegenerateOutput, PrefixCacheHit
 from .workload import TextClass, Tokenizer
 
@@ -50,9 +52,57 @@ class Disturbed(Exception):
 
 
 # -- traffic --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Accounting:
+    """How much one request of ours moves its server family's progress counter
+    (:data:`specperf.acceptance.PROGRESS`): the least and the most, before overshoot.
+
+    ``unit`` "tokens": the prompt (computed or cached) plus the decoded tokens, with or
+    without the first token, which the prefill produced. ``unit`` "iterations" (a server whose
+    progress counters count decode calls, such as llama.cpp's n_decode_total +
+    spec_decode_num_drafts_total): at least one and at most one per decoded token, since
+    every iteration commits at least one.
+    """
+
+    unit: str
+    first_token: bool = False
+    # What a request may add beyond its own count: SGLang counts a verify step's whole
+    # accepted run, which can pass max_new_tokens, and under its overlap scheduler a
+    # finished request rides one more iteration (batch_result_processor.py: "a finished row
+    # reappears for one overshoot tick"): two steps of up to 32 tokens, or two iterations.
+    # A foreign request adds at least its prompt, or iterations of its own.
+    overshoot: int = 64
+
+    def span(self, prompt_tokens: int, completion_tokens: int) -> tuple[int, int]:
+        decoded = max(completion_tokens - 1, 0)
+        if self.unit == "iterations":
+            return min(1, decoded), decoded
+        tokens = prompt_tokens + decoded + (1 if self.first_token else 0)
+        return tokens, tokens
+
+
+ACCOUNTING: dict[str, Accounting] = {
+    # realtime_tokens_total: prefill_compute + prefill_cache = the prompt; decode = every
+    # token after the first (report_prefill_stats does not count the token it produced).
+    "sglang": Accounting("tokens", first_token=False),
+    # prompt_tokens_total + generation_tokens_total: the first token is a generation token.
+    "vllm": Accounting("tokens", first_token=True),
+    # A server kind whose progress counters count decode calls (llama.cpp: n_decode_total +
+    # spec_decode_num_drafts_total, no finished-request counter) registers
+    # Accounting("iterations", overshoot=2) here with its names in acceptance.PROGRESS.
+}
+
+
 class TrafficGuard:
     """Brackets one measured request with /metrics scrapes (``scrape`` returns None when the
-    server has no metrics, which turns the guard off)."""
+    server has no metrics, which turns the guard off).
+
+    It reads four abstract fields of :class:`MetricsSnapshot`: the running and queued gauges,
+    the finished-request counter and the per-iteration progress counter. On SGLang the
+    finish counters move only when a request finishes and the gauges are published only
+    with prefill batches, every decode-log window and at idle, so neither alone can see a
+    long foreign request; the progress counter moves every iteration of any request.
+    """
 
     def __init__(self, scrape: Callable[[], MetricsSnapshot | None], *, wait_s: float = 5.0,
                  poll_s: float = 0.05, settle_s: float = 0.5, stale_s: float = 2.0,
@@ -67,60 +117,129 @@ class TrafficGuard:
         self.sleep = sleep
 
     def before(self) -> MetricsSnapshot | None:
-        """Wait (at most ``wait_s``) until nothing runs or queues; Disturbed if it never does.
+        """Wait (at most ``wait_s``) until the server is quiet; Disturbed if it never is.
 
-        SGLang refreshes its running/queued gauges with its decode log lines, so after the
-        last request of a burst they can keep reading "1 running" on an idle server. Gauges
-        that say busy while every counter has stood still for ``stale_s`` (longer than any
-        verify step or prefill of ours) are taken as stale: the server is idle.
+        Quiet: the progress counter stood still over one poll and the gauges read idle, or
+        the progress counter stood still for ``stale_s`` (longer than any iteration) while
+        the gauges read busy: gauges published before the server went idle. Without a
+        progress counter busy gauges are believed: a foreign request that runs longer than
+        the wait leaves every finish counter still, so stillness proves nothing.
         """
-        snap = self.scrape()
-        start = self.clock()
-        deadline = start + self.wait_s
-        still_since, last = start, snap
-        while snap is not None and not snap.idle:
-            now = self.clock()
-            if last is None or _counters(snap) != _counters(last):
-                still_since, last = now, snap
-            elif now - still_since >= self.stale_s:
-                return snap
-            if now >= deadline:
-                raise Disturbed(
-                    f"{snap.running or 0:g} foreign requests running and {snap.queued or 0:g} "
-                    f"queued on the server before the request, still after {self.wait_s:g} s")
+        prev = self.scrape()
+        if prev is None:
+            return None
+        start = still_since = self.clock()
+        while True:
             self.sleep(self.poll_s)
             snap = self.scrape()
-        return snap
+            if snap is None:
+                return None
+            now = self.clock()
+            moving = _progressed(prev, snap)
+            if moving:
+                still_since = now
+            elif snap.idle or (snap.progress is not None and now - still_since >= self.stale_s):
+                return snap
+            if now - start >= self.wait_s:
+                raise Disturbed(self._busy(snap, moving))
+            prev = snap
 
-    def after(self, before: MetricsSnapshot | None, *, sent: int = 1,
-              exact: bool = False) -> MetricsSnapshot | None:
-        """Check the finished-request counter moved by exactly one since ``before``.
+    def _busy(self, snap: MetricsSnapshot, moving: bool) -> str:
+        waited = f"still after {self.wait_s:g} s"
+        if snap.idle and moving:
+            return ("the server's per-iteration counter kept moving before the request while "
+                    "its gauges read idle: a foreign request is running (its gauges are "
+                    f"published only every decode-log window), {waited}")
+        text = (f"{snap.running or 0:g} foreign requests running and {snap.queued or 0:g} "
+                f"queued on the server before the request, {waited}")
+        if snap.progress is None:
+            text += (" (the server exports no per-iteration counter, so these gauges cannot "
+                     "be told from stale ones)")
+        return text
 
-        ``sent``: requests the client sent for this sample (1 + its retries); a retried
-        attempt that the server finished (a dropped or garbled answer) moved the counter too.
+    def after(self, before: MetricsSnapshot | None, *, sent: int = 1, exact: bool = False,
+              prompt_tokens: int | None = None,
+              completion_tokens: int | None = None) -> MetricsSnapshot | None:
+        """Check that only our request ran since ``before``.
+
+        The finished-request counter must have moved by exactly one, and the progress
+        counter by what our request accounts for (:data:`ACCOUNTING`, given its
+        ``prompt_tokens`` and ``completion_tokens``): any more is a foreign request, even
+        one still running. ``sent``: requests the client sent for this sample (1 + its
+        retries); a retried attempt that the server finished moved the counters too.
         ``exact``: the bracket itself is the measurement (metrics acceptance source), so
         even our own retried attempts spoil it.
         """
-        if before is None or before.requests is None:
+        if before is None or (before.requests is None and before.progress is None):
             return None
-        after = self.scrape()
-        deadline = self.clock() + self.settle_s
-        # A counter may be exported a moment after the response; wait briefly for ours.
-        while after is not None and after.requests is not None \
-                and after.requests == before.requests and self.clock() < deadline:
-            self.sleep(self.poll_s)
-            after = self.scrape()
-        if after is None or after.requests is None:
+        rule = ACCOUNTING.get(before.family or "")
+        span = self._span(before, prompt_tokens, completion_tokens)
+        after = self._settled(before, span)
+        if after is None or (before.requests is not None and after.requests is None):
             raise Disturbed("/metrics lost its finished-request counter during the request")
-        if exact and sent > 1 and 1 < after.requests - before.requests <= sent:
-            raise Disturbed("a retried attempt of this request also ran, so the /metrics "
-                            "bracket covers more than one request")
-        _check_moved(before.requests, after.requests, sent)
+        if before.requests is not None and after.requests is not None:
+            if exact and sent > 1 and 1 < after.requests - before.requests <= sent:
+                raise Disturbed("a retried attempt of this request also ran, so the /metrics "
+                                "bracket covers more than one request")
+            _check_moved(before.requests, after.requests, sent)
+        if rule is not None and span is not None and before.progress is not None \
+                and after.progress is not None:
+            self._check_progress(before, after, span, sent, rule)
         return after
 
+    def _span(self, before: MetricsSnapshot, prompt_tokens: int | None,
+              completion_tokens: int | None) -> tuple[int, int] | None:
+        rule = ACCOUNTING.get(before.family or "")
+        if rule is None or before.progress is None or prompt_tokens is None \
+                or completion_tokens is None:
+            return None
+        return rule.span(prompt_tokens, completion_tokens)
 
-def _counters(snap: MetricsSnapshot) -> tuple[float | None, ...]:
-    return (snap.requests, snap.generation_tokens, snap.verify_calls)
+    def _settled(self, before: MetricsSnapshot, span: tuple[int, int] | None
+                 ) -> MetricsSnapshot | None:
+        """A scrape after the request, once its counters are in (waited for, briefly): a
+        server may raise them a moment after the response, the last iteration's too."""
+        after = self.scrape()
+        deadline = self.clock() + self.settle_s
+        while after is not None and not _counted(before, after, span) \
+                and self.clock() < deadline:
+            self.sleep(self.poll_s)
+            after = self.scrape()
+        return after
+
+    def _check_progress(self, before: MetricsSnapshot, after: MetricsSnapshot,
+                        span: tuple[int, int], sent: int, rule: Accounting) -> None:
+        assert before.progress is not None and after.progress is not None
+        moved = after.progress - before.progress
+        low, high = span
+        counter = " + ".join(PROGRESS.get(before.family or "", ("progress",)))
+        if not math.isfinite(moved) or moved < 0:
+            raise Disturbed(f"the per-iteration counter {counter} read {before.progress:g} → "
+                            f"{after.progress:g}: the server restarted during the measurement")
+        if moved > sent * (high + rule.overshoot):
+            raise Disturbed(
+                f"the server processed {moved - high:g} more {rule.unit} than this request "
+                f"accounts for ({counter} moved by {moved:g}, this request {high}): a foreign "
+                "request ran beside it")
+        if moved < low:
+            raise Disturbed(f"the per-iteration counter {counter} moved by {moved:g}, less "
+                            f"than this request's {low}: the server did not count the request")
+
+
+def _progressed(prev: MetricsSnapshot, snap: MetricsSnapshot) -> bool:
+    return prev.progress is not None and snap.progress is not None \
+        and snap.progress != prev.progress
+
+
+def _counted(before: MetricsSnapshot, after: MetricsSnapshot,
+             span: tuple[int, int] | None) -> bool:
+    """Whether ``after`` already holds our request: finished, and all of its iterations."""
+    if before.requests is not None and after.requests is not None \
+            and after.requests == before.requests:
+        return False
+    if span is not None and before.progress is not None and after.progress is not None:
+        return after.progress - before.progress >= span[0]
+    return True
 
 
 def _check_moved(before: float, after: float, sent: int) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import getpass
+import ipaddress
 import json
 import os
 import re
@@ -54,10 +55,53 @@ def default_lock_dir() -> Path:
 
 
 def lock_path_for(endpoint: str, lock_dir: Path | None = None) -> Path:
-    """The lock file for an endpoint, named by its host and port."""
-    host, port = _host_port(endpoint)
+    """The lock file for an endpoint, named by the server's canonical identity."""
+    host, port = server_identity(endpoint)
     name = _UNSAFE_CHARS.sub("_", f"gpu-{host}-{port}") + ".lock"
     return (lock_dir if lock_dir is not None else default_lock_dir()) / name
+
+
+def server_identity(endpoint: str) -> tuple[str, int]:
+    """(host, port) naming one server however the endpoint spells it.
+
+    The scheme's default port fills a missing one; path, trailing slash and letter case
+    go. A host that is this machine (loopback, ``localhost``, its host name, or any address
+    of its interfaces) is ``localhost``; any other host is its lowest resolved address, so
+    a name and its address share one lock. A name that does not resolve stays itself (the
+    probe reports it unreachable). A server reached under unrelated addresses (a load
+    balancer, an SSH tunnel) needs ``--gpu-lock PATH`` given the same in every run.
+    """
+    host, port = _host_port(endpoint)
+    addresses = _resolve(host, port)
+    if host == "localhost" or any(_is_local(a) for a in addresses):
+        return "localhost", port
+    return (min(addresses) if addresses else host), port
+
+
+def _resolve(host: str, port: int) -> list[str]:
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+    return sorted({str(info[4][0]).split("%", 1)[0] for info in infos})
+
+
+def _is_local(address: str) -> bool:
+    """Whether an address belongs to this machine: loopback, or one a socket can bind to
+    (the kernel accepts a bind only to its own interfaces' addresses)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    if ip.is_loopback or ip.is_unspecified:
+        return True
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((address, 0))
+    except OSError:
+        return False
+    return True
 
 
 def _host_port(endpoint: str) -> tuple[str, int]:
@@ -73,7 +117,7 @@ def _host_port(endpoint: str) -> tuple[str, int]:
     if port is None:
         why = f"scheme {parts.scheme!r} has no default port"
         raise ConfigError(_endpoint_message(endpoint, why))
-    return parts.hostname, port
+    return parts.hostname.lower().rstrip("."), port
 
 
 def _endpoint_message(endpoint: str, why: str) -> str:

@@ -224,7 +224,9 @@ class Measurer:
         comp, wall_s, retries, started = self._generate(case, case.output_tokens, repeat)
         used = self.last_prompt
         after = self.traffic.after(before, sent=1 + retries,
-                                   exact=self.server.acceptance_source == "metrics")
+                                   exact=self.server.acceptance_source == "metrics",
+                                   prompt_tokens=comp.prompt_tokens,
+                                   completion_tokens=comp.completion_tokens)
         self._validate(case, comp)
         checks = self._checks(case, comp)
         steps = self._steps(comp, before, after, started)
@@ -380,6 +382,11 @@ class Measurer:
         if not self.server.metrics:
             return None
         return acceptance.parse_metrics(self.client.get_text("/metrics", timeout_s=30))
+
+
+def step_repeats(measurement: Measurement) -> list[float]:
+    """The step times of a measurement's repeats (what a context fit weighs its point by)."""
+    return [v for s in measurement.measured if (v := s.step_ms) is not None]
 
 
 def sample_values(samples: Sequence[Sample]) -> dict[str, list[float]]:

@@ -318,7 +318,9 @@ def _reconcile(doc: Mapping[str, Any]) -> str:
     if not rows:
         return "<p>No baseline fit to predict from.</p>"
     return ("<p>tok/s predicted from this run's avg commit and the baseline's step-time fit "
-            "at the case's mean context; a disagreement is a slowdown neither explains.</p>"
+            "at the case's mean context, judged with both errors; \"explained\": this run's "
+            "own step time accounts for a disagreement; a slowdown neither acceptance nor "
+            "step time explains is a fail.</p>"
             + table(["case", "avg commit", "predicted step ms", "predicted tok/s",
                      "observed tok/s", "Δ", "reconciled"], rows, cls="reconcile"))
 
@@ -339,7 +341,9 @@ def _fits(doc: Mapping[str, Any]) -> str:
 def _fit_cell(fit: Mapping[str, Any] | None) -> str:
     if not fit:
         return "<td>n/a</td>"
-    return (f"<td>{fit['a_ms']:.1f} ms + {1000 * fit['b_ms_per_token']:.2f} ms per 1k "
+    se = fit.get("b_se_ms_per_token")
+    error = "" if se is None else f" ± {1000 * se:.2f}"
+    return (f"<td>{fit['a_ms']:.1f} ms + {1000 * fit['b_ms_per_token']:.2f}{error} ms per 1k "
             f"(residual {fit['residual_ms']:.2f} ms, {fit['n_points']} contexts)</td>")
 
 

@@ -227,7 +227,8 @@ class PathSampler:
         before = self.traffic.before()
         before_text = self._metrics_text
         comp, wall_s, retries, chunks = self._send(case, path, overhead)
-        after = self.traffic.after(before, sent=1 + retries)
+        after = self.traffic.after(before, sent=1 + retries, prompt_tokens=comp.prompt_tokens,
+                                   completion_tokens=comp.completion_tokens)
         self._validate(case, path, comp, overhead)
         e2e, ttft, timings_from = self._timings(comp, before_text)
         steps = comp.verify_steps if comp.verify_steps is not None else \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,8 +113,9 @@ def _first_json(client: Client, paths: tuple[str, ...]) -> tuple[str, Any] | Non
 
 
 def check_reachable(client: Client, source: str) -> None:
+    """The endpoint answers, and like an LLM server (not a web page, not a proxy's error)."""
     try:
-        client.get_text("/health", timeout_s=30)
+        _check_health(client, source)
     except EndpointUnreachable as exc:
         if str(exc).startswith("cannot resolve"):  # the client's DNS sentence says it best
             raise EndpointUnreachable(f"specperf {exc} (from {source})",
@@ -124,8 +126,49 @@ def check_reachable(client: Client, source: str) -> None:
             "point --endpoint / SPECPERF_ENDPOINT at one that is up.", url=client.base_url,
         ) from exc
     except BadStatus as exc:
+        if _is_html(exc.body):
+            raise _not_llm(client, source, f"GET /health answered HTTP {exc.status} with an "
+                           f"HTML page{_title(exc.body)}, a web server's or proxy's error "
+                           "page") from exc
         if exc.status != 404:  # a server without /health is still a server
             raise
+        _check_api(client, source)
+
+
+def _check_health(client: Client, source: str) -> None:
+    body = client.get_text("/health", timeout_s=30)
+    if _is_html(body):
+        raise _not_llm(client, source, f"GET /health answered an HTML page{_title(body)}")
+
+
+def _check_api(client: Client, source: str) -> None:
+    """No /health: an LLM server still lists its models or its server info as JSON."""
+    for path in ("/v1/models", "/server_info", "/get_server_info", "/props"):
+        try:
+            if isinstance(client.get_json(path, timeout_s=30), dict):
+                return
+        except (BadStatus, MalformedResponse):
+            continue
+    raise _not_llm(client, source, "it answers none of /health, /v1/models, /server_info "
+                   "and /props with JSON")
+
+
+def _is_html(text: str) -> bool:
+    head = text.lstrip()[:200].lower()
+    return head.startswith(("<!doctype html", "<html")) or "<html" in head
+
+
+def _title(text: str) -> str:
+    found = re.search(r"<title[^>]*>(.*?)</title>", text, re.I | re.S)
+    title = " ".join(found[1].split())[:80] if found else ""
+    return f" titled {title!r}" if title else ""
+
+
+def _not_llm(client: Client, source: str, what: str) -> EndpointError:
+    return EndpointError(
+        f"specperf: {client.base_url} (from {source}) is not an LLM server: {what}. Point "
+        "--endpoint / SPECPERF_ENDPOINT at the SGLang, vLLM or llama.cpp server itself.",
+        url=client.base_url)
 
 
 def _find_tokenizer(client: Client) -> str | None:

@@ -23,8 +23,8 @@ from typing import Any
 from .baseline import Baseline
 from .errors import ConfigError
 from .fingerprint import fingerprint_differences
-from .model import ContextFit, fit_context, predict_tok_s
-from .verdict import DEFAULT_TOLERANCES, reconcile
+from .model import ContextFit, fit_repeats, predict_tok_s
+from .verdict import DEFAULT_TOLERANCES, base_rest, observe, reconcile
 
 SCHEMA_VERSION = 1
 SCHEMA_NAME = "specperf-results"
@@ -114,13 +114,13 @@ def median(measurement: Mapping[str, Any], metric: str) -> float | None:
 
 def run_fits(measurements: Mapping[str, Any]) -> dict[str, ContextFit]:
     """This run's step_ms = a + b·context per text class, from the collected medians."""
-    points: dict[str, list[tuple[float, float]]] = {}
+    points: dict[str, list[tuple[float, list[float]]]] = {}
     for data in measurements.values():
-        step = median(data, "step_ms")
-        if step is not None:
+        steps = _repeat_values(data)["step_ms"]
+        if steps:
             points.setdefault(data["case"]["text_class"], []).append(
-                (mean_context(data["case"]), step))
-    fits = {name: fit_context(pts) for name, pts in sorted(points.items())}
+                (mean_context(data["case"]), steps))
+    fits = {name: fit_repeats(pts) for name, pts in sorted(points.items())}
     return {name: fit for name, fit in fits.items() if fit is not None}
 
 
@@ -144,8 +144,12 @@ def reconcile_rows(measurements: Mapping[str, Any], verdicts: list[dict[str, Any
         if step <= 0:
             continue
         prefill = _prefill_ms(data)
-        found = reconcile(cid, tok, commit, fit, ctx, int(case["output_tokens"]),
-                          limits.get(cid, DEFAULT_TOLERANCES["tok_s"]), prefill)
+        observed = observe(_repeat_values(data))
+        if observed is None:
+            continue
+        found = reconcile(cid, observed, fit, ctx, int(case["output_tokens"]),
+                          limits.get(cid, DEFAULT_TOLERANCES["tok_s"]), prefill,
+                          base_rest(entry, int(case["output_tokens"]), prefill))
         predicted = predict_tok_s(commit, step, int(case["output_tokens"]), prefill)
         rows.append({"case_id": cid, "avg_commit": commit, "predicted_step_ms": step,
                      "predicted_tok_s": predicted, "observed_tok_s": tok,
@@ -153,6 +157,13 @@ def reconcile_rows(measurements: Mapping[str, Any], verdicts: list[dict[str, Any
                      "status": "agrees" if found is None else found.status,
                      "message": "" if found is None else found.message})
     return rows
+
+
+def _repeat_values(data: Mapping[str, Any]) -> dict[str, list[float]]:
+    """The measured (not warm-up) repeats' tok_s, avg_commit and step_ms values."""
+    samples = [s for s in data.get("samples", []) if not s.get("warmup")]
+    return {m: [float(s[m]) for s in samples if s.get(m) is not None]
+            for m in ("tok_s", "avg_commit", "step_ms")}
 
 
 # -- secrets -------------------------------------------------------------------------------------

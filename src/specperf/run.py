@@ -18,17 +18,19 @@ from .config import Settings
 from .errors import BaselineError, SpecperfError
 from .fingerprint import deployment_slug, fingerprint_differences
 from .hints import create_hint, update_command
-from .measure import Measurement, Sample
-from .model import ContextFit, fit_context
+from .measure import Measurement, Sample, sample_values, step_repeats
+from .model import ContextFit, fit_repeats
 from .reuse import PromptPlan
 from .session import PerfSession, git_revision
 from .verdict import (
     DEFAULT_TOLERANCES,
     RepeatDecision,
     Verdict,
+    base_rest,
     decide_repeats,
     judge_case,
     judge_fit,
+    observe,
     reconcile,
     resolve_tolerances,
 )
@@ -326,9 +328,14 @@ class RunState:
             return None
         ttfts = [s.ttft_s for s in measured.measured if s.ttft_s is not None]
         prefill_ms = 1000.0 * statistics.median(ttfts) if ttfts else 0.0
-        return reconcile(measured.case.id, sums["tok_s"].median, sums["avg_commit"].median,
-                         fit, measured.mean_context, measured.case.output_tokens,
-                         tolerances["tok_s"], prefill_ms)
+        observed = observe(sample_values(measured.measured))
+        if observed is None:
+            return None
+        entry = self.baseline_case(measured.case)
+        rest = base_rest(entry if isinstance(entry, CaseBaseline) else None,
+                         measured.case.output_tokens, prefill_ms)
+        return reconcile(measured.case.id, observed, fit, measured.mean_context,
+                         measured.case.output_tokens, tolerances["tok_s"], prefill_ms, rest)
 
     def class_fit(self, text_class: str) -> ContextFit | None:
         points = []
@@ -336,10 +343,18 @@ class RunState:
             if case.text_class != text_class:
                 continue
             measured = self.measure(case, self.tolerances_for(case, {}))
-            step = measured.summary("step_ms")
-            if step is not None:
-                points.append((measured.mean_context, step.median))
-        return fit_context(points)
+            points.append((measured.mean_context, step_repeats(measured)))
+        return fit_repeats(points)
+
+    def _class_contexts(self, text_class: str) -> list[int]:
+        return sorted({c.context for c in self.cases if c.text_class == text_class})
+
+    def _fit_verdict(self, verdict: Verdict) -> Verdict | str:
+        """An undetermined slope is a skip that says what to add, never a pass or a fail."""
+        if verdict.status == "undetermined":
+            return verdict.message
+        self.verdicts.append(verdict)
+        return verdict
 
     def judge_fit(self, text_class: str, marker: Mapping[str, float]) -> Verdict | str:
         if self.comparison is not None:
@@ -356,9 +371,8 @@ class RunState:
             return f"{text_class}: fewer than two contexts with a step time; nothing to fit."
         tol = resolve_tolerances(DEFAULT_TOLERANCES, self.ini_tolerances, base.tolerances,
                                  marker)
-        verdict = judge_fit(text_class, fit, base_fit, tol["slope"])
-        self.verdicts.append(verdict)
-        return verdict
+        return self._fit_verdict(judge_fit(text_class, fit, base_fit, tol["slope"],
+                                           self._class_contexts(text_class)))
 
     def _judge_pair_fit(self, text_class: str, marker: Mapping[str, float]) -> Verdict | str:
         assert self.comparison is not None
@@ -366,9 +380,9 @@ class RunState:
         if fit is None or base_fit is None:
             return f"{text_class}: fewer than two contexts with a step time; nothing to fit."
         tol = resolve_tolerances(DEFAULT_TOLERANCES, self.ini_tolerances, marker)
-        verdict = self.comparison.label(judge_fit(text_class, fit, base_fit, tol["slope"]))
-        self.verdicts.append(verdict)
-        return verdict
+        verdict = judge_fit(text_class, fit, base_fit, tol["slope"],
+                            self._class_contexts(text_class))
+        return self._fit_verdict(self.comparison.label(verdict))
 
     @staticmethod
     def verdict_dict(verdict: Verdict) -> dict[str, Any]:
@@ -383,9 +397,9 @@ class RunState:
     def fits(self) -> dict[str, ContextFit]:
         out = {}
         for name in self.settings.text_classes:
-            points = [(m.mean_context, s.median) for m in self.measurements.values()
-                      if m.case.text_class == name and (s := m.summary("step_ms"))]
-            fit = fit_context(points)
+            points = [(m.mean_context, step_repeats(m)) for m in self.measurements.values()
+                      if m.case.text_class == name]
+            fit = fit_repeats(points)
             if fit is not None:
                 out[name] = fit
         return out

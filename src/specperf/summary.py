@@ -14,8 +14,8 @@ import pytest
 
 from . import exact
 from .measure import Sample
-from .model import fit_context
 from .pathverdict import COMPARISONS, UNMEASURED
+from .results import run_fits
 from .run import RunState
 
 COLLECTOR_NAME = "specperf-collector"
@@ -122,20 +122,14 @@ def table(measurements: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def fit_lines(measurements: dict[str, dict[str, Any]]) -> list[str]:
-    by_class: dict[str, list[tuple[float, float]]] = {}
-    for data in measurements.values():
-        step = data["summaries"].get("step_ms")
-        if step:
-            case = data["case"]
-            x = case["context"] + case["output_tokens"] / 2
-            by_class.setdefault(case["text_class"], []).append((x, step["median"]))
     lines = []
-    for name, points in sorted(by_class.items()):
-        fit = fit_context(points)
-        if fit is not None:
-            lines.append(f"fit {name}: step_ms = {fit.a_ms:.1f} + {fit.b_ms_per_1k:.2f} ms per "
-                         f"1k context (residual {fit.residual_ms:.2f} ms, {fit.n_points} "
-                         f"contexts; context = prompt + output/2)")
+    for name, fit in run_fits(measurements).items():
+        slope = f"{fit.b_ms_per_1k:.2f}"
+        if fit.b_se_ms_per_1k is not None:
+            slope += f" ± {fit.b_se_ms_per_1k:.2f}"
+        lines.append(f"fit {name}: step_ms = {fit.a_ms:.1f} + {slope} ms per 1k context "
+                     f"(residual {fit.residual_ms:.2f} ms, {fit.n_points} contexts; context = "
+                     f"prompt + output/2)")
     return lines
 
 

@@ -34,7 +34,7 @@ def build_state(profile: Profile, time_scale: float, seed: int, log_file: Path |
     faults = Faults(seed)
     scheduler = Scheduler(profile, faults, tokenizer, time_scale, seed)
     draft_tokens = max(1, profile.physics.max_commit - 1)
-    metrics: SimMetrics | VllmMetrics = SimMetrics(scheduler, profile.served_model_name)
+    metrics: SimMetrics | VllmMetrics = SimMetrics(scheduler, profile, time_scale)
     if profile.kind == "vllm":  # vLLM writes no SGLang decode lines
         metrics = VllmMetrics(scheduler, profile.served_model_name, draft_tokens)
         log_file = None

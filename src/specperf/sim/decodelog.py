@@ -25,7 +25,7 @@ from typing import TextIO
 
 from specperf.sim.metrics import SimMetrics
 from specperf.sim.request import SimRequest
-from specperf.sim.scheduler import StepReport
+from specperf.sim.scheduler import PrefillReport, StepReport
 from specperf.sim.vllm_metrics import VllmMetrics
 
 _MAX_TOTAL_TOKENS = 1_000_000  # KV pool size behind "token usage"
@@ -70,6 +70,9 @@ class DecodeLog:
             self._emit(report)
             self._steps = self._request_steps = self._committed = 0
             self._wall = 0.0
+
+    def on_prefill(self, report: PrefillReport) -> None:
+        return None
 
     def on_first_token(self, request: SimRequest) -> None:
         return None

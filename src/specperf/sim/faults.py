@@ -17,6 +17,11 @@ Fields (all apply to generation requests: /generate, /v1/completions, /v1/chat/c
 - ``omit_spec_fields`` (false): drop every speculative field from responses.
 - ``background_requests`` (0): foreign long generations kept running in the scheduler, each
   restarted when it ends; they share verify steps and move the counters and gauges.
+- ``foreign_output`` (0): when positive, each of our requests (not background ones) gets a
+  foreign companion: a generation of this many tokens on a ``foreign_prompt``-token (256)
+  prompt, submitted ``foreign_delay_ms`` simulated ms (0.0) after ours arrived. It moves the
+  counters like any request and is never restarted. ``foreign_times`` (0): how many of our
+  next requests get one (0: every request while ``foreign_output`` is positive).
 - ``step_time_mult`` (1.0), ``slope_mult`` (1.0): multiply the whole step time, or only the
   context slope b.
 - ``acceptance_mult`` (1.0): multiplies the mean commit per step.
@@ -71,11 +76,17 @@ class FaultState:
     request_noise: float = 0.0
     parser_chunk_ms: float = 0.0
     parser_response_ms: float = 0.0
+    foreign_output: int = 0
+    foreign_prompt: int = 256
+    foreign_delay_ms: float = 0.0
+    foreign_times: int = 0
 
 
 FIELD_NAMES = tuple(f.name for f in fields(FaultState))
 _RATES = ("error_rate", "drop_rate", "malformed_rate", "early_stop_rate")
 _MULTS = ("step_time_mult", "slope_mult", "acceptance_mult")
+_INTS = ("error_status", "background_requests", "foreign_output", "foreign_prompt",
+         "foreign_times")
 
 
 class Faults:
@@ -85,6 +96,7 @@ class Faults:
         self._seed = seed
         self._rng = random.Random(seed * 7919 + 17)
         self.state = FaultState()
+        self._foreign_left = 0
 
     def update(self, body: object) -> FaultState:
         """Merge a JSON object into the state; raises FaultError naming the problem."""
@@ -95,11 +107,25 @@ class Faults:
             raise FaultError(f"unknown fault fields {unknown}; accepted: {list(FIELD_NAMES)}")
         changes = {name: _coerce(name, value) for name, value in body.items()}
         self.state = replace(self.state, **changes)
+        if "foreign_times" in changes or "foreign_output" in changes:
+            self._foreign_left = self.state.foreign_times
         return self.state
+
+    def take_foreign(self) -> bool:
+        """Whether the request arriving now gets a foreign companion (counts it down)."""
+        if self.state.foreign_output <= 0:
+            return False
+        if self.state.foreign_times == 0:
+            return True
+        if self._foreign_left <= 0:
+            return False
+        self._foreign_left -= 1
+        return True
 
     def reset(self) -> None:
         """Back to defaults (also reseeds the fault RNG so runs stay reproducible)."""
         self.state = FaultState()
+        self._foreign_left = 0
         self._rng = random.Random(self._seed * 7919 + 17)
 
     def roll(self, rate: float) -> bool:
@@ -127,7 +153,7 @@ def _coerce(name: str, value: object) -> Any:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise FaultError(f"{name} must be a number, got {value!r}")
-    if name in ("error_status", "background_requests"):
+    if name in _INTS:
         return _int_field(name, value)
     number = float(value)
     if name in _RATES and not 0.0 <= number <= 1.0:
@@ -147,4 +173,7 @@ def _int_field(name: str, value: float) -> int:
         raise FaultError(f"error_status must be an HTTP error status, got {number}")
     if name == "background_requests" and not 0 <= number <= 64:
         raise FaultError(f"background_requests must be within [0, 64], got {number}")
+    if number < (1 if name == "foreign_prompt" else 0):
+        raise FaultError(f"{name} must not be below {int(name == 'foreign_prompt')}, "
+                         f"got {number}")
     return number

@@ -33,6 +33,10 @@ else:  # pragma: no cover - the package supports 3.10 through tomli
 DEFAULT_PROFILE = "kimi-k26-ddtree"
 SPEC_FIELD_STYLES = ("current", "aliased", "legacy", "legacy-0.5.8", "absent")
 LOG_FORMATS = ("current", "legacy")
+# When busy gauges are re-published on an idle server: at once when they disagree with the
+# scheduler (SGLang >= 0.5.19, scheduler_components/metrics_reporter.py
+# _maybe_log_idle_metrics), or only 30 s after the last publication (0.5.14).
+GAUGE_IDLE_REFRESH = ("at-once", "every-30s")
 
 
 class ProfileError(ValueError):
@@ -85,6 +89,10 @@ class Switches:
     metrics: bool = True
     tokenize: bool = True
     log_format: str = "current"
+    # /metrics semantics (see sim/metrics.py): the per-iteration sglang:realtime_tokens_total
+    # counter, and when the running/queued gauges are re-published on an idle server.
+    realtime_tokens: bool = True
+    gauge_idle_refresh: str = "at-once"
 
 
 @dataclass(frozen=True)
@@ -190,6 +198,8 @@ def _build(data: dict[str, Any], fallback_name: str) -> Profile:
         raise ProfileError(f"spec_fields must be one of {SPEC_FIELD_STYLES}")
     if switches.log_format not in LOG_FORMATS:
         raise ProfileError(f"log_format must be one of {LOG_FORMATS}")
+    if switches.gauge_idle_refresh not in GAUGE_IDLE_REFRESH:
+        raise ProfileError(f"gauge_idle_refresh must be one of {GAUGE_IDLE_REFRESH}")
     return Profile(
         name=str(data.get("name", fallback_name)),
         model=dict(data.get("model", {})),

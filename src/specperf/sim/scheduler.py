@@ -61,7 +61,22 @@ class StepReport:
     queued: int
 
 
+@dataclass(frozen=True)
+class PrefillReport:
+    """One prefill batch as observers see it, after its forward pass.
+
+    ``running_before``: requests that were decoding when the batch was formed (SGLang's
+    PrefillStats.num_running_reqs counts the running batch without the new requests);
+    ``queued``: requests still waiting afterwards.
+    """
+
+    batch: Sequence[SimRequest]
+    running_before: int
+    queued: int
+
+
 class SchedulerObserver(Protocol):
+    def on_prefill(self, report: PrefillReport) -> None: ...
     def on_step(self, report: StepReport) -> None: ...
     def on_first_token(self, request: SimRequest) -> None: ...
     def on_finish(self, request: SimRequest) -> None: ...
@@ -168,7 +183,18 @@ class Scheduler:
         self._waiting.append(request)
         self._truth.append(request)
         self._notify()
+        if not background and self._faults.take_foreign():
+            self._schedule_companion()
         return request
+
+    def _schedule_companion(self) -> None:
+        """The ``foreign_output`` fault: a foreign request some simulated ms after ours."""
+        state = self._faults.state
+        delay_s = state.foreign_delay_ms * self.time_scale / 1000.0
+        words = [self.vocab[i % len(self.vocab)] for i in range(state.foreign_prompt - 1)]
+        spec = GenerationSpec(prompt_ids=[BOS_ID, *words], max_new_tokens=state.foreign_output,
+                              ignore_eos=True)
+        asyncio.get_running_loop().call_later(delay_s, self.submit, spec, True)
 
     def admit_running(self, request: SimRequest) -> None:
         """Put a submitted request straight into the running batch (benchmarks only)."""
@@ -257,6 +283,7 @@ class Scheduler:
     async def _prefill(self) -> None:
         batch, self._waiting = self._waiting, []
         self._prefilling = batch
+        running_before = len(self._running)
         loop_now = asyncio.get_running_loop().time()
         total_ms = 0.0
         for request in batch:
@@ -268,6 +295,10 @@ class Scheduler:
             total_ms += request.prefill_ms
         await self._sleep(total_ms)
         self._prefilling = []
+        report = PrefillReport([r for r in batch if r.finish_reason is None], running_before,
+                               len(self._waiting))
+        for observer in self.observers:
+            observer.on_prefill(report)
         now = asyncio.get_running_loop().time()
         for request in batch:
             if request.finish_reason is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from specperf.sim.request import SimRequest
-from specperf.sim.scheduler import Scheduler, StepReport
+from specperf.sim.scheduler import PrefillReport, Scheduler, StepReport
 
 _LABELS = ("model_name", "engine")
 
@@ -53,6 +53,9 @@ class VllmMetrics:
             self.draft_tokens.labels(**self._values).inc(self._spec_tokens)
             self.accepted.labels(**self._values).inc(max(commit - 1, 0))
             self.generation.labels(**self._values).inc(commit)
+
+    def on_prefill(self, report: PrefillReport) -> None:
+        return None  # vLLM counts the prompt with the request's first token
 
     def on_first_token(self, request: SimRequest) -> None:
         self.prompt.labels(**self._values).inc(request.prompt_tokens)

@@ -1,0 +1,165 @@
+"""Verdicts that know their uncertainty (issue 13): the context fit carries its standard
+errors, the slope check is judged against the run's and the baseline's, an undetermined
+slope is neither a pass nor a fail, and the reconcile line never contradicts the case.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from specperf.baseline import CaseBaseline
+from specperf.model import ContextFit, fit_repeats, predict_tok_s
+from specperf.stats import Summary, summarize
+from specperf.verdict import (
+    DEFAULT_TOLERANCES,
+    base_rest,
+    judge_case,
+    judge_fit,
+    observe,
+    reconcile,
+)
+
+# Mean contexts (prompt + output/2 at 600 output tokens) of the default contexts.
+BASE = fit_repeats([(313, [33.0, 33.05, 32.98]), (1963, [61.9, 62.0, 62.1]),
+                    (3633, [91.4, 91.5, 91.6]), (5853, [130.6, 130.7, 130.8])])
+CLOSE = fit_repeats([(313, [33.00, 33.10, 32.95]), (320, [33.12, 33.02, 33.20])])
+
+
+def test_two_close_contexts_give_a_slope_error_from_the_repeats() -> None:
+    assert CLOSE is not None and CLOSE.b_se_ms_per_1k is not None
+    # Medians 33.00 and 33.12 ms, 7 tokens apart: the slope is ~17 ms per 1k, but a 0.1 ms
+    # wobble of either median moves it by ~14: its error must say so.
+    assert CLOSE.b_ms_per_1k == pytest.approx(17.1, abs=0.1)
+    assert 5 < CLOSE.b_se_ms_per_1k < 30
+    assert CLOSE.dof == 4  # two contexts of three repeats, pooled
+
+
+def test_the_weighted_fit_recovers_a_known_line_and_its_error_shrinks_with_span() -> None:
+    assert BASE is not None and BASE.b_se_ms_per_1k is not None
+    assert BASE.b_ms_per_1k == pytest.approx(17.62, abs=0.05)
+    assert BASE.b_se_ms_per_1k < 0.05
+    assert BASE.predict_se_ms(1963) < 0.1
+    assert fit_repeats([(313, [33.0, 33.1, 32.9])]) is None  # one context: no slope
+
+
+def test_an_undetermined_slope_names_the_context_to_add() -> None:
+    assert BASE is not None and CLOSE is not None
+    verdict = judge_fit("reasoning", CLOSE, BASE, 0.15, [13, 20])
+    assert verdict.status == "undetermined" and verdict.fails() is None
+    assert verdict.message == (
+        "reasoning: step time per 1k context 17.6 ± 0.02 → 17.1 ± 12.2 ms (−2.7%, limit +15%): "
+        "contexts 13,20 lie too close together to determine the slope (±33.9 ms per 1k "
+        "against a 2.6 ms band), so it is neither a pass nor a fail — add a longer context: "
+        "pytest perf_tests -m context_scaling --text-classes reasoning --contexts 13,20,1663")
+
+
+def test_a_determined_slope_passes_or_fails_with_its_error_shown() -> None:
+    assert BASE is not None
+    clean = fit_repeats([(313, [33.00, 33.10, 32.95]), (5853, [130.6, 130.9, 130.4])])
+    regressed = fit_repeats([(313, [33.00, 33.10, 32.95]), (5853, [167.0, 167.3, 166.8])])
+    assert clean is not None and regressed is not None
+    assert judge_fit("reasoning", clean, BASE, 0.15, [13, 5553]).message == (
+        "reasoning: step time per 1k context 17.6 ± 0.02 → 17.6 ± 0.04 ms (+0.0%, limit "
+        "+15%) — within tolerance.")
+    assert judge_fit("reasoning", regressed, BASE, 0.15, [13, 5553]).fails() == (
+        "reasoning: step time per 1k context 17.6 ± 0.02 → 24.2 ± 0.04 ms (+37.3%, limit "
+        "+15%) — attention scaling regression: step time grows faster with context than in "
+        "the baseline.")
+
+
+def test_a_slope_within_its_error_of_the_limit_asks_for_more_repeats() -> None:
+    assert BASE is not None
+    edge = fit_repeats([(313, [33.0, 33.4, 32.6]), (5853, [144.0, 146.5, 141.5])])
+    assert edge is not None
+    verdict = judge_fit("reasoning", edge, BASE, 0.15, [13, 5553])
+    assert verdict.status == "undetermined"
+    assert verdict.message == (
+        "reasoning: step time per 1k context 17.6 ± 0.02 → 20.0 ± 0.3 ms (+13.7%, limit +15%): "
+        "the slope sits within its uncertainty (±0.8 ms per 1k) of the limit, so it is "
+        "neither a pass nor a fail — measure again with more repeats: pytest perf_tests -m "
+        "context_scaling --text-classes reasoning --repeats 10")
+
+
+def test_an_uncertain_baseline_slope_asks_for_a_wider_baseline() -> None:
+    assert BASE is not None and CLOSE is not None
+    verdict = judge_fit("reasoning", BASE, CLOSE, 0.15, [13, 1663, 3333, 5553])
+    assert verdict.status == "undetermined"
+    assert verdict.message.endswith(
+        ": the baseline's slope is too uncertain (±12.2 ms per 1k) to judge against a 2.6 ms "
+        "band, so it is neither a pass nor a fail — write a baseline with more repeats over "
+        "the default contexts: pytest perf_tests -m context_scaling --update-baselines "
+        "--baseline-repeats 10")
+
+
+def test_a_baseline_fit_without_errors_is_judged_on_the_runs_error_alone() -> None:
+    old = ContextFit(40.0, 0.0208, 1.0, 4)  # written before fits had errors
+    assert judge_fit("reasoning", ContextFit(40.0, 0.0287, 1.0, 4), old, 0.15).fails() == (
+        "reasoning: step time per 1k context 20.8 → 28.7 ms (+38.0%, limit +15%) — attention "
+        "scaling regression: step time grows faster with context than in the baseline.")
+    assert ContextFit.from_dict(old.to_dict()) == old
+    assert BASE is not None and ContextFit.from_dict(BASE.to_dict()) == BASE
+
+
+# -- reconcile: never against the case verdict ---------------------------------------------
+N, PREFILL = 600, 250.0
+BASE_TOK = predict_tok_s(4.0, 62.0, N, PREFILL) * 0.98  # 2 % client overhead
+BASE_CASE = CaseBaseline("reasoning", 1663, N, {
+    "tok_s": Summary(BASE_TOK, 0.1, 5), "avg_commit": Summary(4.0, 0.01, 5),
+    "step_ms": Summary(62.0, 0.1, 5)}, {})
+
+
+def _run(step: float, overhead: float) -> dict[str, list[float]]:
+    tok = predict_tok_s(4.0, step, N, PREFILL) * overhead
+    return {"tok_s": [tok * 0.995, tok, tok * 1.004], "avg_commit": [3.99, 4.0, 4.01],
+            "step_ms": [step * 1.004, step, step * 0.997]}
+
+
+def _both(values: dict[str, list[float]]) -> tuple[str, str | None, str | None]:
+    assert BASE is not None
+    case = judge_case("reasoning-ctx1663", {k: summarize(v) for k, v in values.items()},
+                      BASE_CASE, DEFAULT_TOLERANCES)
+    observed = observe(values)
+    assert observed is not None
+    found = reconcile("reasoning-ctx1663", observed, BASE, 1963, N, 0.10, PREFILL,
+                      base_rest(BASE_CASE, N, PREFILL))
+    return case.message, None if found is None else found.status, \
+        None if found is None else found.message
+
+
+def test_a_step_time_regression_is_explained_by_step_time_in_both_lines() -> None:
+    case, status, message = _both(_run(62.0 * 1.3, 0.98))  # step_time_mult 1.3
+    assert case == (
+        "tok/s 61.7 → 47.7 (−22.6%, limit −10%): step time 62 → 81 ms (+30.0%) explains it; "
+        "avg commit 4.00 → 4.00 (+0.0%, within noise) — step-time regression: check the "
+        "kernels, attention backend and KV cache.")
+    assert status == "explained"  # not "unexplained by the model"
+    assert message == (
+        "observed tok/s 47.7 vs 61.6 predicted from this run's acceptance (4.00) and the "
+        "baseline's context curve (−22.5%): this run's step time 81 ms vs 62 ms on the curve "
+        "explains it.")
+
+
+def test_only_a_slowdown_the_model_cannot_explain_is_unexplained() -> None:
+    case, status, message = _both(_run(62.0, 0.98 * 0.7))  # 30 % more client overhead
+    assert case.endswith("— neither acceptance nor step time explains it (prefill, transport "
+                         "or client overhead?).")
+    assert status == "fail"
+    assert message == (
+        "observed tok/s 43.2 vs 61.7 predicted from this run's acceptance (4.00) and step time "
+        "(62 ms) (−30.0%): a slowdown neither acceptance nor step time explains — look at "
+        "prefill, transport and the client (a proxy, TLS, the network).")
+
+
+def test_the_baselines_own_overhead_is_no_unexplained_slowdown() -> None:
+    assert _both(_run(62.0, 0.98))[1:] == (None, None)
+    # A steady 20 % overhead on both sides (a remote server) is the model's rest, not news.
+    heavy = CaseBaseline("reasoning", 1663, N, {
+        "tok_s": Summary(BASE_TOK / 0.98 * 0.8, 0.1, 5), "avg_commit": Summary(4.0, 0.01, 5),
+        "step_ms": Summary(62.0, 0.1, 5)}, {})
+    observed = observe(_run(62.0, 0.8))
+    assert observed is not None and BASE is not None
+    assert reconcile("reasoning-ctx1663", observed, BASE, 1963, N, 0.10, PREFILL,
+                     base_rest(heavy, N, PREFILL)) is None
+    assert math.isclose(base_rest(heavy, N, PREFILL), 0.8)

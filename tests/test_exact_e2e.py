@@ -67,7 +67,11 @@ def test_a_three_percent_lower_acceptance_names_the_prompts_in_one_repeat(baseli
     sim, project, args, directory = baselined
     httpx.post(f"{sim.url}/_sim/faults", json={"acceptance_mult": 0.97}).raise_for_status()
     result = project.run(*args, "--repeats=1")
-    result.assert_outcomes(failed=4, passed=2)
+    # The four cases fail on exact acceptance; one repeat cannot determine a context slope,
+    # so the two fit tests pass or skip as undetermined, never fail.
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed") == 4 and outcomes.get("error", 0) == 0, outcomes
+    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 2, outcomes
     base = _load(directory / "v1.json")
     doc = _results(project)[-1]
     for case in CASES:

@@ -88,24 +88,34 @@ def _spans(url: str, prompt: int) -> tuple[float, float]:
 def test_two_runs_naming_one_server_differently_are_serialised(pytester: pytest.Pytester,
                                                                start_sim: Any,
                                                                tmp_path: Path) -> None:
-    # Real time: the first run holds the lock ~10 s (4 requests of ~60 verify steps of
-    # ~35 ms), longer than the second run takes to start.
+    # No race with the box's load: every request of the first run hangs (a simulator fault)
+    # until the second run has said it waits, so the first holds the lock however slowly
+    # the second starts; then the fault is lifted and both finish.
     sim = start_sim(time_scale=1.0)
     port = sim.url.rsplit(":", 1)[1]
     pytester.path.joinpath("test_context_scaling.py").write_text(
         (ROOT / "perf_tests" / "test_context_scaling.py").read_text())
     lock_dir = tmp_path / "locks"
     lock = lock_dir / f"gpu-localhost-{port}.lock"
+    httpx.post(f"{sim.url}/_sim/faults", json={"hang_s": 2.0}).raise_for_status()
     first = _run(pytester.path, f"http://127.0.0.1:{port}", lock_dir, 300, 300)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while read_holder(lock) is None:  # the first run holds the lock
         assert first.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
     holder = read_holder(lock)
     assert holder is not None and holder.pid == first.pid
     second = _run(pytester.path, f"http://localhost:{port}/", lock_dir, 400, 64)
+    assert second.stdout is not None
+    seen = []
+    for line in second.stdout:  # until the second run says it waits for the first
+        seen.append(line)
+        if "waiting for the GPU lock" in line:
+            break
+    httpx.post(f"{sim.url}/_sim/faults", json={"hang_s": 0.0}).raise_for_status()
     out_first, _ = first.communicate(timeout=300)
-    out_second, _ = second.communicate(timeout=300)
+    rest, _ = second.communicate(timeout=300)
+    out_second = "".join(seen) + rest
     assert first.returncode == 0, out_first
     assert second.returncode == 0, out_second
     assert (f"specperf: waiting for the GPU lock {lock} held by {holder.describe()}; waited 0 s"

@@ -27,11 +27,18 @@ SOURCES = ("response", "metrics", "log", "none")
 
 # Sample names (as exposed, with _total) summed over label sets, per server family.
 _COUNTERS = {
-    "verify_calls": ("sglang:spec_verify_calls_total", "vllm:spec_decode_num_drafts_total"),
-    "generation_tokens": ("sglang:generation_tokens_total", "vllm:generation_tokens_total"),
+    "verify_calls": ("sglang:spec_verify_calls_total", "vllm:spec_decode_num_drafts_total",
+                     "llamacpp:spec_decode_num_drafts_total"),
+    "generation_tokens": ("sglang:generation_tokens_total", "vllm:generation_tokens_total",
+                          "llamacpp:tokens_predicted_total"),
     "requests": ("sglang:num_requests_total", "vllm:request_success_total"),
-    "running": ("sglang:num_running_reqs", "vllm:num_requests_running"),
-    "queued": ("sglang:num_queue_reqs", "vllm:num_requests_waiting"),
+    "running": ("sglang:num_running_reqs", "vllm:num_requests_running",
+                "llamacpp:requests_processing"),
+    "queued": ("sglang:num_queue_reqs", "vllm:num_requests_waiting",
+               "llamacpp:requests_deferred"),
+    # llama.cpp (specperf.llamacpp): target decodes per iteration, and accepted drafts
+    "progress": ("llamacpp:n_decode_total",),
+    "accepted_drafts": ("llamacpp:spec_decode_num_accepted_tokens_total",),
 }
 
 
@@ -44,6 +51,8 @@ class MetricsSnapshot:
     requests: float | None
     running: float | None
     queued: float | None
+    progress: float | None = None
+    accepted_drafts: float | None = None
 
     @property
     def idle(self) -> bool:
@@ -152,6 +161,10 @@ class LogSource:
         self.timeout_s = timeout_s
 
     def read(self, since: datetime) -> list[DecodeWindow]:
+        return parse_decode_log(self.lines(since))
+
+    def lines(self, since: datetime) -> list[str]:
+        """The command's output lines (each server kind parses its own format)."""
         # Split first, then fill in: the timestamp holds a space and must stay one argument
         # (journalctl --since "2026-11-30 04:35:00").
         stamp = since.strftime("%Y-%m-%d %H:%M:%S")
@@ -165,4 +178,4 @@ class LogSource:
             raise AcceptanceUnavailable(
                 f"--log-command {self.command!r} exited {done.returncode}: "
                 f"{done.stderr.strip()[:200]}")
-        return parse_decode_log(done.stdout.splitlines())
+        return done.stdout.splitlines()

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from . import acceptance, guard, routes
+from . import acceptance, guard, llamacpp, routes
 from .acceptance import LogSource, MetricsSnapshot
 from .client import Client, TimeoutPolicy
 from .errors import (
@@ -210,8 +210,12 @@ class Measurer:
     def _attempt(self, case: Case, repeat: int, warmup: bool) -> Sample:
         before = self.traffic.before()
         comp, wall_s, retries, started = self._generate(case, case.output_tokens)
-        after = self.traffic.after(before, sent=1 + retries,
-                                   exact=self.server.acceptance_source == "metrics")
+        after: MetricsSnapshot | None
+        if before is not None and before.requests is None and before.progress is not None:
+            after = self.traffic.after_counted(before, comp.completion_tokens)  # llama.cpp
+        else:
+            after = self.traffic.after(before, sent=1 + retries,
+                                       exact=self.server.acceptance_source == "metrics")
         self._validate(case, comp)
         checks = self._checks(case, comp)
         steps = self._steps(comp, before, after, started)
@@ -247,9 +251,13 @@ class Measurer:
 
         def fresh_body() -> dict[str, Any]:  # a new nonce for every attempt, retries too
             nonce = guard.new_nonce()
-            prompt = self.prompts.build(body_case, nonce, want_ids=api == "sglang")
-            return routes.request_body(api, prompt, max_tokens, self.server.model,
+            prompt = self.prompts.build(body_case, nonce,
+                                        want_ids=api in ("sglang", "llamacpp"))
+            body = routes.request_body(api, prompt, max_tokens, self.server.model,
                                        nonce.strip(": "))[1]
+            if self.server.flavour == "llamacpp" and api != "llamacpp":
+                body = llamacpp.openai_extras(body)
+            return body
 
         started = datetime.now()
         kind = f"{case.id}/{max_tokens}"
@@ -329,7 +337,11 @@ class Measurer:
                     "response is in use; the server stopped returning spec fields.")
             return comp.verify_steps
         if source == "metrics" and before is not None and after is not None:
+            if self.server.flavour == "llamacpp":
+                return llamacpp.steps_from_metrics(before, after, comp.completion_tokens)
             return acceptance.steps_from_metrics(before, after)
+        if source == "log" and self.log is not None and self.server.flavour == "llamacpp":
+            return llamacpp.steps_from_log(self.log.lines(started), comp.completion_tokens)
         if source == "log" and self.log is not None:
             windows = self.log.read(started)
             commit = acceptance.avg_commit_from_windows(windows, started, datetime.now())

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import acceptance, routes
+from . import acceptance, llamacpp, routes
 from .client import Client
 from .errors import (
     AcceptanceUnavailable,
@@ -17,6 +17,7 @@ from .errors import (
     MalformedResponse,
 )
 from .fingerprint import fingerprint_of
+from .llamacpp import LlamaTokenizer
 from .workload import Prompt
 
 
@@ -78,6 +79,11 @@ class ServerTokenizer:
         return str(data["text"])
 
 
+def tokenizer_for(client: Client, flavour: str, path: str) -> ServerTokenizer | LlamaTokenizer:
+    """The server's tokenizer routes in the body shape its kind speaks."""
+    return LlamaTokenizer(client) if flavour == "llamacpp" else ServerTokenizer(client, path)
+
+
 def _first_json(client: Client, paths: tuple[str, ...]) -> tuple[str, Any] | None:
     """GET the first of ``paths`` that answers 200 with JSON; None when all 404/405."""
     for path in paths:
@@ -120,8 +126,9 @@ def _find_tokenizer(client: Client) -> str | None:
 
 def _has_metrics(client: Client) -> bool:
     try:
-        return acceptance.parse_metrics(client.get_text("/metrics", timeout_s=30)).requests \
-            is not None
+        snap = acceptance.parse_metrics(client.get_text("/metrics", timeout_s=30))
+        # llama.cpp counts no finished requests; its per-iteration counter stands in
+        return snap.requests is not None or snap.progress is not None
     except (BadStatus, MalformedResponse):
         return False
 
@@ -129,7 +136,7 @@ def _has_metrics(client: Client) -> bool:
 def _pick_api(requested: str, flavour: str) -> str:
     if requested != "auto":
         return requested
-    return "sglang" if flavour == "sglang" else "openai"
+    return flavour if flavour in ("sglang", "llamacpp") else "openai"
 
 
 def _try_generation(client: Client, api: str, model: str | None,
@@ -145,7 +152,8 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
     """Probe the server; raise EndpointError / AcceptanceUnavailable / ConfigError clearly."""
     check_reachable(client, endpoint_source)
     info = _first_json(client, ("/server_info", "/get_server_info"))
-    flavour = "sglang" if info else "openai"
+    props = None if info else llamacpp.read_props(client)
+    flavour = "sglang" if info else "llamacpp" if props is not None else "openai"
     server_info: dict[str, Any] = info[1] if info and isinstance(info[1], dict) else {}
     minfo = _first_json(client, ("/model_info", "/get_model_info"))
     model_info: dict[str, Any] = minfo[1] if minfo and isinstance(minfo[1], dict) else {}
@@ -153,10 +161,13 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
     if chosen_api == "sglang" and flavour != "sglang":
         raise ConfigError(f"--api sglang was asked for, but {client.base_url} has no "
                           "/server_info: it is not an SGLang server; use --api openai.")
+    if chosen_api == "llamacpp" and flavour != "llamacpp":
+        raise ConfigError(f"--api llamacpp was asked for, but {client.base_url} has no /props "
+                          "with build_info: it is not a llama.cpp server; use --api openai.")
     served = model or server_info.get("served_model_name") or model_info.get("served_model_name")
-    tok_path = _find_tokenizer(client)
-    ids = tuple(ServerTokenizer(client, tok_path).tokenize("specperf probe", True)) \
-        if tok_path and chosen_api == "sglang" else None
+    tok_path = _find_tokenizer(client) if props is None else LlamaTokenizer.path
+    ids = tuple(tokenizer_for(client, flavour, tok_path).tokenize("specperf probe", True)) \
+        if tok_path and chosen_api in ("sglang", "llamacpp") else None
     sample = _try_generation(client, chosen_api, served, ids)
     metrics = _has_metrics(client)
     available = _available_sources(sample, metrics, log_command)
@@ -166,11 +177,15 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
         warn(note)
     scale = float(server_info.get("sim_time_scale") or 1.0)
     simulated = simulated or "sim_time_scale" in server_info
+    slots = llamacpp.read_slots(client) if props is not None else []
     return ServerInfo(
-        url=client.base_url, flavour=flavour, api=chosen_api, model=served,
-        fingerprint=fingerprint_of(server_info, model_info, simulated), time_scale=scale,
+        url=client.base_url, flavour=flavour, api=chosen_api,
+        model=served or (props or {}).get("model_alias"),
+        fingerprint=fingerprint_of(server_info, model_info, simulated) if props is None
+        else llamacpp.fingerprint(props, slots, simulated), time_scale=scale,
         simulated=simulated, tokenizer_path=tok_path,
-        max_model_len=_max_len(server_info), metrics=metrics,
+        max_model_len=_max_len(server_info) if props is None
+        else llamacpp.context_per_slot(props, slots), metrics=metrics,
         server_timings=sample.ttft_s is not None and sample.e2e_s is not None,
         acceptance_source=source, acceptance_available=available, notes=notes)
 

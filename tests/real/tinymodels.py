@@ -12,8 +12,9 @@ ties), and the blocks after the first two are scaled down so a draft made of the
 first two blocks predicts it well. Drafts:
 
 - ``draft``: the target's embeddings, output and first two blocks (high acceptance);
-- ``noisy``: the whole target with Gaussian noise of ``NOISY_SIGMA`` times each matrix's
-  standard deviation (acceptance collapses: the acceptance regression of the tier).
+- ``noisy``: the same two blocks with Gaussian noise of ``NOISY_SIGMA`` times each matrix's
+  standard deviation (acceptance collapses at the same drafting cost: the tier's
+  acceptance regression).
 
 Run as a script to write a set by hand: ``python tests/real/tinymodels.py DIR``.
 """
@@ -205,8 +206,9 @@ def ensure_models(shape: Shape = Shape(), root: Path | None = None) -> ModelSet:
     write_gguf(models.target, "specperf-tiny-target", shape, shape.n_layer, vocab, weights)
     write_gguf(models.draft, "specperf-tiny-draft", shape, DRAFT_LAYERS, vocab,
                truncated(weights, DRAFT_LAYERS))
-    write_gguf(models.noisy, "specperf-tiny-noisy", shape, shape.n_layer, vocab,
-               noisy(weights, NOISY_SIGMA, shape.seed + 1))
+    # as small as the good draft, so a swap changes acceptance and not the cost of drafting
+    write_gguf(models.noisy, "specperf-tiny-noisy", shape, DRAFT_LAYERS, vocab,
+               noisy(truncated(weights, DRAFT_LAYERS), NOISY_SIGMA, shape.seed + 1))
     return models
 
 

@@ -1,0 +1,60 @@
+"""Real regressions on a real llama-server fail against the baseline taken before them, each
+attributed to its cause. Both are far larger than the ~20 % run-to-run noise of 2 shared
+cores, so the verdicts are certain; the tests assert the attribution, not the numbers."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from specperf.verdict import ACCEPTANCE_HINT, STEP_HINT
+
+from .helpers import run_suite
+
+pytestmark = pytest.mark.real_server
+
+CASES = ("padding-ctx16", "padding-ctx2000", "reasoning-ctx16", "reasoning-ctx2000")
+
+
+def failures(text: str) -> dict[str, str]:
+    """case id → its verdict sentence, from the short summary (``-rf``)."""
+    found = {}
+    for m in re.finditer(r"^FAILED \S+\[(\S+)\] - (?:Failed: )?(.*)$", text, re.M):
+        found[m[1]] = m[2]
+    return found
+
+
+def test_a_worse_draft_fails_every_case_as_an_acceptance_regression(
+        perf_project, start_llama, tiny, tmp_path):
+    project = perf_project()
+    good = start_llama(tiny.target, draft=tiny.draft)
+    run_suite(project, good.url, tmp_path / "r1", tmp_path / "b",
+              "--update-baselines").stdout.fnmatch_lines(["specperf: wrote baseline *"])
+    good.stop()
+    # the same target restarted with a draft of the same size whose weights are noisy
+    worse = start_llama(tiny.target, draft=tiny.noisy)
+    result = run_suite(project, worse.url, tmp_path / "r2", tmp_path / "b", "-rf")
+    found = failures(result.stdout.str())
+    assert set(CASES) <= set(found), result.stdout.str()[-3000:]
+    for case in CASES:
+        assert ACCEPTANCE_HINT in found[case] and STEP_HINT not in found[case], found[case]
+        print(f"{case}: {found[case]}")
+
+
+def test_a_larger_target_fails_every_case_as_a_step_time_regression(
+        perf_project, start_llama, tiny, large, tmp_path):
+    project = perf_project()
+    # Each target drafts for itself, so every draft is accepted on both sides (avg commit
+    # is the draft length + 1) and only the cost of a verify step changes.
+    small = start_llama(tiny.target, draft=tiny.target)
+    run_suite(project, small.url, tmp_path / "r1", tmp_path / "b",
+              "--update-baselines").stdout.fnmatch_lines(["specperf: wrote baseline *"])
+    small.stop()
+    big = start_llama(large.target, draft=large.target)
+    result = run_suite(project, big.url, tmp_path / "r2", tmp_path / "b", "-rf")
+    found = failures(result.stdout.str())
+    assert set(CASES) <= set(found), result.stdout.str()[-3000:]
+    for case in CASES:
+        assert STEP_HINT in found[case] and ACCEPTANCE_HINT not in found[case], found[case]
+        print(f"{case}: {found[case]}")

@@ -17,8 +17,8 @@ from .llama import LlamaServer, find_binary
 from .tinymodels import ModelSet, Shape, ensure_models
 
 MARKER = "real_server"
-# A target 3x wider and 2x deeper than the tiny one: one verify step costs several times more.
-LARGE = Shape(n_embd=768, n_layer=8, n_head=12, n_ff=2048)
+# A target 2x wider and 2x deeper than the tiny one: one verify step costs several times more.
+LARGE = Shape(n_embd=512, n_layer=8, n_head=8, n_ff=1536)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -20,6 +20,12 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = ROOT / "ci" / "build-llama-server.sh"
 
 
+# One thread, raised priority: on 2 cores shared with other work, two spinning threads
+# per server lose whole time slices (steps 10x slower, 20 % noise), and the server under
+# test should see the machine as it would a dedicated one.
+PRIORITY = ("--prio", "2", "--prio-batch", "2")
+
+
 class ServerSetupError(RuntimeError):
     """The tier cannot get a server running: an infrastructure error, never a skip."""
 
@@ -57,7 +63,7 @@ class LlamaServer:
     """
 
     def __init__(self, binary: Path, model: Path, *, draft: Path | None = None,
-                 log_path: Path, threads: int = 2, slots: int = 1, ctx: int = 4096,
+                 log_path: Path, threads: int = 1, slots: int = 1, ctx: int = 4096,
                  extra: tuple[str, ...] = ()) -> None:
         self.binary = binary
         self.log_path = log_path
@@ -67,7 +73,7 @@ class LlamaServer:
         # -c is shared out among the slots: give each slot the context asked for.
         self.argv = [str(binary), "-m", str(model), *spec, "--host", "127.0.0.1",
                      "--port", str(self.port), "-c", str(ctx * slots), "-np", str(slots),
-                     "-t", str(threads), "--metrics", "--no-webui", *extra]
+                     "-t", str(threads), "--metrics", "--no-webui", *PRIORITY, *extra]
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property

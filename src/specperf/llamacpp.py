@@ -14,9 +14,12 @@ tokens::
     N − 1 = draft_n_accepted + S        so   S = N − 1 − draft_n_accepted
 
 ``timings`` omits ``draft_n``/``draft_n_accepted`` when nothing was drafted: on a
-speculative server that is 0 accepted (S = N − 1), not unknown. On /metrics the same steps
-are ``Δspec_decode_num_drafts_total`` (verify steps) plus the plain decodes, which
-``n_decode_total`` counts together with the prompt batches and the verify steps.
+speculative server that is 0 accepted (S = N − 1), not unknown. On /metrics, measured on
+the real server for one request at a time: ``Δspec_decode_num_accepted_tokens_total`` equals
+``draft_n_accepted``; ``Δspec_decode_num_drafts_total`` counts the verify steps only; and
+``Δn_decode_total`` = S + the prompt's batches (⌈prompt / n_batch⌉, n_batch 2048 by default),
+since every target ``llama_decode`` counts, prefill included (16-token prompt, N = 64:
+22 steps = 21 verify + 1 plain, n_decode 23; 2500-token prompt: 20 steps, n_decode 22).
 
 **When counters move.** ``n_decode_total`` moves per ``llama_decode`` (one per iteration,
 whatever slots it batches); ``tokens_predicted_total`` and every ``spec_decode_*`` counter

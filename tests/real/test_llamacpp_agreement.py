@@ -5,6 +5,7 @@ read from a recording proxy between the suite and the server (none of the suite'
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 from dataclasses import dataclass
@@ -84,10 +85,14 @@ def test_avg_commit_agrees_with_the_servers_own_numbers_within_one_percent(
             assert f.delta_of("spec_decode_num_accepted_tokens_total") == f.accepted
             assert f.delta_of("spec_decode_num_draft_tokens_total") == f.draft_n
             assert f.delta_of("tokens_predicted_total") == f.n
+            # every target decode counts, the prompt's batches (n_batch 2048) included
+            steps = f.n - 1 - f.accepted
+            assert f.delta_of("n_decode_total") == steps + math.ceil(f.prompt / 2048)
+            assert f.delta_of("spec_decode_num_drafts_total") <= steps
         suite = data["measurements"][case]["summaries"]["avg_commit"]["median"]
         by_timings = statistics.median((f.n - 1) / (f.n - 1 - f.accepted) for _, f in measured)
         by_counters = statistics.median(
-            (f.n - 1) / (f.n - 1 - f.delta_of("spec_decode_num_accepted_tokens_total"))
+            (f.n - 1) / (f.delta_of("n_decode_total") - math.ceil(f.prompt / 2048))
             for _, f in measured)
         verify = sum(f.delta_of("spec_decode_num_drafts_total") for _, f in measured)
         accept = sum(f.accepted for _, f in measured) / sum(f.draft_n for _, f in measured)

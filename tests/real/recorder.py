@@ -3,28 +3,21 @@ server answered, in order. The tier compares the suite's own figures with the se
 (each ``/completion`` answer's ``timings``, and the ``/metrics`` scrapes the suite's guard
 took around it) without trusting any of the suite's code to extract them.
 
-Runs uvicorn in a daemon thread::
+A standard-library threading HTTP server (one connection per request) in a daemon thread::
 
     with Recorder(server.url) as rec:
         ... point the suite at rec.url ...
-    rec.exchanges  # [(method, path, request body, status, response text), ...]
+    rec.exchanges  # [Exchange(method, path, body, status, text), ...]
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 
 import httpx
-import uvicorn
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
-
-from .llama import free_port
 
 
 @dataclass(frozen=True)
@@ -41,37 +34,49 @@ class Recorder:
 
     def __init__(self, target: str) -> None:
         self.target = target
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         self.exchanges: list[Exchange] = []
+        self._client = httpx.Client(base_url=target, timeout=600)
         self._lock = threading.Lock()
-        app = Starlette(routes=[Route("/{path:path}", self._relay,
-                                     methods=["GET", "POST"])])
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
-        self._client = httpx.AsyncClient(base_url=target, timeout=600)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
-    async def _relay(self, request: Request) -> Response:
-        body = await request.body()
-        headers = {"content-type": request.headers.get("content-type", "application/json")}
-        reply = await self._client.request(request.method, request.url.path, content=body,
-                                           headers=headers)
-        with self._lock:
-            self.exchanges.append(Exchange(request.method, request.url.path, body,
-                                           reply.status_code, reply.text))
-        return Response(reply.content, status_code=reply.status_code,
-                        media_type=reply.headers.get("content-type"))
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        recorder = self
+
+        class Relay(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self._relay(b"")
+
+            def do_POST(self) -> None:
+                self._relay(self.rfile.read(int(self.headers.get("content-length") or 0)))
+
+            def _relay(self, body: bytes) -> None:
+                reply = recorder._client.request(
+                    self.command, self.path, content=body or None,
+                    headers={"content-type": self.headers.get("content-type")
+                             or "application/json"})
+                with recorder._lock:
+                    recorder.exchanges.append(Exchange(self.command, self.path, body,
+                                                       reply.status_code, reply.text))
+                self.send_response(reply.status_code)
+                self.send_header("content-type", reply.headers.get("content-type", "text/plain"))
+                self.send_header("content-length", str(len(reply.content)))
+                self.end_headers()
+                self.wfile.write(reply.content)
+
+            def log_message(self, *args: object) -> None:
+                pass  # the exchanges are the log
+
+        return Relay
 
     def __enter__(self) -> Recorder:
         self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self._server.should_exit = True
+        self._httpd.shutdown()
+        self._httpd.server_close()
         self._thread.join(timeout=10)
+        self._client.close()

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 # Bump when the weights, the vocabulary or the metadata written change: old caches are ignored.
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 SPECIALS = ("<|bos|>", "<|eos|>", "<|im_start|>", "<|im_end|>")
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
@@ -103,7 +103,10 @@ def target_weights(shape: Shape, vocab_size: int) -> dict[str, np.ndarray]:
         return (rng.standard_normal((rows, cols)) * scale / np.sqrt(cols)).astype(np.float16)
 
     w: dict[str, np.ndarray] = {
-        "token_embd.weight": (rng.standard_normal((vocab_size, e))).astype(np.float16),
+        # small embeddings: the blocks, which mix in the context, outweigh the current
+        # token's own identity in the residual stream, so greedy decoding on prose does not
+        # fall into loops (median 8-gram repetition 0.22 → 0.00 over 25 prose prompts)
+        "token_embd.weight": (0.1 * rng.standard_normal((vocab_size, e))).astype(np.float16),
         "output_norm.weight": np.ones(e, dtype=np.float32),
         # peaky logits: greedy decoding is decisive, as a trained model's is
         "output.weight": mat(vocab_size, e, 4.0),

@@ -35,7 +35,8 @@ def test_cli_beats_env_beats_ini():
      "SPECPERF_ENDPOINT = 'localhost:30000' is not valid: expected an http(s) URL such as "
      "http://127.0.0.1:30000"),
     ({}, {}, {"api": "grpc"},
-     "ini specperf_api = 'grpc' is not valid: expected one of auto, sglang, openai, openai-chat."),
+     "ini specperf_api = 'grpc' is not valid: expected one of auto, sglang, openai, "
+     "openai-chat, llamacpp."),
     ({"repeats": "5", "max_repeats": "2"}, {}, {},
      "--max-repeats = 2 is below --repeats = 5: expected max repeats >= repeats."),
     ({"log_command": "journalctl -u sglang"}, {}, {},

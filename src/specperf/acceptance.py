@@ -27,11 +27,17 @@ SOURCES = ("response", "metrics", "log", "none")
 
 # Sample names (as exposed, with _total) summed over label sets, per server family.
 _COUNTERS = {
-    "verify_calls": ("sglang:spec_verify_calls_total", "vllm:spec_decode_num_drafts_total"),
-    "generation_tokens": ("sglang:generation_tokens_total", "vllm:generation_tokens_total"),
+    "verify_calls": ("sglang:spec_verify_calls_total", "vllm:spec_decode_num_drafts_total",
+                     "llamacpp:spec_decode_num_drafts_total"),
+    "generation_tokens": ("sglang:generation_tokens_total", "vllm:generation_tokens_total",
+                          "llamacpp:tokens_predicted_total"),
     "requests": ("sglang:num_requests_total", "vllm:request_success_total"),
-    "running": ("sglang:num_running_reqs", "vllm:num_requests_running"),
-    "queued": ("sglang:num_queue_reqs", "vllm:num_requests_waiting"),
+    "running": ("sglang:num_running_reqs", "vllm:num_requests_running",
+                "llamacpp:requests_processing"),
+    "queued": ("sglang:num_queue_reqs", "vllm:num_requests_waiting",
+               "llamacpp:requests_deferred"),
+    # llama.cpp (specperf.llamacpp): accepted draft tokens
+    "accepted_drafts": ("llamacpp:spec_decode_num_accepted_tokens_total",),
 }
 # The per-iteration progress counter of each server family: series summed (over names and
 # label sets) into MetricsSnapshot.progress. It moves every scheduler iteration, while the
@@ -49,6 +55,9 @@ _COUNTERS = {
 PROGRESS: dict[str, tuple[str, ...]] = {
     "sglang": ("sglang:realtime_tokens_total",),
     "vllm": ("vllm:prompt_tokens_total", "vllm:generation_tokens_total"),
+    # llama.cpp (specperf.llamacpp): target decodes, raised every iteration (verify steps and
+    # prompt batches too); its guard checks the finish-time token counter (after_counted).
+    "llamacpp": ("llamacpp:n_decode_total",),
 }
 
 
@@ -63,6 +72,7 @@ class MetricsSnapshot:
     queued: float | None
     progress: float | None = None  # per-iteration counter (PROGRESS), None when not exported
     family: str | None = None  # "sglang", "vllm", ... by the metric names' prefix
+    accepted_drafts: float | None = None  # llama.cpp: accepted draft tokens
 
     @property
     def idle(self) -> bool:
@@ -184,6 +194,10 @@ class LogSource:
         self.timeout_s = timeout_s
 
     def read(self, since: datetime) -> list[DecodeWindow]:
+        return parse_decode_log(self.lines(since))
+
+    def lines(self, since: datetime) -> list[str]:
+        """The command's output lines (each server kind parses its own format)."""
         # Split first, then fill in: the timestamp holds a space and must stay one argument
         # (journalctl --since "2026-11-30 04:35:00").
         stamp = since.strftime("%Y-%m-%d %H:%M:%S")
@@ -197,4 +211,4 @@ class LogSource:
             raise AcceptanceUnavailable(
                 f"--log-command {self.command!r} exited {done.returncode}: "
                 f"{done.stderr.strip()[:200]}")
-        return parse_decode_log(done.stdout.splitlines())
+        return done.stdout.splitlines()

@@ -121,9 +121,10 @@ OPTIONS: tuple[Option, ...] = (
            "A/B mode: production's base URL; --endpoint is then the candidate, requests "
            "alternate between the two and the verdict is on their ratio (no baseline file).",
            "an http(s) URL such as http://127.0.0.1:30001"),
-    Option("api", _choice("auto", "sglang", "openai", "openai-chat"), "auto",
-           "Route to measure: SGLang native /generate, /v1/completions or /v1/chat/completions.",
-           "one of auto, sglang, openai, openai-chat"),
+    Option("api", _choice("auto", "sglang", "openai", "openai-chat", "llamacpp"), "auto",
+           "Route to measure: SGLang native /generate, /v1/completions, /v1/chat/completions "
+           "or llama.cpp native /completion.",
+           "one of auto, sglang, openai, openai-chat, llamacpp"),
     Option("model", _text, None, "Model name sent on OpenAI routes (default: the server's).",
            "a model name"),
     Option("api_key_env", _text, None,

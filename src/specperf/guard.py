@@ -225,6 +225,28 @@ class TrafficGuard:
             raise Disturbed(f"the per-iteration counter {counter} moved by {moved:g}, less "
                             f"than this request's {low}: the server did not count the request")
 
+    def after_counted(self, before: MetricsSnapshot, tokens: int) -> MetricsSnapshot:
+        """The check for servers without a finished-request counter (llama.cpp): after our
+        answer the server is idle again, and the counter of generated tokens (which moves
+        when a request finishes) moved by exactly our ``tokens``."""
+        after = self.scrape()
+        deadline = self.clock() + self.settle_s
+        # Our own slot is released just after its answer is sent.
+        while after is not None and not after.idle and self.clock() < deadline:
+            self.sleep(self.poll_s)
+            after = self.scrape()
+        if after is None or after.generation_tokens is None \
+                or before.generation_tokens is None:
+            raise Disturbed("/metrics lost its generated-token counter during the request")
+        if not after.idle:
+            raise Disturbed(f"{after.running or 0:g} foreign requests still running and "
+                            f"{after.queued or 0:g} queued after the measurement")
+        moved = after.generation_tokens - before.generation_tokens
+        if moved != tokens:
+            raise Disturbed(f"the generated-token counter moved by {moved:g}, not by our "
+                            f"{tokens}: foreign requests ran during the measurement")
+        return after
+
 
 def _progressed(prev: MetricsSnapshot, snap: MetricsSnapshot) -> bool:
     return prev.progress is not None and snap.progress is not None \

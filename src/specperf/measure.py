@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from . import acceptance, exact, guard, reuse, routes
+from . import acceptance, exact, guard, llamacpp, reuse, routes
 from .acceptance import LogSource, MetricsSnapshot
 from .client import Client, TimeoutPolicy
 from .errors import (
@@ -223,10 +223,14 @@ class Measurer:
         before = self.traffic.before()
         comp, wall_s, retries, started = self._generate(case, case.output_tokens, repeat)
         used = self.last_prompt
-        after = self.traffic.after(before, sent=1 + retries,
-                                   exact=self.server.acceptance_source == "metrics",
-                                   prompt_tokens=comp.prompt_tokens,
-                                   completion_tokens=comp.completion_tokens)
+        after: MetricsSnapshot | None
+        if before is not None and before.requests is None and before.progress is not None:
+            after = self.traffic.after_counted(before, comp.completion_tokens)  # llama.cpp
+        else:
+            after = self.traffic.after(before, sent=1 + retries,
+                                       exact=self.server.acceptance_source == "metrics",
+                                       prompt_tokens=comp.prompt_tokens,
+                                       completion_tokens=comp.completion_tokens)
         self._validate(case, comp)
         checks = self._checks(case, comp)
         steps = self._steps(comp, before, after, started)
@@ -264,10 +268,14 @@ class Measurer:
 
         def fresh_body() -> dict[str, Any]:  # a flush or a new nonce for every attempt
             nonce, kept = self.prompt_plan.nonce(self.client, case.id, repeat)
-            prompt = self.prompts.build(body_case, nonce, want_ids=api == "sglang")
+            prompt = self.prompts.build(body_case, nonce,
+                                        want_ids=api in ("sglang", "llamacpp"))
             self.last_prompt = reuse.PromptUsed(repeat, kept, reuse.prompt_digest(prompt))
-            return routes.request_body(api, prompt, max_tokens, self.server.model,
+            body = routes.request_body(api, prompt, max_tokens, self.server.model,
                                        nonce.strip(": "))[1]
+            if self.server.flavour == "llamacpp" and api != "llamacpp":
+                body = llamacpp.openai_extras(body)
+            return body
 
         started = datetime.now()
         kind = f"{case.id}/{max_tokens}"
@@ -347,7 +355,11 @@ class Measurer:
                     "response is in use; the server stopped returning spec fields.")
             return comp.verify_steps
         if source == "metrics" and before is not None and after is not None:
+            if self.server.flavour == "llamacpp":
+                return llamacpp.steps_from_metrics(before, after, comp.completion_tokens)
             return acceptance.steps_from_metrics(before, after)
+        if source == "log" and self.log is not None and self.server.flavour == "llamacpp":
+            return llamacpp.steps_from_log(self.log.lines(started), comp.completion_tokens)
         if source == "log" and self.log is not None:
             windows = self.log.read(started)
             commit = acceptance.avg_commit_from_windows(windows, started, datetime.now())

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import acceptance, routes, serverkind
+from . import acceptance, llamacpp, routes, serverkind
 from .client import Client
 from .errors import (
     AcceptanceUnavailable,
@@ -18,6 +18,7 @@ from .errors import (
     MalformedResponse,
 )
 from .fingerprint import fingerprint_of
+from .llamacpp import LlamaTokenizer
 from .workload import Prompt
 
 
@@ -97,6 +98,11 @@ class ServerTokenizer:
                                                  "add_special_tokens": True}).data
         value = data.get("max_model_len") if isinstance(data, dict) else None
         return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def tokenizer_for(client: Client, flavour: str, path: str) -> ServerTokenizer | LlamaTokenizer:
+    """The server's tokenizer routes in the body shape its kind speaks."""
+    return LlamaTokenizer(client) if flavour == "llamacpp" else ServerTokenizer(client, path)
 
 
 def _first_json(client: Client, paths: tuple[str, ...]) -> tuple[str, Any] | None:
@@ -190,13 +196,14 @@ def _metrics_snapshot(client: Client) -> acceptance.MetricsSnapshot | None:
         snap = acceptance.parse_metrics(client.get_text("/metrics", timeout_s=30))
     except (BadStatus, MalformedResponse):
         return None
-    return snap if snap.requests is not None else None
+    # llama.cpp counts no finished requests; its per-iteration counter stands in
+    return snap if snap.requests is not None or snap.progress is not None else None
 
 
 def _pick_api(requested: str, flavour: str) -> str:
     if requested != "auto":
         return requested
-    return "sglang" if flavour == "sglang" else "openai"
+    return flavour if flavour in ("sglang", "llamacpp") else "openai"
 
 
 def _try_generation(client: Client, api: str, model: str | None,
@@ -212,7 +219,13 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
     """Probe the server; raise EndpointError / AcceptanceUnavailable / ConfigError clearly."""
     check_reachable(client, endpoint_source)
     detected = serverkind.detect(client)
-    flavour = "sglang" if detected.kind == "sglang" and detected.server_info else "openai"
+    props = llamacpp.read_props(client) if detected.kind == "openai" else None
+    if props is not None:
+        detected = serverkind.Detected("llamacpp", llamacpp.release_of(props), False, {},
+                                       detected.sim)
+        flavour = "llamacpp"
+    else:
+        flavour = "sglang" if detected.kind == "sglang" and detected.server_info else "openai"
     server_info: dict[str, Any] = detected.server_info
     minfo = _first_json(client, ("/model_info", "/get_model_info")) \
         if detected.kind == "sglang" else None
@@ -220,10 +233,13 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
     chosen_api = _pick_api(api, flavour)
     if chosen_api == "sglang" and flavour != "sglang":
         raise ConfigError(serverkind.no_native_route(client.base_url, detected))
+    if chosen_api == "llamacpp" and flavour != "llamacpp":
+        raise ConfigError(f"--api llamacpp was asked for, but {client.base_url} has no /props "
+                          "with build_info: it is not a llama.cpp server; use --api openai.")
     served = model or server_info.get("served_model_name") or model_info.get("served_model_name")
-    tok_path = _find_tokenizer(client)
-    ids = tuple(ServerTokenizer(client, tok_path).tokenize("specperf probe", True)) \
-        if tok_path and chosen_api == "sglang" else None
+    tok_path = _find_tokenizer(client) if props is None else LlamaTokenizer.path
+    ids = tuple(tokenizer_for(client, flavour, tok_path).tokenize("specperf probe", True)) \
+        if tok_path and chosen_api in ("sglang", "llamacpp") else None
     sample = _try_generation(client, chosen_api, served, ids)
     snapshot = _metrics_snapshot(client)
     metrics = snapshot is not None
@@ -236,12 +252,18 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
         warn(note)
     scale = float(detected.sim.get("sim_time_scale") or 1.0)
     simulated = simulated or bool(detected.sim)
-    max_len = _max_len(server_info) or (ServerTokenizer(client, tok_path).max_model_len()
-                                        if tok_path else None)
+    slots = llamacpp.read_slots(client) if props is not None else []
+    if props is not None:
+        max_len: int | None = llamacpp.context_per_slot(props, slots)
+    else:
+        max_len = _max_len(server_info) or (ServerTokenizer(client, tok_path).max_model_len()
+                                            if tok_path else None)
     return ServerInfo(kind=detected.kind, release=detected.release,
         dev_mode=detected.dev_mode,
-        url=client.base_url, flavour=flavour, api=chosen_api, model=served,
-        fingerprint=fingerprint_of(server_info, model_info, simulated), time_scale=scale,
+        url=client.base_url, flavour=flavour, api=chosen_api,
+        model=served or (props or {}).get("model_alias"),
+        fingerprint=fingerprint_of(server_info, model_info, simulated) if props is None
+        else llamacpp.fingerprint(props, slots, simulated), time_scale=scale,
         simulated=simulated, tokenizer_path=tok_path,
         max_model_len=max_len, metrics=metrics,
         server_timings=sample.ttft_s is not None and sample.e2e_s is not None,

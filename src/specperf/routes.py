@@ -23,9 +23,9 @@ from .client import StreamEvent
 from .errors import MalformedResponse
 from .workload import Prompt
 
-APIS = ("sglang", "openai", "openai-chat")
+APIS = ("sglang", "openai", "openai-chat", "llamacpp")
 PATHS = {"sglang": "/generate", "openai": "/v1/completions",
-         "openai-chat": "/v1/chat/completions"}
+         "openai-chat": "/v1/chat/completions", "llamacpp": "/completion"}
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,9 @@ class Streamed:
 def request_body(api: str, prompt: Prompt, max_tokens: int, model: str | None,
                  nonce: str, options: RouteOptions = RouteOptions()) -> tuple[str, dict[str, Any]]:
     """Path and body of one greedy, fixed-length (ignore_eos) request."""
+    if api == "llamacpp":  # llama.cpp's native /completion (specperf.llamacpp)
+        from . import llamacpp
+        return llamacpp.request_body(prompt, max_tokens, options)
     if api == "sglang":
         source: dict[str, Any] = (
             {"input_ids": list(prompt.input_ids)} if prompt.input_ids is not None
@@ -111,7 +114,11 @@ def parse(api: str, data: Any) -> Completion:
     """Uniform view of an answer; MalformedResponse naming the field when it is unusable."""
     if not isinstance(data, Mapping):
         raise MalformedResponse(f"{PATHS[api]} answered {type(data).__name__}, not an object")
-    return _parse_native(data) if api == "sglang" else _parse_openai(api, data)
+    from . import llamacpp  # the server kind that answers with `timings`
+    if api == "llamacpp":
+        return llamacpp.parse(data)
+    parsed = _parse_native(data) if api == "sglang" else _parse_openai(api, data)
+    return llamacpp.apply_timings(parsed, data.get("timings")) if "timings" in data else parsed
 
 
 def _count(obj: Mapping[str, Any], key: str, where: str) -> int:
@@ -275,7 +282,13 @@ def parse_stream(api: str, events: Sequence[StreamEvent]) -> Streamed:
                                 "objects")
     if api == "sglang":
         return _native_stream(events)
-    return _openai_stream(api, events)
+    from . import llamacpp
+    if api == "llamacpp":
+        return llamacpp.parse_stream(events)
+    streamed = _openai_stream(api, events)
+    timings = next((e.data["timings"] for e in reversed(events) if "timings" in e.data), None)
+    return Streamed(llamacpp.apply_timings(streamed.completion, timings), streamed.chunks) \
+        if timings is not None else streamed
 
 
 def _native_stream(events: Sequence[StreamEvent]) -> Streamed:

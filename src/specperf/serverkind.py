@@ -24,7 +24,8 @@ from .client import Client
 from .errors import BadStatus, MalformedResponse
 from .routes import Completion
 
-KIND_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "openai": "OpenAI-compatible server"}
+KIND_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "llamacpp": "llama.cpp",
+              "openai": "OpenAI-compatible server"}
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from .client import Client
 from .config import Settings
 from .errors import ConfigError, EndpointUnreachable, SpecperfError
 from .measure import Decide, Measurement, Measurer, RunConfig, Sample
-from .probe import ServerInfo, ServerTokenizer, probe
+from .probe import ServerInfo, probe, tokenizer_for
 from .workload import (
     CalibratedPromptBuilder,
     Case,
@@ -187,7 +187,7 @@ class PerfSession:
         if server.tokenizer_path is None:
             prompts = CalibratedPromptBuilder(self._counter(client, server), self.classes)
         else:
-            prompts = PromptBuilder(ServerTokenizer(client, server.tokenizer_path),
+            prompts = PromptBuilder(tokenizer_for(client, server.flavour, server.tokenizer_path),
                                     self.classes)
         s = self.settings
         run = RunConfig(repeats=s.repeats, max_repeats=s.max_repeats, warmup=s.warmup,

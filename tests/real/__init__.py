@@ -1,0 +1,1 @@
+"""The real-server tier (``pytest -m real_server``; see conftest.py)."""

@@ -1,0 +1,64 @@
+"""Running the real suite against a real server, and reading what it printed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from perf_project import PerfProject
+
+# Contexts that fit the tiny model's 4096-token slots with room for the output.
+CONTEXTS = "16,2000"
+# Long enough that one request's decode outlasts the jitter of a shared 2-core machine.
+OUTPUT = "256"
+TABLE_ROW = re.compile(
+    r"^\s*(\d+) \| (\w+)\s*\|([^|\n]+)\|([^|\n]+)\|([^|\n]+)\|([^|\n]+)\|", re.M)
+FIT = re.compile(r"^fit (\w+): step_ms = (-?[0-9.]+) \+ (-?[0-9.]+) ms per 1k context "
+                 r"\(residual ([0-9.]+) ms", re.M)
+
+
+# Timing on 2 shared cores moves ~20 % between runs (shared/real-servers.md); the real box
+# keeps the default 10 %. The tier's regressions are several times larger than these limits.
+TOLERANCES = """[pytest]
+filterwarnings = error
+addopts = --strict-markers
+specperf_tolerances =
+    tok_s = 0.4
+    decode_tok_s = 0.4
+    step_ms = 0.4
+    avg_commit = 0.15
+    slope = 0.6
+"""
+
+
+def run_suite(project: PerfProject, url: str, report_dir: Path, baseline_dir: Path,
+              *args: str, timeout: float = 900) -> pytest.RunResult:
+    """The main job (``-m context_scaling``) against ``url``, as a user runs it."""
+    project.pytester.makeini(TOLERANCES)
+    return project.run("-m", "context_scaling", "--endpoint", url, f"--contexts={CONTEXTS}",
+                       f"--output-tokens={OUTPUT}", "--report-dir", str(report_dir),
+                       "--baseline-dir", str(baseline_dir), "--deployment", "tiny-llama",
+                       "--max-repeats=20",
+                       *args, timeout=timeout)
+
+
+def table_rows(text: str) -> dict[str, list[float | None]]:
+    """The closing table: {'padding-ctx16': [tok/s, avg commit, step ms, decode tok/s]}."""
+    rows: dict[str, list[float | None]] = {}
+    for m in TABLE_ROW.finditer(text):
+        rows[f"{m[2]}-ctx{m[1]}"] = [_num(m[i]) for i in range(3, 7)]
+    return rows
+
+
+def fits(text: str) -> dict[str, tuple[float, float, float]]:
+    """Each class's fit line: {'padding': (a ms, b ms per 1k, residual ms)}."""
+    return {m[1]: (float(m[2]), float(m[3]), float(m[4])) for m in FIT.finditer(text)}
+
+
+def _num(cell: str) -> float | None:
+    try:
+        return float(cell.strip())
+    except ValueError:
+        return None

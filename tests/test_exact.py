@@ -243,3 +243,15 @@ def test_client_post_status_reads_flush_cache(start_sim, status):
         assert with_client.post_status("/no_such_route") == 404
     finally:
         with_client.close()
+
+
+def test_the_summary_names_one_reason_once_with_its_cases():
+    why = "exact acceptance unavailable: the baseline records no per-prompt verify steps"
+    verdicts = [{"case_id": c, "exact": {"status": "unavailable", "message": why}}
+                for c in ("padding-ctx13", "reasoning-ctx13")]
+    verdicts.append({"case_id": "padding-ctx3333",
+                     "exact": {"status": "unchanged", "compared": 3, "message": ""}})
+    assert exact.summary_lines(verdicts) == [
+        "acceptance exact on 1 of 3 cases (3 prompts compared: 1 cases identical, 0 changed); "
+        "step time judged by statistics (medians of repeats, tolerance).",
+        f"  2 cases (padding-ctx13, reasoning-ctx13): {why}"]

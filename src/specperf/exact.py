@@ -195,7 +195,15 @@ def summary_lines(verdicts: Sequence[Mapping[str, Any]]) -> list[str]:
              f"cases ({prompts} prompts compared: {counts['unchanged']} cases identical, "
              f"{counts['changed']} changed); step time judged by statistics (medians of "
              f"repeats, tolerance)."]
-    lines += [f"  {case}: {e['message']}" for case, e in found if e["status"] == "unavailable"]
+    # One line per reason, naming its cases: eight cases without per-prompt steps in the
+    # baseline are one fact, not eight.
+    reasons: dict[str, list[str]] = {}
+    for case, e in found:
+        if e["status"] == "unavailable":
+            reasons.setdefault(str(e["message"]), []).append(case)
+    for message, cases in reasons.items():
+        who = cases[0] if len(cases) == 1 else f"{len(cases)} cases ({', '.join(cases)})"
+        lines.append(f"  {who}: {message}")
     return lines
 
 

@@ -39,6 +39,8 @@ def test_cli_beats_env_beats_ini():
      "openai-chat, llamacpp."),
     ({"repeats": "5", "max_repeats": "2"}, {}, {},
      "--max-repeats = 2 is below --repeats = 5: expected max repeats >= repeats."),
+    ({}, {}, {"max_spread": "1.5"},
+     "ini specperf_max_spread = '1.5' is not valid: expected a number in (0, 1]."),
     ({"log_command": "journalctl -u sglang"}, {}, {},
      "--log-command = 'journalctl -u sglang' has no {since} placeholder"),
 ])

@@ -255,6 +255,14 @@ def test_noisy_cell_takes_more_then_is_unstable() -> None:
         "bound.")
 
 
+def test_a_wider_spread_limit_judges_a_cell_the_default_calls_unstable() -> None:
+    noisy = {"tok_s": steady(50, 9), "step_ms": steady(100, 9, wobble=0.2)}
+    assert decide_repeats(noisy, None, TOL, min_repeats=3, max_repeats=9,
+                          max_spread=0.3).action == "stop"
+    tight = decide_repeats(noisy, None, TOL, min_repeats=3, max_repeats=9, max_spread=0.15)
+    assert tight.action == "unstable" and "0.20 > 0.15 after 9 repeats" in tight.reason
+
+
 def test_clear_verdict_stops_early() -> None:
     base = base_case(54.5, 7.85, 144)
     values = {"tok_s": steady(54.5, 3), "avg_commit": steady(7.85, 3), "step_ms": steady(144, 3)}

@@ -21,7 +21,7 @@ from .fingerprint import fingerprint_differences
 from .measure import Measurement, Measurer, Sample, sample_values, step_repeats
 from .model import ContextFit, fit_repeats
 from .session import PerfSession
-from .stats import summarize
+from .stats import UNSTABLE_REL_MAD, summarize
 from .verdict import RepeatDecision, Verdict, decide_repeats
 from .workload import Case
 
@@ -62,18 +62,18 @@ def as_baseline(reference: Measurement) -> CaseBaseline:
 
 
 def pair_decider(tolerances: Mapping[str, float], min_repeats: int,
-                 max_repeats: int) -> PairDecide:
+                 max_repeats: int, max_spread: float = UNSTABLE_REL_MAD) -> PairDecide:
     """Adaptive repeats on the candidate against production so far; either arm noisy → more."""
 
     def decide(cand: Mapping[str, Sequence[float]],
                prod: Mapping[str, Sequence[float]]) -> RepeatDecision:
         own = decide_repeats(prod, None, tolerances, min_repeats=min_repeats,
-                             max_repeats=max_repeats)
+                             max_repeats=max_repeats, max_spread=max_spread)
         if own.action == "unstable":
             return replace(own, reason=f"production: {own.reason}")
         base = CaseBaseline("", 0, 0, {m: summarize(v) for m, v in prod.items() if v}, {})
         mine = decide_repeats(cand, base, tolerances, min_repeats=min_repeats,
-                              max_repeats=max_repeats)
+                              max_repeats=max_repeats, max_spread=max_spread)
         return mine if mine.action != "stop" or own.action == "stop" else own
 
     return decide

@@ -56,6 +56,13 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 1:
+        raise ValueError(text)
+    return value
+
+
 def _bool(text: str) -> bool:
     low = text.strip().lower()
     if low in ("1", "true", "yes", "on"):
@@ -145,6 +152,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_repeats", _positive_int, "8",
            "Upper bound on repeats when a case is noisy or near its limit.",
            "a positive integer"),
+    Option("max_spread", _fraction, "0.10",
+           "Largest relative MAD a cell may keep at --max-repeats before it errors as "
+           "unstable; widen it only for a server whose own jitter is known to be larger "
+           "(a shared CPU box).", "a number in (0, 1]"),
     Option("warmup", _nonneg_int, "1", "Unmeasured warm-up requests per case.",
            "a non-negative integer"),
     Option("acceptance_source", _choice("auto", "response", "metrics", "log", "none"), "auto",
@@ -206,6 +217,7 @@ class Settings:
     output_tokens: int = 600
     repeats: int = 3
     max_repeats: int = 8
+    max_spread: float = 0.10
     warmup: int = 1
     acceptance_source: str = "auto"
     log_command: str | None = None

@@ -19,7 +19,7 @@ from .errors import (
 )
 from .probe import ServerInfo
 from .routes import Completion
-from .stats import Summary, summarize
+from .stats import UNSTABLE_REL_MAD, Summary, summarize
 from .verdict import RepeatDecision, decide_repeats
 from .workload import Case, Prompts
 
@@ -133,6 +133,7 @@ class RunConfig:
     max_repeats: int
     warmup: int
     request_timeout: float
+    max_spread: float = UNSTABLE_REL_MAD
     guard_retries: int = 3
     guard_wait_s: float = 5.0
 
@@ -206,6 +207,7 @@ class Measurer:
 
     def _stable_enough(self, values: Mapping[str, Sequence[float]]) -> RepeatDecision:
         return decide_repeats(values, None, {}, min_repeats=self.run.repeats,
+                              max_spread=self.run.max_spread,
                               max_repeats=self.run.max_repeats)
 
     def _decode_method(self) -> str:

@@ -207,7 +207,8 @@ class PathSampler:
                       for m in metrics}
             decision = decide_repeats({m: v for m, v in values.items() if v}, None, {},
                                       min_repeats=self.run.repeats,
-                                      max_repeats=self.run.max_repeats)
+                                      max_repeats=self.run.max_repeats,
+                                      max_spread=self.run.max_spread)
             if decision.action == "unstable":
                 raise UnstableMeasurement(f"{case.id} ({path.name}): {decision.reason}")
             if decision.action == "more" and rounds < self.run.max_repeats:

@@ -286,7 +286,7 @@ class RunState:
         if self.comparison is not None:
             assert self.comparison.production.measurer is not None
             assert session.measurer is not None
-            decider = pair_decider(tolerances, s.repeats, s.max_repeats)
+            decider = pair_decider(tolerances, s.repeats, s.max_repeats, s.max_spread)
             measured, reference = measure_pair(case, session.measurer,
                                                self.comparison.production.measurer, decider)
             session.measurements[case.id] = measured
@@ -300,7 +300,7 @@ class RunState:
             if self._exact_in_force(case, base):  # acceptance is settled exactly
                 values = {k: v for k, v in values.items() if k != "avg_commit"}
             return decide_repeats(values, base, tolerances, min_repeats=s.repeats,
-                                  max_repeats=s.max_repeats)
+                                  max_repeats=s.max_repeats, max_spread=s.max_spread)
 
         return session.measure(case, decide)
 

@@ -485,11 +485,13 @@ class RepeatDecision:
 
 def decide_repeats(values: Mapping[str, Sequence[float]], base: CaseBaseline | None,
                    tolerances: Mapping[str, float], *, min_repeats: int,
-                   max_repeats: int, confirm_repeats: int | None = None) -> RepeatDecision:
+                   max_repeats: int, confirm_repeats: int | None = None,
+                   max_spread: float = UNSTABLE_REL_MAD) -> RepeatDecision:
     """Decide after each repeat whether to stop, take another, or give up as unstable.
 
     1. Fewer than ``min_repeats`` repeats: more.
-    2. Any metric whose relative MAD exceeds 0.10 (stats.UNSTABLE_REL_MAD) is too noisy
+    2. Any metric whose relative MAD exceeds ``max_spread`` (default 0.10,
+       stats.UNSTABLE_REL_MAD; ``--max-spread``) is too noisy
        to judge: more, or "unstable" once ``max_repeats`` is reached — a noisy cell
        must never pass or fail.
     3. With a baseline: for each metric with a tolerance, the margin is the median's
@@ -509,7 +511,7 @@ def decide_repeats(values: Mapping[str, Sequence[float]], base: CaseBaseline | N
     if n < min_repeats:
         return RepeatDecision("more", f"{n} of at least {min_repeats} repeats taken.")
     summaries = {m: summarize(v) for m, v in values.items() if v}
-    noisy = _noisy(summaries, n, max_repeats)
+    noisy = _noisy(summaries, n, max_repeats, max_spread)
     if noisy is not None:
         return noisy
     if base is None:
@@ -518,12 +520,13 @@ def decide_repeats(values: Mapping[str, Sequence[float]], base: CaseBaseline | N
     return _near_limit(summaries, base, tolerances, n, max_repeats, confirm)
 
 
-def _noisy(summaries: Mapping[str, Summary], n: int, max_repeats: int) -> RepeatDecision | None:
+def _noisy(summaries: Mapping[str, Summary], n: int, max_repeats: int,
+           max_spread: float = UNSTABLE_REL_MAD) -> RepeatDecision | None:
     for metric, summary in summaries.items():
-        if summary.rel_mad <= UNSTABLE_REL_MAD:
+        if summary.rel_mad <= max_spread:
             continue
         spread = (f"{LABELS.get(metric, metric)} spreads too widely: relative MAD "
-                  f"{summary.rel_mad:.2f} > {UNSTABLE_REL_MAD:.2f} after {n} repeats")
+                  f"{summary.rel_mad:.2f} > {max_spread:.2f} after {n} repeats")
         if n < max_repeats:
             return RepeatDecision("more", f"{spread}; taking more.")
         return RepeatDecision("unstable", f"{spread} (the bound): the cell cannot be judged — "

@@ -15,15 +15,18 @@ CONTEXTS = "16,2000"
 OUTPUT = "256"
 TABLE_ROW = re.compile(
     r"^\s*(\d+) \| (\w+)\s*\|([^|\n]+)\|([^|\n]+)\|([^|\n]+)\|([^|\n]+)\|", re.M)
-FIT = re.compile(r"^fit (\w+): step_ms = (-?[0-9.]+) \+ (-?[0-9.]+) ms per 1k context "
-                 r"\(residual ([0-9.]+) ms", re.M)
+FIT = re.compile(r"^fit (\w+): step_ms = (-?[0-9.]+) \+ (-?[0-9.]+)(?: ± [0-9.]+)? ms per 1k "
+                 r"context \(residual ([0-9.]+) ms", re.M)
 
 
-# Timing on 2 shared cores moves ~20 % between runs (shared/real-servers.md); the real box
-# keeps the default 10 %. The tier's regressions are several times larger than these limits.
+# Timing on 2 shared cores moves ~20 % between runs (shared/real-servers.md), and a random
+# tiny model's acceptance differs from prompt to prompt, so a cell spreads more than on the
+# real box (which keeps the default 10 % limits and 0.10 spread). The tier's regressions are
+# several times larger than these limits.
 TOLERANCES = """[pytest]
 filterwarnings = error
 addopts = --strict-markers
+specperf_max_spread = 0.3
 specperf_tolerances =
     tok_s = 0.4
     decode_tok_s = 0.4

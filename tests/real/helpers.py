@@ -39,8 +39,10 @@ specperf_tolerances =
 def run_suite(project: PerfProject, url: str, report_dir: Path, baseline_dir: Path,
               *args: str, timeout: float = 900) -> pytest.RunResult:
     """The main job (``-m context_scaling``) against ``url``, as a user runs it."""
-    project.pytester.makeini(TOLERANCES)
-    return project.run("-m", "context_scaling", "--endpoint", url, f"--contexts={CONTEXTS}",
+    ini = project.pytester.makeini(TOLERANCES)
+    # -c: pytest picks its rootdir from the existing paths among the arguments (the baseline
+    # directory of an earlier run), which would leave this ini unread.
+    return project.run("-c", str(ini), "-m", "context_scaling", "--endpoint", url, f"--contexts={CONTEXTS}",
                        f"--output-tokens={OUTPUT}", "--report-dir", str(report_dir),
                        "--baseline-dir", str(baseline_dir), "--deployment", "tiny-llama",
                        "--max-repeats=20",

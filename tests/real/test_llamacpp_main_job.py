@@ -3,6 +3,8 @@ that prints avg commit and step time for every case, and step time that rises wi
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from .conftest import results_of
@@ -23,7 +25,8 @@ def test_main_job_passes_against_its_baseline_and_prints_every_case(
     second = run_suite(project, server.url, tmp_path / "r2", tmp_path / "b", "-rA")
     out = second.stdout.str()
     second.assert_outcomes(passed=6)  # 4 context cases, the fit and the padding-vs-prose check
-    assert f"specperf — {server.url}; acceptance from response" in out
+    assert re.search(rf"^specperf — {re.escape(server.url)}; llama\.cpp b\S+; acceptance from "
+                     r"response;", out, re.M), out
     rows = table_rows(out)
     assert set(rows) == CASES
     for case, (tok_s, commit, step, decode) in rows.items():

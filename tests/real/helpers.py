@@ -42,7 +42,8 @@ def run_suite(project: PerfProject, url: str, report_dir: Path, baseline_dir: Pa
     ini = project.pytester.makeini(TOLERANCES)
     # -c: pytest picks its rootdir from the existing paths among the arguments (the baseline
     # directory of an earlier run), which would leave this ini unread.
-    return project.run("-c", str(ini), "-m", "context_scaling", "--endpoint", url, f"--contexts={CONTEXTS}",
+    return project.run("-c", str(ini), "-m", "context_scaling", "--endpoint", url,
+                       f"--contexts={CONTEXTS}",
                        f"--output-tokens={OUTPUT}", "--report-dir", str(report_dir),
                        "--baseline-dir", str(baseline_dir), "--deployment", "tiny-llama",
                        "--max-repeats=20",

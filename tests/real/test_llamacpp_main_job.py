@@ -27,6 +27,10 @@ def test_main_job_passes_against_its_baseline_and_prints_every_case(
     second.assert_outcomes(passed=6)  # 4 context cases, the fit and the padding-vs-prose check
     assert re.search(rf"^specperf — {re.escape(server.url)}; llama\.cpp b\S+; acceptance from "
                      r"response;", out, re.M), out
+    # Exact acceptance: the run repeats the baseline's prompts (cache_prompt false keeps the
+    # cache out), and at temperature 0 every prompt takes the same verify steps again.
+    assert re.search(r"^acceptance exact on 4 of 4 cases \(\d+ prompts compared: 4 cases "
+                     r"identical, 0 changed\)", out, re.M), out
     rows = table_rows(out)
     assert set(rows) == CASES
     for case, (tok_s, commit, step, decode) in rows.items():

@@ -58,6 +58,15 @@ def test_a_worse_draft_fails_every_case_as_an_acceptance_regression(
     worse = start_llama(tiny.target, draft=tiny.noisy)
     result = run_suite(project, worse.url, tmp_path / "r2", tmp_path / "b", "-rA", *CONTEXTS)
     check_attributed(result.stdout.str(), ACCEPTANCE_HINT, STEP_HINT)
+    # The same prompts as the baseline's: one request per case names the prompts whose
+    # verify steps changed, with no statistics needed.
+    once = run_suite(project, worse.url, tmp_path / "r3", tmp_path / "b", "-rA",
+                     "--repeats=1", "--max-repeats=1", *CONTEXTS)
+    found = regressions(once.stdout.str())
+    assert set(found) == set(CASES), once.stdout.str()[-3000:]
+    for sentence in found.values():
+        assert re.match(r"acceptance changed on 1 of 1 prompts \(verify steps \d+ → \d+ on "
+                        r"prompt 1;", sentence), sentence
 
 
 def test_a_larger_target_fails_every_case_as_a_step_time_regression(

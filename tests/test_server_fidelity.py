@@ -3,6 +3,7 @@ released sources named in each test) and what the suite does with it."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -206,6 +207,13 @@ def test_item12_simulator_matches_a_release(start_sim: Any) -> None:
     assert skipped.json() == {"text": ""} and kept.status_code in (200, 400)
     assert httpx.post(sim.url + "/detokenize", json={
         "tokens": [1], "skip_special_tokens": False}).json() == {"text": "<bos>"}
+    # Request, prompt and generation counters split by is_streaming (observability/
+    # metrics_collector.py ~1855-1945); the suite's counters sum over the split.
+    text = httpx.get(sim.url + "/metrics").text
+    for name in ("num_requests_total", "prompt_tokens_total", "generation_tokens_total"):
+        assert re.search(rf'^sglang:{name}{{[^}}]*is_streaming="false"[^}}]*}} [1-9]', text,
+                         re.M), name
+    assert acceptance.parse_metrics(text).requests == 1
 
 
 def test_item13_forward_iters_log_line_is_parsed() -> None:

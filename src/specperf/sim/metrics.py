@@ -1,8 +1,9 @@
 """Prometheus metrics with SGLang's names, on a registry of our own (never the global one).
 
 Every series carries the labels ``model_name`` (served model name), ``engine_type``
-("unified"), ``tp_rank`` ("0") and ``pp_rank`` ("0"); ``sglang:generation_tokens_total``
-also carries ``is_streaming`` ("true"/"false"). When each series moves follows SGLang 0.5.23
+("unified"), ``tp_rank`` ("0") and ``pp_rank`` ("0"); ``sglang:generation_tokens_total``,
+``prompt_tokens_total``, ``num_requests_total`` and ``e2e_request_latency_seconds`` also
+carry ``is_streaming`` ("true"/"false"). When each series moves follows SGLang 0.5.23
 (paths in its wheel, ``sglang/srt/...``):
 
 - ``prompt_tokens_total``, ``generation_tokens_total``, ``num_requests_total`` and
@@ -65,12 +66,13 @@ class SimMetrics:
         self.accept_rate = self._gauge("spec_accept_rate", "Average accept rate")
         # A labelled metric is exposed only once its child exists: create every child now,
         # so /metrics lists the same names from the first scrape, as SGLang's does.
-        for metric in (self.verify_calls, self.prompt_tokens, self.num_requests, self.itl,
-                       self.ttft, self.e2e, self.gen_throughput, self.accept_length,
-                       self.accept_rate):
+        for metric in (self.verify_calls, self.itl, self.ttft, self.gen_throughput,
+                       self.accept_length, self.accept_rate):
             metric.labels(**self._values)
         for streaming in ("true", "false"):
-            self.generation_tokens.labels(**self._values, is_streaming=streaming)
+            for split in (self.generation_tokens, self.prompt_tokens, self.num_requests,
+                          self.e2e):
+                split.labels(**self._values, is_streaming=streaming)
         if self.realtime is not None:
             for mode in _REALTIME_MODES:
                 self.realtime.labels(**self._values, mode=mode)
@@ -128,16 +130,17 @@ class SimMetrics:
 
     def on_finish(self, request: SimRequest) -> None:
         streaming = "true" if request.spec.stream else "false"
-        self.prompt_tokens.labels(**self._values).inc(request.prompt_tokens)
+        self.prompt_tokens.labels(**self._values, is_streaming=streaming).inc(
+            request.prompt_tokens)
         self.generation_tokens.labels(**self._values, is_streaming=streaming).inc(
             len(request.output_ids)
         )
-        self.num_requests.labels(**self._values).inc()
+        self.num_requests.labels(**self._values, is_streaming=streaming).inc()
         if request.commits:
             self.verify_calls.labels(**self._values).inc(len(request.commits))
         if request.finished_mono is not None:
             e2e = request.finished_mono - request.received_mono
-            self.e2e.labels(**self._values).observe(e2e)
+            self.e2e.labels(**self._values, is_streaming=streaming).observe(e2e)
 
     def set_window(self, accept_length: float, accept_rate: float, throughput: float) -> None:
         """Gauges of the last decode-log window (called by the decode log)."""
@@ -148,12 +151,15 @@ class SimMetrics:
     def _counters(self, realtime: bool) -> None:
         # prometheus_client appends "_total" to counter names itself.
         self.verify_calls = self._counter("spec_verify_calls", "Verify forward passes")
-        self.prompt_tokens = self._counter("prompt_tokens", "Prefill tokens processed")
-        self.num_requests = self._counter("num_requests", "Requests finished")
-        self.generation_tokens = Counter(
-            "sglang:generation_tokens", "Generation tokens", [*_LABELS, "is_streaming"],
-            registry=self.registry,
-        )
+        # prompt, generation and request counters (and the e2e histogram) split by
+        # is_streaming, as SGLang 0.5.23's (observability/metrics_collector.py ~1855-1945).
+        split = [*_LABELS, "is_streaming"]
+        self.prompt_tokens = Counter("sglang:prompt_tokens", "Prefill tokens processed", split,
+                                     registry=self.registry)
+        self.num_requests = Counter("sglang:num_requests", "Requests finished", split,
+                                    registry=self.registry)
+        self.generation_tokens = Counter("sglang:generation_tokens", "Generation tokens", split,
+                                         registry=self.registry)
         self.realtime: Counter | None = None
         if realtime:
             self.realtime = Counter(
@@ -164,7 +170,9 @@ class SimMetrics:
 
     def _histograms(self) -> None:
         self.ttft = self._histogram("time_to_first_token_seconds", "TTFT", _LATENCY_BUCKETS)
-        self.e2e = self._histogram("e2e_request_latency_seconds", "E2E latency", _LATENCY_BUCKETS)
+        self.e2e = Histogram("sglang:e2e_request_latency_seconds", "E2E latency",
+                             [*_LABELS, "is_streaming"], buckets=_LATENCY_BUCKETS,
+                             registry=self.registry)
         self.itl = self._histogram("inter_token_latency_seconds", "Inter-token latency",
                                    _ITL_BUCKETS)
 

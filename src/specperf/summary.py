@@ -35,7 +35,9 @@ def sample_line(sample: Sample, total: int) -> str:
             f"{'n/a' if step is None else f'{step:.1f} ms'}")
 
 
-@dataclass
+# eq=False keeps it hashable: pytest hashes registered plugins when a sub-directory has its
+# own conftest (tests/real), and a dataclass with __eq__ has no __hash__.
+@dataclass(eq=False)
 class Collector:
     """Gathers measurements, verdicts and outcomes from test reports (controller side)."""
 

@@ -10,6 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
+# Whole perf sessions against simulators: the slow set (pytest -m slow).
+pytestmark = pytest.mark.slow
+
 # 200 tokens: enough verify steps that a 3% lower acceptance moves every case's count.
 ARGS = ("-m", "context_scaling", "--output-tokens=200", "--deployment", "exact-dep")
 CASES = ("padding-ctx13", "padding-ctx1663", "reasoning-ctx13", "reasoning-ctx1663")

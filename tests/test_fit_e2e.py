@@ -10,6 +10,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
+# Whole perf sessions against simulators: the slow set (pytest -m slow).
+pytestmark = pytest.mark.slow
+
 ARGS = ("-m", "context_scaling", "--text-classes", "reasoning", "-rs")
 
 

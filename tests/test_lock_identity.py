@@ -85,6 +85,7 @@ def _spans(url: str, prompt: int) -> tuple[float, float]:
     return min(r["received_mono"] for r in mine), max(r["finished_mono"] for r in mine)
 
 
+@pytest.mark.slow  # two whole perf sessions
 def test_two_runs_naming_one_server_differently_are_serialised(pytester: pytest.Pytester,
                                                                start_sim: Any,
                                                                tmp_path: Path) -> None:

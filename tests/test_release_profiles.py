@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 
+# Whole perf sessions against simulators: the slow set (pytest -m slow).
+pytestmark = pytest.mark.slow
+
 PLAIN_VLLM = ('name = "vllm-0.33-plain"\ninherit = "vllm-0.33"\n[flags]\n'
               'enable_per_request_metrics = false\nper_request_spec_decode_metrics = "none"\n')
 NO_METRICS = ('name = "sglang-0.5.23-plain"\ninherit = "sglang-0.5.23"\n[flags]\n'

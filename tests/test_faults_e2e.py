@@ -185,8 +185,9 @@ EXPECTED = [
     "repeat, limit 50%; the class's own text repeats 0%): a loop is easy to draft and inflates "
     "acceptance, so the case cannot be judged. Check the model and sampling settings (greedy "
     "decoding on this prompt loops).",
-    "ContaminatedMeasurement: reasoning-ctx17: 2 foreign requests ran during the measurement; "
-    "every one of 4 attempts was disturbed by other traffic on the server (2 foreign requests "
+    # How many foreign requests finish inside one bracket depends on the box's pace.
+    "ContaminatedMeasurement: reasoning-ctx17: * foreign requests ran during the measurement; "
+    "every one of 4 attempts was disturbed by other traffic on the server (* foreign requests "
     "ran during the measurement; *). Measure on an idle server: stop other clients or take the "
     "endpoint out of rotation.",
     "BadStatus: POST http://127.0.0.1:*/generate answered HTTP 400: {\"object\": \"error\", "

@@ -80,11 +80,12 @@ def test_clean_deploy_passes_with_exit_0(start_sim, baseline_dir, lock_dir):
     result = gate(lock_dir, *_args(sim.url, baseline_dir))
     assert result.returncode == 0, result.stdout + result.stderr
     _lines(result).fnmatch_lines([
-        f"specperf gate: 4 smoke cases against {sim.url}",
+        f"specperf gate: 5 smoke cases against {sim.url}",
         *[f"  pass  {case_id}" for case_id in SMOKE_IDS],
         "  pass  reasoning-ctx3333 parser",
+        "  pass  smoke subset",  # the sweep-level test over the subset (perf_tests/test_sweep.py)
         "  cost: * requests, * s of server time",
-        "specperf gate: PASS (exit 0): all 4 smoke cases within their limits.",
+        "specperf gate: PASS (exit 0): all 5 smoke cases within their limits.",
     ])
 
 
@@ -96,10 +97,14 @@ def test_acceptance_regression_blocks_with_exit_1_and_the_attribution(start_sim,
     result = gate(lock_dir, *_args(sim.url, baseline_dir))
     assert result.returncode == 1, result.stdout + result.stderr
     _lines(result).fnmatch_lines([
-        "  FAIL  reasoning-ctx3333: tok/s * → * (−*%, limit −10%): avg commit * → * (−*%) "
+        # The baseline's prompts again: exact acceptance names them, then the statistics.
+        "  FAIL  reasoning-ctx3333: acceptance changed on 5 of 5 prompts (verify steps * → * on "
+        "prompt 1*drafter*Statistics: tok/s * → * (−*%, limit −10%): avg commit * → * (−*%) "
         "explains it; step time * → * ms (*, within noise) — acceptance regression: check the "
         "drafter and the text.",
-        "specperf gate: REGRESSION (exit 1): * of 4 smoke cases regressed: block the deploy.",
+        "  FAIL  smoke subset: avg commit fell *% on * text across the smoke subset*acceptance "
+        "regression*",
+        "specperf gate: REGRESSION (exit 1): * of 5 smoke cases regressed: block the deploy.",
     ])
     assert "step-time regression" not in result.stdout
 
@@ -114,8 +119,10 @@ def test_step_time_regression_blocks_with_exit_1_attributed_to_step_time(start_s
     _lines(result).fnmatch_lines([
         "  FAIL  reasoning-ctx3333: tok/s * → * (−*%, limit −10%): step time * → * ms (+*%) "
         "explains it*step-time regression*",
-        # The parser case compares two routes of the same slower server: it passes.
-        "specperf gate: REGRESSION (exit 1): 3 of 4 smoke cases regressed: block the deploy.",
+        # The parser case compares two routes of the same slower server: it passes; the
+        # sweep-level test fails with the cases.
+        "  FAIL  smoke subset: step time rose *% across the smoke subset*step-time regression*",
+        "specperf gate: REGRESSION (exit 1): 4 of 5 smoke cases regressed: block the deploy.",
     ])
 
 
@@ -134,7 +141,7 @@ def test_unreachable_endpoint_is_an_infrastructure_problem_exit_3(baseline_dir, 
     _lines(result).fnmatch_lines([
         f"  ERROR reasoning-ctx3333: EndpointUnreachable: specperf cannot reach the endpoint "
         f"{url} (from --endpoint)*",
-        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 4 of 4 smoke cases could not be "
+        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 5 of 5 smoke cases could not be "
         "measured: an infrastructure problem, not the deploy's fault; page the owner of the box.",
     ])
 
@@ -184,7 +191,7 @@ def test_no_baseline_is_exit_3_before_any_generation_request(start_sim, baseline
         f"deployment '{name}' in {baseline_dir}, so no case can be judged: create one with "
         f"`{command}`.",
         "  ERROR padding-ctx3333: the same as above",
-        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 4 of 4 smoke cases have no baseline to "
+        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 5 of 5 smoke cases have no baseline to "
         "be judged against (checked before any request): write one with the command above, "
         "then run the gate again.",
     ])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -130,10 +131,17 @@ def test_background_requests_share_steps(sim: Any) -> None:
     truth = httpx.get(sim.url + "/_sim/truth").json()["requests"]
     assert sum(1 for r in truth if r["background"]) >= 2
     assert _truth_of(sim, meta["id"])["background"] is False
-    running = _running(sim)
-    assert running >= 2
+    # The gauges are published, not live (SGLang 0.5.23: with prefill batches and every 40
+    # decode steps): wait for a publication that shows both background requests.
+    deadline = time.monotonic() + 60
+    while _running(sim) < 2:
+        assert time.monotonic() < deadline, "num_running_reqs never showed the 2 requests"
+        time.sleep(0.05)
     httpx.post(sim.url + "/_sim/reset")
-    assert _running(sim) == 0
+    deadline = time.monotonic() + 60  # re-published at idle
+    while _running(sim) != 0:
+        assert time.monotonic() < deadline, "num_running_reqs stayed above 0 after the reset"
+        time.sleep(0.05)
 
 
 def _running(sim: Any) -> float:

@@ -57,8 +57,10 @@ def test_main_job_per_release_profile(perf_project: Any, tmp_path: Path, name: s
     args = ("-m", "context_scaling", "--sim-profile", _profile(name, tmp_path),
             "--baseline-dir", str(tmp_path / "baselines"),
             # Slower than the default 0.05 so a loaded 2-core box cannot spread 64-token
-            # requests past the stability bound (the two-point estimate doubles the noise).
-            "--sim-time-scale", "0.25")
+            # requests past the stability bound (the two-point estimate doubles the noise),
+            # and a wider bound: this test is about which source each release gives, and a CI
+            # box once spread two 64-token two-point cases past 0.10.
+            "--sim-time-scale", "0.25", "--max-spread", "0.3")
     first = project.run(*args, "--update-baselines")
     assert first.parseoutcomes().get("errors", 0) == 0, first.stdout.str()[-2000:]
     second = project.run(*args, "-rs")

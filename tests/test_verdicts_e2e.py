@@ -43,8 +43,17 @@ def _inject(sim, **faults):
 
 def test_clean_run_against_its_baseline_passes(baselined):
     sim, project, args, _ = baselined
-    result = project.run(*args)
-    result.assert_outcomes(passed=6)
+    result = project.run(*args, "-rs")
+    # The four cases pass. Two contexts 1650 tokens apart leave each slope an error that a
+    # loaded box can widen past the tolerance band: a slope passes or skips as undetermined,
+    # never fails (issue 13).
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 4 and "failed" not in outcomes \
+        and "errors" not in outcomes, outcomes
+    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 6, outcomes
+    skipped = [line for line in result.stdout.lines if line.startswith("SKIPPED")]
+    assert all("-fit" in line or "per 1k context" in line for line in skipped), skipped
+    assert all("neither a pass nor a fail" in line for line in skipped), skipped
 
 
 def _verdicts(xml_path: Path) -> list[dict]:

@@ -101,6 +101,12 @@ def t95(dof: int) -> float:
     return 1.96 if dof > 30 else _T95[max(known)]
 
 
+# The smallest relative error of a case's step-time median in a fit: between two cases of a
+# loaded 2-core CI box the simulator's 28 ms step moved 0.26 ms (0.9 %) while each case's own
+# repeats agreed within 0.03 ms; half a percent per case is the floor a slope is judged with.
+CASE_DRIFT = 0.005
+
+
 @dataclass(frozen=True)
 class Spread:
     """Repeats of one metric at one point: their median and relative scatter."""
@@ -135,16 +141,19 @@ def fit_spreads(points: Sequence[tuple[float, Spread]]) -> ContextFit | None:
     """Weighted least squares of step_ms medians on context, with standard errors.
 
     Each median weighs by its standard error (from the pooled relative scatter of the
-    repeats); with more than two contexts a scatter beyond those errors (the line does not
-    fit) widens them by √(χ²/dof). With two contexts the errors come from the repeats
-    alone, so a slope over contexts 7 tokens apart carries the error it deserves.
+    repeats), never less than :data:`CASE_DRIFT` of its value: the contexts are measured one
+    after another, and what moves the server between them (clocks, load, a loaded client)
+    moves a whole case, which its own repeats cannot see. With more than two contexts a
+    scatter beyond those errors (the line does not fit) widens them by √(χ²/dof). So a slope
+    over contexts 7 tokens apart carries the error it deserves even when each case's repeats
+    agree to a hundredth of a millisecond.
     """
     if len({x for x, _ in points}) < 2:
         return None
     rel_sd, dof = pooled_rel_sd([s for _, s in points])
     x = np.array([p[0] for p in points], dtype=float)
     y = np.array([s.median for _, s in points], dtype=float)
-    se = np.array([max(median_rel_se(s, rel_sd), 1e-6) * abs(s.median) for _, s in points])
+    se = np.array([max(median_rel_se(s, rel_sd), CASE_DRIFT) * abs(s.median) for _, s in points])
     w = 1.0 / se**2
     design = np.vstack([np.ones_like(x), x]).T
     cov = np.linalg.inv(design.T @ (design * w[:, None]))

@@ -328,6 +328,10 @@ def _pm(value: float, se: float | None) -> str:
 def _undetermined(text_class: str, margin: float, band: float, se_new: float, se_old: float,
                   contexts: Sequence[int]) -> str:
     """Why a slope cannot be judged, and the command that would judge it."""
+    if math.isinf(margin):
+        return (f"one repeat per context gives the slope no error estimate, so it is neither "
+                f"a pass nor a fail — measure with repeats: pytest perf_tests -m "
+                f"context_scaling --text-classes {text_class} --repeats 3")
     if margin <= band:
         return (f"the slope sits within its uncertainty (±{margin:.1f} ms per 1k) of the "
                 f"limit, so it is neither a pass nor a fail — measure again with more repeats: "

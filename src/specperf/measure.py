@@ -9,14 +9,9 @@ from typing import Any
 
 from . import acceptance, exact, guard, llamacpp, reuse, routes
 from .acceptance import LogSource, MetricsSnapshot
+from .attempt import ReadTiming, Reply, Request, Timing, validate
 from .client import Client, TimeoutPolicy
-from .errors import (
-    AcceptanceUnavailable,
-    ConfigError,
-    IgnoreEosNotHonoured,
-    MalformedResponse,
-    UnstableMeasurement,
-)
+from .errors import AcceptanceUnavailable, ConfigError, UnstableMeasurement
 from .probe import ServerInfo
 from .routes import Completion
 from .stats import UNSTABLE_REL_MAD, Summary, summarize
@@ -167,6 +162,7 @@ class Measurer:
         self.prompt_plan = reuse.PromptPlan()
         self.last_prompt: reuse.PromptUsed | None = None
         self.deterministic: dict[str, bool | None] = {}  # case id -> exact.deterministic
+        self.metrics_text = ""  # the last /metrics scrape (paths read histogram sums off it)
 
     def reproduce_prompts(self, seed: str) -> reuse.PromptPlan:
         """Derive every measured prompt from ``seed`` where the server can bypass its prefix
@@ -213,79 +209,116 @@ class Measurer:
     def _decode_method(self) -> str:
         return "server-timings" if self.server.server_timings else "two-point"
 
-    def sample(self, case: Case, repeat: int, *, warmup: bool) -> Sample:
+    def request(self, case: Case, max_tokens: int | None = None) -> Request:
+        """The main job's request of ``case``: the probed route, plain."""
+        return Request(self.server.api, max_tokens or case.output_tokens,
+                       template_tokens=self._chat_overhead(case))
+
+    def sample(self, case: Case, repeat: int, *, warmup: bool, request: Request | None = None,
+               timing: ReadTiming | None = None) -> Sample:
         """One clean sample; contaminated attempts are discarded and retried (bounded)."""
         sample, discarded = guard.retry_clean(
-            case.id, lambda: self._attempt(case, repeat, warmup), self.run.guard_retries)
+            case.id, lambda: self.attempt(case, repeat, warmup, request, timing),
+            self.run.guard_retries)
         if discarded:
             sample.raw["discarded_attempts"] = discarded
         return sample
 
-    def _attempt(self, case: Case, repeat: int, warmup: bool) -> Sample:
+    def attempt(self, case: Case, repeat: int, warmup: bool, request: Request | None = None,
+                timing: ReadTiming | None = None) -> Sample:
+        """The one measured request every path takes (see attempt.py): build, guard, send,
+        validate, check the output, sample. ``request`` and ``timing`` are what a path
+        varies; without them, the main job's request and step/time reading."""
+        request = request or self.request(case)
         before = self.traffic.before()
-        comp, wall_s, retries, started = self._generate(case, case.output_tokens, repeat)
+        before_text = self.metrics_text
+        comp, wall_s, retries, started, chunks = self._send(case, request, repeat)
         used = self.last_prompt
-        after: MetricsSnapshot | None
-        if before is not None and before.requests is None and before.progress is not None:
-            after = self.traffic.after_counted(before, comp.completion_tokens)  # llama.cpp
-        else:
-            after = self.traffic.after(before, sent=1 + retries,
-                                       exact=self.server.acceptance_source == "metrics",
-                                       prompt_tokens=comp.prompt_tokens,
-                                       completion_tokens=comp.completion_tokens)
-        self._validate(case, comp)
-        checks = self._checks(case, comp)
-        steps = self._steps(comp, before, after, started)
-        decode_s = self._decode_s(comp, case, steps, wall_s)
+        after = self._after(before, request, comp, retries)
+        validate(case, request, comp, calibrated=self.prompts.tokenizer is None,
+                 url=self.client.base_url)
+        checks = self._checks(case, comp, request)
+        reply = Reply(comp, wall_s, retries, started, before, after, before_text,
+                      self.metrics_text if after is not None else "", chunks)
+        got = (timing or self._timing)(case, reply)
         scale = self.server.time_scale
         return Sample(
             case_id=case.id, repeat=repeat, warmup=warmup, prompt_tokens=comp.prompt_tokens,
             completion_tokens=comp.completion_tokens, wall_s=wall_s / scale,
-            verify_steps=steps, decode_s=None if decode_s is None else decode_s / scale,
-            ttft_s=None if comp.ttft_s is None else comp.ttft_s / scale,
+            verify_steps=got.steps,
+            decode_s=None if got.decode_s is None else got.decode_s / scale,
+            ttft_s=None if got.ttft_s is None else got.ttft_s / scale,
             server_accept_length=comp.accept_length, cached_tokens=comp.cached_tokens,
-            acceptance_source=self.server.acceptance_source, finish_reason=comp.finish,
-            retries=retries, raw={"e2e_s": comp.e2e_s, "wall_s_unscaled": wall_s,
-                                  "histogram_sum": comp.histogram_sum, **checks,
+            acceptance_source=got.acceptance_source, finish_reason=comp.finish,
+            retries=retries, raw={"wall_s_unscaled": wall_s, **got.raw, **checks,
                                   **(used.raw(comp.text, comp.ids) if used else {})})
 
-    def _checks(self, case: Case, comp: Completion) -> dict[str, Any]:
+    def _after(self, before: MetricsSnapshot | None, request: Request, comp: Completion,
+               retries: int) -> MetricsSnapshot | None:
+        """The traffic guard's check that only our request ran (raises Disturbed)."""
+        if before is not None and before.requests is None and before.progress is not None:
+            return self.traffic.after_counted(before, comp.completion_tokens)  # llama.cpp
+        return self.traffic.after(
+            before, sent=1 + retries,
+            exact=request.bracket_measures(self.server.acceptance_source, comp),
+            prompt_tokens=comp.prompt_tokens, completion_tokens=comp.completion_tokens)
+
+    def _timing(self, case: Case, reply: Reply) -> Timing:
+        """The main job's reading: steps from the acceptance source, decode time from the
+        server's timings or two points."""
+        comp = reply.comp
+        steps = self._steps(comp, reply.before, reply.after, reply.started)
+        decode_s = self._decode_s(comp, case, steps, reply.wall_s)
+        return Timing(steps, decode_s, comp.ttft_s, self.server.acceptance_source,
+                      {"e2e_s": comp.e2e_s, "histogram_sum": comp.histogram_sum})
+
+    def _checks(self, case: Case, comp: Completion, request: Request) -> dict[str, Any]:
         """Prefix-cache and degenerate-output guards (see guard.py); flags for Sample.raw."""
         if self._shared_prefix is None:
             self._shared_prefix = guard.shared_prefix(self.prompts.tokenizer)
+        # The chat template and tool declaration precede the nonce: cacheable by design.
         flags = guard.check_prefix_cache(case.id, comp.cached_tokens, comp.prompt_tokens,
-                                         self._shared_prefix)
+                                         self._shared_prefix + request.template_tokens)
         if case.text_class not in self._class_norms:
             self._class_norms[case.text_class] = guard.class_norm(
                 self.prompts.classes[case.text_class])
         units = guard.output_units(comp.text, comp.ids)
         return {**flags, **guard.check_output(case.id, units, self._class_norms[case.text_class])}
 
-    def _generate(self, case: Case, max_tokens: int, repeat: int | None = None
-                  ) -> tuple[Completion, float, int, datetime]:
-        api = self.server.api
-        # On the chat route the server adds its template: build the content that much
-        # shorter, so the server decodes at exactly the case's context.
-        body_case = replace(case, context=case.context - self._chat_overhead(case))
+    def _send(self, case: Case, request: Request, repeat: int | None
+              ) -> tuple[Completion, float, int, datetime, tuple[routes.Chunk, ...] | None]:
+        """Build a fresh body per attempt (a flush or a new nonce each) and send it."""
+        api = request.api
+        # The server adds its template: build the content that much shorter, so the server
+        # decodes at exactly the case's context.
+        body_case = replace(case, context=case.context - request.template_tokens)
 
-        def fresh_body() -> dict[str, Any]:  # a flush or a new nonce for every attempt
-            nonce, kept = self.prompt_plan.nonce(self.client, case.id, repeat)
+        def fresh_body() -> dict[str, Any]:
+            nonce, kept = self.prompt_plan.nonce(
+                self.client, case.id, repeat if request.reproducible else None)
             prompt = self.prompts.build(body_case, nonce,
                                         want_ids=api in ("sglang", "llamacpp"))
             self.last_prompt = reuse.PromptUsed(repeat, kept, reuse.prompt_digest(prompt))
-            body = routes.request_body(api, prompt, max_tokens, self.server.model,
-                                       nonce.strip(": "))[1]
+            body = routes.request_body(api, prompt, request.max_tokens, self.server.model,
+                                       nonce.strip(": "), request.options)[1]
             if self.server.flavour == "llamacpp" and api != "llamacpp":
                 body = llamacpp.openai_extras(body)
             return body
 
         started = datetime.now()
-        kind = f"{case.id}/{max_tokens}"
+        kind = f"{case.id}/{request.label or request.max_tokens}"
         timeout_s, basis = self.timeouts.seconds(kind)
+        if request.options.stream:
+            streamed = self.client.stream_json(routes.PATHS[api], fresh_body,
+                                               timeout_s=timeout_s, timeout_basis=basis)
+            self.timeouts.observe(kind, streamed.elapsed_s)
+            parsed = routes.parse_stream(api, streamed.events)
+            return parsed.completion, streamed.elapsed_s, streamed.retries, started, \
+                parsed.chunks
         reply = self.client.post_json(routes.PATHS[api], fresh_body, timeout_s=timeout_s,
                                       timeout_basis=basis)
         self.timeouts.observe(kind, reply.elapsed_s)
-        return routes.parse(self.server.api, reply.data), reply.elapsed_s, reply.retries, started
+        return routes.parse(api, reply.data), reply.elapsed_s, reply.retries, started, None
 
     def template_tokens(self, case: Case, options: routes.RouteOptions | None = None) -> int:
         """Tokens the chat route adds around the content (its template, a tool declaration),
@@ -318,34 +351,6 @@ class Measurer:
                 f"the {case.context}-token context: measure short contexts with --api sglang "
                 "or openai, or raise --contexts.")
         return overhead
-
-    def _validate(self, case: Case, comp: Completion) -> None:
-        if comp.completion_tokens != case.output_tokens or comp.finish != "length":
-            raise IgnoreEosNotHonoured(
-                f"{case.id}: asked for exactly {case.output_tokens} tokens with ignore_eos, "
-                f"got {comp.completion_tokens} (finish reason {comp.finish!r}): ignore_eos not "
-                "honoured, so tok/s would be measured on a different length. Check that the "
-                "server accepts ignore_eos on this route.", url=self.client.base_url)
-        if self.prompts.tokenizer is None:
-            # Calibrated prompts (no /tokenize): a token either way is the nonce's doing.
-            if abs(comp.prompt_tokens - case.context) > max(2, case.context // 200):
-                raise MalformedResponse(
-                    f"{case.id}: the prompt was calibrated to {case.context} tokens but the "
-                    f"server counted {comp.prompt_tokens}: its token counts are not stable; "
-                    "enable the server's /tokenize route for exact prompts.")
-        elif comp.prompt_tokens != case.context:
-            raise MalformedResponse(
-                f"{case.id}: the prompt was built to {case.context} tokens but the server "
-                f"counted {comp.prompt_tokens}: its tokenizer and /tokenize disagree.")
-        if comp.output_ids is not None and comp.output_ids != comp.completion_tokens:
-            raise MalformedResponse(
-                f"{case.id}: completion_tokens is {comp.completion_tokens} but output_ids has "
-                f"{comp.output_ids} entries.")
-        if comp.histogram_sum is not None and comp.verify_steps is not None \
-                and comp.histogram_sum != comp.verify_steps:
-            raise MalformedResponse(
-                f"{case.id}: the accept histogram sums to {comp.histogram_sum} steps but "
-                f"spec_verify_ct is {comp.verify_steps}: the server's spec fields disagree.")
 
     def _steps(self, comp: Completion, before: MetricsSnapshot | None,
                after: MetricsSnapshot | None, started: datetime) -> int | None:
@@ -382,7 +387,7 @@ class Measurer:
         # With counters as the source the short request needs its own bracket (vLLM without
         # per-request metrics has only these), or step time could not be measured at all.
         before = self._snapshot() if self.server.acceptance_source == "metrics" else None
-        comp, short_s, _, started = self._generate(case, short)
+        comp, short_s, _, started, _ = self._send(case, self.request(case, short), None)
         after = self._snapshot() if before is not None else None
         short_steps = self._steps(comp, before, after, started) if \
             self.server.acceptance_source != "metrics" or after is not None else None
@@ -395,7 +400,8 @@ class Measurer:
     def _snapshot(self) -> MetricsSnapshot | None:
         if not self.server.metrics:
             return None
-        return acceptance.parse_metrics(self.client.get_text("/metrics", timeout_s=30))
+        self.metrics_text = self.client.get_text("/metrics", timeout_s=30)
+        return acceptance.parse_metrics(self.metrics_text)
 
 
 def step_repeats(measurement: Measurement) -> list[float]:

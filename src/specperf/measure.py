@@ -217,8 +217,9 @@ class Measurer:
     def sample(self, case: Case, repeat: int, *, warmup: bool, request: Request | None = None,
                timing: ReadTiming | None = None) -> Sample:
         """One clean sample; contaminated attempts are discarded and retried (bounded)."""
+        asked = request or self.request(case)
         sample, discarded = guard.retry_clean(
-            case.id, lambda: self.attempt(case, repeat, warmup, request, timing),
+            asked.where(case), lambda: self.attempt(case, repeat, warmup, asked, timing),
             self.run.guard_retries)
         if discarded:
             sample.raw["discarded_attempts"] = discarded
@@ -277,13 +278,17 @@ class Measurer:
         if self._shared_prefix is None:
             self._shared_prefix = guard.shared_prefix(self.prompts.tokenizer)
         # The chat template and tool declaration precede the nonce: cacheable by design.
-        flags = guard.check_prefix_cache(case.id, comp.cached_tokens, comp.prompt_tokens,
+        where = request.where(case)  # a path's errors name the path and its route
+        flags = guard.check_prefix_cache(where, comp.cached_tokens, comp.prompt_tokens,
                                          self._shared_prefix + request.template_tokens)
         if case.text_class not in self._class_norms:
             self._class_norms[case.text_class] = guard.class_norm(
                 self.prompts.classes[case.text_class])
-        units = guard.output_units(comp.text, comp.ids)
-        return {**flags, **guard.check_output(case.id, units, self._class_norms[case.text_class])}
+        # The thinking a reasoning parser split out is output too: a loop there is as
+        # easy to draft as one in the answer.
+        text = " ".join(t for t in (comp.reasoning, comp.text) if t)
+        units = guard.output_units(text, comp.ids)
+        return {**flags, **guard.check_output(where, units, self._class_norms[case.text_class])}
 
     def _send(self, case: Case, request: Request, repeat: int | None
               ) -> tuple[Completion, float, int, datetime, tuple[routes.Chunk, ...] | None]:

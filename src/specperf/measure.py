@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -12,6 +12,7 @@ from .acceptance import LogSource, MetricsSnapshot
 from .attempt import ReadTiming, Reply, Request, Timing, validate
 from .client import Client, TimeoutPolicy
 from .errors import AcceptanceUnavailable, ConfigError, UnstableMeasurement
+from .model import ContextFit, fit_repeats
 from .probe import ServerInfo
 from .routes import Completion
 from .stats import UNSTABLE_REL_MAD, Summary, summarize
@@ -106,8 +107,7 @@ class Measurement:
 
     @property
     def mean_context(self) -> float:
-        """Average context over a request's decode: prompt plus half the output."""
-        return self.case.context + self.case.output_tokens / 2
+        return mean_context(self.case.context, self.case.output_tokens)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -407,6 +407,18 @@ class Measurer:
             return None
         self.metrics_text = self.client.get_text("/metrics", timeout_s=30)
         return acceptance.parse_metrics(self.metrics_text)
+
+
+def mean_context(context: float, output_tokens: float) -> float:
+    """Context averaged over a request's decode: prompt plus half the output (DESIGN.md);
+    the x of every context fit."""
+    return float(context) + float(output_tokens) / 2
+
+
+def context_fit(measurements: Iterable[Measurement]) -> ContextFit | None:
+    """step_ms = a + b·context over ``measurements`` (one text class), each point weighed by
+    its repeats; None with fewer than two contexts."""
+    return fit_repeats([(m.mean_context, step_repeats(m)) for m in measurements])
 
 
 def step_repeats(measurement: Measurement) -> list[float]:

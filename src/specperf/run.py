@@ -5,7 +5,6 @@ Pytest-free, so the plugin and the CLI share it. The plugin keeps one in ``confi
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -18,20 +17,17 @@ from .config import Settings
 from .errors import BaselineError, SpecperfError
 from .fingerprint import deployment_slug, fingerprint_differences
 from .hints import create_hint, update_command
-from .measure import Measurement, Sample, sample_values, step_repeats
-from .model import ContextFit, fit_repeats
+from .measure import Measurement, Sample, context_fit
+from .model import ContextFit
 from .reuse import PromptPlan
 from .session import PerfSession, git_revision
 from .verdict import (
     DEFAULT_TOLERANCES,
     RepeatDecision,
     Verdict,
-    base_rest,
     decide_repeats,
     judge_case,
     judge_fit,
-    observe,
-    reconcile,
     resolve_tolerances,
 )
 from .workload import Case, TextClass, plan, select_classes
@@ -70,7 +66,6 @@ class RunState:
         self._baseline_reason = ""
         self._baseline_loaded = False
         self.verdicts: list[Verdict] = []
-        self.reconciled: list[Verdict] = []
         self.fingerprint_notes: list[str] = []
         self._case_errors: dict[str, SpecperfError] = {}
         self.comparison: Comparison | None = None
@@ -313,38 +308,11 @@ class RunState:
         else:
             verdict = self._with_exact(measured, base, verdict)
         self.verdicts.append(verdict)
-        found = [verdict]
-        extra = self._reconcile(measured, tolerances)
-        if extra is not None:
-            self.reconciled.append(extra)
-        return found
-
-    def _reconcile(self, measured: Measurement, tolerances: Mapping[str, float]
-                   ) -> Verdict | None:
-        base = self.baseline()
-        fit = base.fits.get(measured.case.text_class) if base else None
-        sums = measured.summaries()
-        if fit is None or "tok_s" not in sums or "avg_commit" not in sums:
-            return None
-        ttfts = [s.ttft_s for s in measured.measured if s.ttft_s is not None]
-        prefill_ms = 1000.0 * statistics.median(ttfts) if ttfts else 0.0
-        observed = observe(sample_values(measured.measured))
-        if observed is None:
-            return None
-        entry = self.baseline_case(measured.case)
-        rest = base_rest(entry if isinstance(entry, CaseBaseline) else None,
-                         measured.case.output_tokens, prefill_ms)
-        return reconcile(measured.case.id, observed, fit, measured.mean_context,
-                         measured.case.output_tokens, tolerances["tok_s"], prefill_ms, rest)
+        return [verdict]
 
     def class_fit(self, text_class: str) -> ContextFit | None:
-        points = []
-        for case in self.cases:
-            if case.text_class != text_class:
-                continue
-            measured = self.measure(case, self.tolerances_for(case, {}))
-            points.append((measured.mean_context, step_repeats(measured)))
-        return fit_repeats(points)
+        return context_fit(self.measure(case, self.tolerances_for(case, {}))
+                           for case in self.cases if case.text_class == text_class)
 
     def _class_contexts(self, text_class: str) -> list[int]:
         return sorted({c.context for c in self.cases if c.text_class == text_class})
@@ -395,14 +363,10 @@ class RunState:
 
     # -- end of run -------------------------------------------------------------------------
     def fits(self) -> dict[str, ContextFit]:
-        out = {}
-        for name in self.settings.text_classes:
-            points = [(m.mean_context, step_repeats(m)) for m in self.measurements.values()
-                      if m.case.text_class == name]
-            fit = fit_repeats(points)
-            if fit is not None:
-                out[name] = fit
-        return out
+        found = {name: context_fit(m for m in self.measurements.values()
+                                   if m.case.text_class == name)
+                 for name in self.settings.text_classes}
+        return {name: fit for name, fit in found.items() if fit is not None}
 
     def update_baseline(self, clean: bool) -> list[str]:
         """Write v<N+1> from this run when every case was measured cleanly; say what changed."""

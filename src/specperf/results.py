@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import measure
+from . import sample
 from .baseline import Baseline
 from .errors import ConfigError
 from .fingerprint import fingerprint_differences
@@ -112,8 +112,8 @@ def baseline_metrics(doc: Mapping[str, Any], case: Mapping[str, Any]) -> dict[st
 
 
 def mean_context(case: Mapping[str, Any]) -> float:
-    """A recorded case's context averaged over its decode (:func:`measure.mean_context`)."""
-    return measure.mean_context(case["context"], case["output_tokens"])
+    """A recorded case's context averaged over its decode (:func:`specperf.sample.mean_context`)."""
+    return sample.mean_context(case["context"], case["output_tokens"])
 
 
 def median(measurement: Mapping[str, Any], metric: str) -> float | None:

@@ -14,7 +14,7 @@ import pytest
 from specperf import guard, routes
 from specperf.client import Client
 from specperf.config import resolve
-from specperf.errors import ContaminatedMeasurement, DegenerateOutput
+from specperf.errors import ContaminatedMeasurement, DegenerateOutput, EndpointError
 from specperf.paths import Path, PathSampler, chat_path, deployed_parsers, native_path
 from specperf.session import PerfSession
 from specperf.workload import Case, Prompt
@@ -108,3 +108,39 @@ def test_a_foreign_request_in_the_middle_of_a_chat_stream_is_an_error(sim, sampl
         f"reasoning-ctx512 (chat stream, /v1/chat/completions): {seen}; every one of 4 "
         f"attempts was disturbed by other traffic on the server ({'; '.join([seen] * 4)}). "
         "Measure on an idle server: stop other clients or take the endpoint out of rotation.")
+
+
+def _ours(url: str) -> list[dict[str, Any]]:
+    """Our finished requests of the full length, from the simulator's ground truth."""
+    truth = httpx.get(f"{url}/_sim/truth").json()["requests"]
+    return [r for r in truth if not r["background"] and r["completion_tokens"] == 64
+            and r["finish_reason"] and r["finish_reason"]["type"] == "length"]
+
+
+RETRIED = ("a retried attempt of this request also ran, so the /metrics bracket covers more "
+           "than one request")
+
+
+def test_a_path_whose_steps_come_from_metrics_keeps_no_retried_attempt(sim, sampler):
+    """Without spec fields a path's steps are the /metrics bracket's: the exact check. A
+    response dropped after the server finished it is retried by the client, so two of our
+    requests finished inside the bracket: the attempt is discarded, and every kept sample's
+    steps are exactly its own request's (ground truth)."""
+    path = native_path("sglang")
+    sampler.measurer.client.backoff_s = 0.0
+    _faults(sim.url, drop_rate=0.5, omit_spec_fields=True)
+    seen: list[str] = []
+    for repeat in range(6):
+        before = len(_ours(sim.url))
+        try:
+            sample = sampler.measurer.sample(CASE, repeat, warmup=False,
+                                             request=sampler.request(CASE, path),
+                                             timing=lambda c, r: sampler._timing(c, path, r))
+        except EndpointError:
+            continue  # every client retry dropped: no sample, no number
+        seen += sample.raw.get("discarded_attempts", [])
+        ours = _ours(sim.url)
+        assert sample.acceptance_source == "metrics" and len(ours) > before
+        assert sample.verify_steps == len(ours[-1]["commits"])
+    assert seen, "the fault dropped no response: nothing was checked"
+    assert set(seen) == {RETRIED}

@@ -23,10 +23,11 @@ from typing import Any
 
 from specperf import page, results
 from specperf.baseline import Baseline
+from specperf.limits import DEFAULT_TOLERANCES
 from specperf.measure import Measurement, Sample
 from specperf.model import fit_context
 from specperf.run import RunState
-from specperf.verdict import DEFAULT_TOLERANCES, judge_case
+from specperf.verdict import judge_case
 from specperf.workload import Case
 
 TARGET_S = 5.0

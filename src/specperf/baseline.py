@@ -26,17 +26,10 @@ import filelock
 from . import exact
 from .errors import BaselineError, ConfigError
 from .fingerprint import fingerprint_differences
+from .limits import ARROW, DEFAULT_TOLERANCES, DIRECTION, format_move, format_percent, format_value
 from .measure import METRICS, Measurement
 from .model import ContextFit
 from .stats import Summary
-from .verdict import (
-    ARROW,
-    DEFAULT_TOLERANCES,
-    DIRECTION,
-    format_move,
-    format_percent,
-    format_value,
-)
 
 SCHEMA_VERSION = 1
 CREATE_COMMAND = "pytest perf_tests -m context_scaling --update-baselines"

@@ -20,9 +20,10 @@ from .errors import UnstableMeasurement
 from .fingerprint import fingerprint_differences
 from .measure import Measurement, Measurer, Sample, sample_values, step_repeats
 from .model import ContextFit, fit_repeats
+from .repeats import RepeatDecision, decide_repeats
 from .session import PerfSession
 from .stats import UNSTABLE_REL_MAD, summarize
-from .verdict import RepeatDecision, Verdict, decide_repeats
+from .verdict import Verdict
 from .workload import Case
 
 PREFIX = "candidate vs production: "

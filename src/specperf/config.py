@@ -297,7 +297,7 @@ def _pick(opt: Option, cli: Mapping[str, Any], environ: Mapping[str, str],
 def parse_tolerances(lines: Sequence[str], source: str) -> dict[str, float]:
     """Tolerance overrides 'metric = fraction', one per line or comma separated; a bad name or
     value is a ConfigError naming ``source`` (e.g. the ini key) once, at startup."""
-    from .verdict import DEFAULT_TOLERANCES  # here: verdict is heavy, config is imported first
+    from .limits import DEFAULT_TOLERANCES
 
     out: dict[str, float] = {}
     for item in (part.strip() for line in lines for part in line.split(",")):

@@ -18,9 +18,9 @@ from .errors import (
     UnstableMeasurement,
 )
 from .probe import ServerInfo
+from .repeats import RepeatDecision, decide_repeats
 from .routes import Completion
 from .stats import UNSTABLE_REL_MAD, Summary, summarize
-from .verdict import RepeatDecision, decide_repeats
 from .workload import Case, Prompts
 
 # The metrics every measurement summarises; names as in DESIGN.md.

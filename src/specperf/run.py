@@ -18,22 +18,13 @@ from .config import Settings
 from .errors import BaselineError, SpecperfError
 from .fingerprint import deployment_slug, fingerprint_differences
 from .hints import create_hint, update_command
+from .limits import DEFAULT_TOLERANCES, resolve_tolerances
 from .measure import Measurement, Sample, sample_values, step_repeats
 from .model import ContextFit, fit_repeats
+from .repeats import RepeatDecision, decide_repeats
 from .reuse import PromptPlan
 from .session import PerfSession, git_revision
-from .verdict import (
-    DEFAULT_TOLERANCES,
-    RepeatDecision,
-    Verdict,
-    base_rest,
-    decide_repeats,
-    judge_case,
-    judge_fit,
-    observe,
-    reconcile,
-    resolve_tolerances,
-)
+from .verdict import Verdict, base_rest, judge_case, judge_fit, observe, reconcile
 from .workload import Case, TextClass, plan, select_classes
 
 

@@ -15,7 +15,7 @@ import pytest
 from .baseline import Baseline, CaseBaseline
 from .config import Settings
 from .errors import BaselineError
-from .gate import NOT_APPLICABLE
+from .limits import NOT_APPLICABLE
 from .measure import Measurement
 from .paths import PathRun, PathSampler, deployed_parsers, parser_pair, stream_pair
 from .pathverdict import (

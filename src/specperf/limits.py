@@ -22,6 +22,10 @@ LABELS: dict[str, str] = {
     "step_ms": "step time",
 }
 
+# Skip reasons that start with this are about the deployment, not a failed measurement:
+# the gate counts such a case as fine (no parser deployed → no parser case to judge).
+NOT_APPLICABLE = "not applicable:"
+
 MINUS = "\u2212"
 ARROW = "\u2192"
 

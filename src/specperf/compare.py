@@ -23,7 +23,7 @@ from .model import ContextFit, fit_repeats
 from .repeats import RepeatDecision, decide_repeats
 from .session import PerfSession
 from .stats import UNSTABLE_REL_MAD, summarize
-from .verdict import Verdict
+from .verdict import NotJudged, Verdict
 from .workload import Case
 
 PREFIX = "candidate vs production: "
@@ -93,10 +93,10 @@ class Comparison:
         return fingerprint_differences(self.production.server.fingerprint,
                                        candidate.server.fingerprint)
 
-    def baseline_case(self, case: Case) -> CaseBaseline | str:
+    def baseline_case(self, case: Case) -> CaseBaseline | NotJudged:
         found = self.references.get(case.id)
         if found is None:
-            return f"{case.id}: production was not measured (the case errored)."
+            return NotJudged(f"{case.id}: production was not measured (the case errored).")
         return as_baseline(found)
 
     def fit(self, text_class: str) -> ContextFit | None:

@@ -66,6 +66,14 @@ class Verdict:
         return self.message if self.status == "fail" else None
 
 
+@dataclass(frozen=True)
+class NotJudged:
+    """Why a case, slope or sweep has no verdict (no baseline entry, an undetermined slope):
+    its test skips with ``reason``, never passes or fails."""
+
+    reason: str
+
+
 def _change(base: float, new: float) -> float:
     return new / base - 1.0 if base else 0.0
 

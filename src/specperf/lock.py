@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
+from typing import Literal, get_args
 from urllib.parse import urlsplit
 
 import filelock
@@ -31,6 +32,10 @@ import filelock
 from specperf.errors import ConfigError, GpuLockTimeout, SpecperfError
 
 LOCK_DIR_ENV = "SPECPERF_LOCK_DIR"
+# How a session locks its endpoint: "session" holds the GPU lock for the whole session;
+# "case" (xdist workers whose controller holds it) takes <lock>.case around each case.
+LockMode = Literal["session", "case"]
+LOCK_MODES: tuple[str, ...] = get_args(LockMode)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9.-]")
 _WHERE_ELSE = (

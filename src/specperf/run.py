@@ -19,6 +19,7 @@ from .errors import BaselineError, SpecperfError
 from .fingerprint import deployment_slug, fingerprint_differences
 from .hints import create_hint, update_command
 from .limits import DEFAULT_TOLERANCES, resolve_tolerances
+from .lock import LockMode
 from .measure import Measurement, Sample, sample_values, step_repeats
 from .model import ContextFit, fit_repeats
 from .repeats import RepeatDecision, decide_repeats
@@ -48,7 +49,7 @@ class RunState:
                  ini_tolerances: Mapping[str, float], *,
                  progress: Callable[[str], None] = lambda _: None,
                  on_sample: Callable[[Sample, int], None] | None = None,
-                 lock_mode: str = "session") -> None:
+                 lock_mode: LockMode = "session") -> None:
         self.settings = settings
         self.lock_mode = lock_mode
         self.classes = classes

@@ -24,6 +24,7 @@ from specperf.config import resolve
 from specperf.errors import SpecperfError
 from specperf.run import RunState
 from specperf.session import SimProcess
+from specperf.verdict import NotJudged
 from specperf.workload import Case, load_text_classes
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -45,7 +46,7 @@ def one_run(candidate: str, production: str, output_tokens: int) -> dict[str, An
                 verdicts.append({"case": case.id, "status": "error", "message": str(exc)})
                 continue
             base = state.baseline_case(case)
-            assert not isinstance(base, str)
+            assert not isinstance(base, NotJudged)
             verdict = state.judge(measured, base, {})[0]
             repeats.append(len(measured.measured))
             verdicts.append({"case": case.id, "status": verdict.status,

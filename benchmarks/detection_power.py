@@ -52,9 +52,11 @@ import numpy as np
 
 from specperf.baseline import CaseBaseline
 from specperf.config import resolve
+from specperf.limits import DEFAULT_TOLERANCES
+from specperf.repeats import decide_repeats
 from specperf.session import PerfSession
 from specperf.stats import summarize
-from specperf.verdict import DEFAULT_TOLERANCES, decide_repeats, judge_case
+from specperf.verdict import judge_case
 from specperf.workload import Case
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -274,7 +276,7 @@ def calibrate(time_scale: float, requests: int) -> Calibration:
 
 
 def _fixed(values: Mapping[str, Sequence[float]], count: int) -> Any:
-    from specperf.verdict import RepeatDecision
+    from specperf.repeats import RepeatDecision
     n = min(len(v) for v in values.values())
     return RepeatDecision("stop" if n >= count else "more", "fixed")
 

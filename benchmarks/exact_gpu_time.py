@@ -34,6 +34,7 @@ from specperf.errors import SpecperfError
 from specperf.reuse import PromptPlan
 from specperf.run import RunState
 from specperf.session import SimProcess
+from specperf.verdict import NotJudged
 from specperf.workload import load_text_classes
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -75,7 +76,7 @@ def sweep(url: str, base_dir: Path, repeats: int, *, update: bool = False,
                 statuses[case.id] = f"error: {exc}"
                 continue
             entry = state.baseline_case(case)
-            if isinstance(entry, str):
+            if isinstance(entry, NotJudged):
                 continue
             verdict = state.judge(measured, entry, {})[0]
             statuses[case.id] = verdict.status

@@ -33,8 +33,10 @@ import httpx
 
 from specperf.baseline import CaseBaseline
 from specperf.config import resolve
+from specperf.limits import DEFAULT_TOLERANCES
+from specperf.repeats import RepeatDecision, decide_repeats
 from specperf.session import PerfSession
-from specperf.verdict import DEFAULT_TOLERANCES, RepeatDecision, decide_repeats, judge_case
+from specperf.verdict import judge_case
 from specperf.workload import Case
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -23,10 +23,11 @@ from typing import Any
 
 from specperf import page, results
 from specperf.baseline import Baseline
+from specperf.limits import DEFAULT_TOLERANCES
 from specperf.measure import Measurement, Sample
 from specperf.model import fit_context
 from specperf.run import RunState
-from specperf.verdict import DEFAULT_TOLERANCES, judge_case
+from specperf.verdict import judge_case
 from specperf.workload import Case
 
 TARGET_S = 5.0
@@ -72,7 +73,7 @@ def synthetic(n_cases: int, seed: int = 0) -> dict[str, Any]:
     server = {"url": "http://127.0.0.1:1", "label": "SIMULATED", "simulated": True,
               "fingerprint": {"model": "m"}, "time_scale": 1.0, "notes": []}
     return results.build(run, server=server, measurements={m.case.id: m.to_dict() for m in new},
-                         verdicts=verdicts, reconciled=[], outcomes={}, errors={}, baseline=base)
+                         verdicts=verdicts, outcomes={}, errors={}, baseline=base)
 
 
 def _time_once(path: Path) -> tuple[float, float, int]:

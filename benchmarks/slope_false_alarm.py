@@ -31,6 +31,7 @@ from specperf.config import resolve
 from specperf.errors import SpecperfError
 from specperf.run import RunState
 from specperf.session import SimProcess
+from specperf.verdict import NotJudged
 from specperf.workload import load_text_classes
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -67,7 +68,7 @@ def one_run(url: str, contexts: str, baseline_dir: Path) -> dict[str, Any]:
                 cases.append({"case": case.id, "status": "error", "message": str(exc)})
                 continue
             base = state.baseline_case(case)
-            assert not isinstance(base, str), base
+            assert not isinstance(base, NotJudged), base
             verdict = state.judge(measured, base, {})[0]
             cases.append({"case": case.id, "status": verdict.status})
         for text_class in state.settings.text_classes:
@@ -76,8 +77,9 @@ def one_run(url: str, contexts: str, baseline_dir: Path) -> dict[str, Any]:
             except SpecperfError as exc:
                 fits.append({"class": text_class, "status": "error", "message": str(exc)})
                 continue
-            if isinstance(found, str):
-                fits.append({"class": text_class, "status": "undetermined", "message": found})
+            if isinstance(found, NotJudged):
+                fits.append({"class": text_class, "status": "undetermined",
+                             "message": found.reason})
             else:
                 fits.append({"class": text_class, "status": found.status,
                              "message": found.message})

@@ -42,9 +42,11 @@ import numpy as np
 
 from specperf.baseline import CaseBaseline
 from specperf.compare import pair_decider
+from specperf.limits import DEFAULT_TOLERANCES
+from specperf.repeats import decide_repeats
 from specperf.stats import summarize
 from specperf.sweep import CaseData, judge_sweep
-from specperf.verdict import DEFAULT_TOLERANCES, decide_repeats, judge_case
+from specperf.verdict import judge_case
 from specperf.workload import Case
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -29,6 +29,7 @@ from specperf.baseline import CaseBaseline
 from specperf.config import resolve
 from specperf.run import RunState
 from specperf.session import SimProcess
+from specperf.verdict import NotJudged
 from specperf.workload import Case, load_text_classes
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -57,7 +58,7 @@ def judged(state: RunState, cases: Sequence[tuple[str, int]]) -> dict[str, Any]:
         if state.comparison is not None:
             gpu += sum(s.wall_s for s in state.comparison.references[case.id].samples)
     result = sweeprun.judge(state, chosen, "sweep")
-    assert not isinstance(result, str), result
+    assert not isinstance(result, NotJudged), result
     return {"today": fails > 0, "sweep_only": result.regressed,
             "sweep": fails > 0 or result.regressed, "gpu_today": gpu,
             "gpu_sweep": gpu + result.extra_s, "extra": result.extra,

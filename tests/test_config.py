@@ -9,6 +9,7 @@ import pytest
 
 from specperf.config import OPTIONS, resolve
 from specperf.errors import ConfigError
+from specperf.session import PerfSession
 
 
 def test_defaults_are_the_incident_experiment():
@@ -50,14 +51,19 @@ def test_bad_values_name_their_source(cli, env, ini, message):
     assert message in str(err.value)
 
 
-def test_api_key_only_from_the_named_variable(monkeypatch):
-    monkeypatch.setenv("MY_KEY", "sk-secret")
-    s = resolve({"api_key_env": "MY_KEY"}, {}, {})
-    assert s.api_key() == "sk-secret"
+def test_api_key_only_from_the_named_variable():
+    # resolve is pure: the environment it sees is the mapping it is given, never os.environ.
+    env = {"MY_KEY": "sk-secret"}
+    s = resolve({"api_key_env": "MY_KEY"}, env, {})
+    assert s.api_key(env) == "sk-secret"
     assert "sk-secret" not in repr(s.public_dict())
-    monkeypatch.delenv("MY_KEY")
     with pytest.raises(ConfigError, match="names MY_KEY, which is not set"):
         resolve({"api_key_env": "MY_KEY"}, {}, {})
+
+
+def test_an_unknown_lock_mode_is_refused_never_read_as_no_lock():
+    with pytest.raises(ValueError, match="lock_mode 'none': expected one of"):
+        PerfSession(resolve({}, {}, {}), lock_mode="none")  # type: ignore[arg-type]
 
 
 def test_paths_are_paths():

@@ -13,10 +13,11 @@ import pytest
 from specperf import cli, page, results, trend
 from specperf.baseline import Baseline
 from specperf.errors import ConfigError
+from specperf.limits import DEFAULT_TOLERANCES
 from specperf.measure import Measurement, Sample
 from specperf.model import fit_context
 from specperf.run import RunState
-from specperf.verdict import DEFAULT_TOLERANCES, judge_case
+from specperf.verdict import judge_case
 from specperf.workload import Case
 
 FINGERPRINT = {"model": "kimi-k2.6", "draft_model": "drafter-a", "speculative_algorithm": "DDTREE"}

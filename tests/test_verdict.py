@@ -6,19 +6,11 @@ import pytest
 
 from specperf.baseline import CaseBaseline
 from specperf.errors import ConfigError
+from specperf.limits import DEFAULT_TOLERANCES, format_percent, format_value, resolve_tolerances
 from specperf.model import ContextFit
+from specperf.repeats import decide_repeats
 from specperf.stats import Summary
-from specperf.verdict import (
-    DEFAULT_TOLERANCES,
-    Observed,
-    decide_repeats,
-    format_percent,
-    format_value,
-    judge_case,
-    judge_fit,
-    reconcile,
-    resolve_tolerances,
-)
+from specperf.verdict import Observed, judge_case, judge_fit, reconcile
 
 TOL = dict(DEFAULT_TOLERANCES)
 

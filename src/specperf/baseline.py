@@ -21,22 +21,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import filelock
-
 from . import exact
 from .errors import BaselineError, ConfigError
 from .fingerprint import fingerprint_differences
+from .limits import ARROW, DEFAULT_TOLERANCES, DIRECTION, format_move, format_percent, format_value
+from .lock import write_lock
 from .measure import METRICS, Measurement
 from .model import ContextFit
 from .stats import Summary
-from .verdict import (
-    ARROW,
-    DEFAULT_TOLERANCES,
-    DIRECTION,
-    format_move,
-    format_percent,
-    format_value,
-)
 
 SCHEMA_VERSION = 1
 CREATE_COMMAND = "pytest perf_tests -m context_scaling --update-baselines"
@@ -389,13 +381,8 @@ class BaselineStore:
         lock_path = directory / ".write.lock"
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            with filelock.FileLock(lock_path, timeout=WRITE_LOCK_TIMEOUT_S):
+            with write_lock(lock_path, WRITE_LOCK_TIMEOUT_S, "a baseline", BaselineError):
                 return self._write_unlocked(baseline)
-        except filelock.Timeout as exc:
-            raise BaselineError(f"another run has held {lock_path} for more than "
-                                f"{WRITE_LOCK_TIMEOUT_S:g} s while writing a baseline: wait for "
-                                f"it to finish, or remove the lock file if that run is "
-                                f"gone.") from exc
         except OSError as exc:
             raise BaselineError(f"cannot write a baseline in {directory} ({exc}): check that "
                                 f"the directory is writable, or choose another with "

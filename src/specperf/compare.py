@@ -20,9 +20,10 @@ from .errors import UnstableMeasurement
 from .fingerprint import fingerprint_differences
 from .measure import Measurement, Measurer, Sample, context_fit, sample_values
 from .model import ContextFit
+from .repeats import RepeatDecision, decide_repeats
 from .session import PerfSession
 from .stats import UNSTABLE_REL_MAD, summarize
-from .verdict import RepeatDecision, Verdict, decide_repeats
+from .verdict import NotJudged, Verdict
 from .workload import Case
 
 PREFIX = "candidate vs production: "
@@ -92,10 +93,10 @@ class Comparison:
         return fingerprint_differences(self.production.server.fingerprint,
                                        candidate.server.fingerprint)
 
-    def baseline_case(self, case: Case) -> CaseBaseline | str:
+    def baseline_case(self, case: Case) -> CaseBaseline | NotJudged:
         found = self.references.get(case.id)
         if found is None:
-            return f"{case.id}: production was not measured (the case errored)."
+            return NotJudged(f"{case.id}: production was not measured (the case errored).")
         return as_baseline(found)
 
     def fit(self, text_class: str) -> ContextFit | None:

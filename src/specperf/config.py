@@ -12,10 +12,14 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from .errors import ConfigError
+
+# The closed choices, typed once: parsed here, so later code never meets an unknown value.
+Api = Literal["auto", "sglang", "openai", "openai-chat", "llamacpp"]
+AcceptanceSource = Literal["auto", "response", "metrics", "log", "none"]
 
 Parser = Callable[[str], Any]
 
@@ -128,7 +132,7 @@ OPTIONS: tuple[Option, ...] = (
            "A/B mode: production's base URL; --endpoint is then the candidate, requests "
            "alternate between the two and the verdict is on their ratio (no baseline file).",
            "an http(s) URL such as http://127.0.0.1:30001"),
-    Option("api", _choice("auto", "sglang", "openai", "openai-chat", "llamacpp"), "auto",
+    Option("api", _choice(*get_args(Api)), "auto",
            "Route to measure: SGLang native /generate, /v1/completions, /v1/chat/completions "
            "or llama.cpp native /completion.",
            "one of auto, sglang, openai, openai-chat, llamacpp"),
@@ -158,7 +162,7 @@ OPTIONS: tuple[Option, ...] = (
            "(a shared CPU box).", "a number in (0, 1]"),
     Option("warmup", _nonneg_int, "1", "Unmeasured warm-up requests per case.",
            "a non-negative integer"),
-    Option("acceptance_source", _choice("auto", "response", "metrics", "log", "none"), "auto",
+    Option("acceptance_source", _choice(*get_args(AcceptanceSource)), "auto",
            "Where verify-step counts come from; auto picks the most trusted that works.",
            "one of auto, response, metrics, log, none"),
     Option("log_command", _text, None,
@@ -208,7 +212,7 @@ class Settings:
 
     endpoint: str | None = None
     compare_endpoint: str | None = None
-    api: str = "auto"
+    api: Api = "auto"
     model: str | None = None
     api_key_env: str | None = None
     contexts: tuple[int, ...] = (13, 1663, 3333, 5553)
@@ -219,7 +223,7 @@ class Settings:
     max_repeats: int = 8
     max_spread: float = 0.10
     warmup: int = 1
-    acceptance_source: str = "auto"
+    acceptance_source: AcceptanceSource = "auto"
     log_command: str | None = None
     request_timeout: float = 600.0
     sim_profile: str = "kimi-k26-ddtree"
@@ -262,7 +266,11 @@ def _jsonable(value: Any) -> Any:
 
 def resolve(cli: Mapping[str, Any], environ: Mapping[str, str],
             ini: Mapping[str, str]) -> Settings:
-    """Resolve every option: CLI > env > ini > default; errors name the source."""
+    """Resolve every option: CLI > env > ini > default; errors name the source.
+
+    Pure in its inputs: the environment is only what ``environ`` holds (the plugin passes
+    ``os.environ``; tests pass a dict).
+    """
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for opt in OPTIONS:
@@ -279,7 +287,7 @@ def resolve(cli: Mapping[str, Any], environ: Mapping[str, str],
             raise ConfigError(
                 f"{source} = {raw!r} is not valid: expected {opt.form}.") from None
     settings = Settings(**values, sources=sources)
-    _check(settings)
+    _check(settings, environ)
     return settings
 
 
@@ -297,7 +305,7 @@ def _pick(opt: Option, cli: Mapping[str, Any], environ: Mapping[str, str],
 def parse_tolerances(lines: Sequence[str], source: str) -> dict[str, float]:
     """Tolerance overrides 'metric = fraction', one per line or comma separated; a bad name or
     value is a ConfigError naming ``source`` (e.g. the ini key) once, at startup."""
-    from .verdict import DEFAULT_TOLERANCES  # here: verdict is heavy, config is imported first
+    from .limits import DEFAULT_TOLERANCES
 
     out: dict[str, float] = {}
     for item in (part.strip() for line in lines for part in line.split(",")):
@@ -327,7 +335,7 @@ def for_baseline(s: Settings) -> Settings:
     return replace(s, repeats=repeats, max_repeats=max(s.max_repeats, repeats))
 
 
-def _check(s: Settings) -> None:
+def _check(s: Settings, environ: Mapping[str, str]) -> None:
     if s.max_repeats < s.repeats:
         raise ConfigError(
             f"{s.sources.get('max_repeats', '--max-repeats')} = {s.max_repeats} is below "
@@ -349,7 +357,7 @@ def _check(s: Settings) -> None:
                           "A/B run compares two live endpoints and writes no baseline.")
     if s.endpoint is None:
         _check_sim_profile(s)
-    if s.api_key_env and s.api_key_env not in os.environ:
+    if s.api_key_env and s.api_key_env not in environ:
         raise ConfigError(
             f"{s.sources.get('api_key_env')} names {s.api_key_env}, which is not set in the "
             f"environment: export {s.api_key_env} with the key, or drop --api-key-env.")

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import reuse, routes
-from .verdict import ARROW
+from .limits import ARROW
 from .workload import Prompt, TextClass
 
 # Body keys that carry the prompt or the request's identity, not how it is decoded.

@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .verdict import ARROW, Verdict
+from .limits import ARROW
+from .verdict import Verdict
 
 if TYPE_CHECKING:  # measure imports this module
     from .measure import Measurement, Sample

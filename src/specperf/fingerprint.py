@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .verdict import ARROW
+from .limits import ARROW
 
 # server_info key → fingerprint key. The fingerprint keys baselines and heads every report.
 _FINGERPRINT = {

@@ -15,7 +15,7 @@ import pytest
 from .baseline import Baseline, CaseBaseline
 from .config import Settings
 from .errors import BaselineError
-from .gate import NOT_APPLICABLE
+from .limits import NOT_APPLICABLE
 from .measure import Measurement
 from .paths import PathRun, PathSampler, deployed_parsers, parser_pair, stream_pair
 from .pathverdict import (
@@ -27,7 +27,7 @@ from .pathverdict import (
 )
 from .run import RunState
 from .session import PerfSession
-from .verdict import Verdict
+from .verdict import NotJudged, Verdict
 from .workload import Case
 
 STATE = pytest.StashKey[RunState]()
@@ -116,10 +116,10 @@ class Checks:
 
     def baseline_case(self, case: Case) -> CaseBaseline:
         found = self.state.baseline_case(case)
-        if isinstance(found, str):
+        if isinstance(found, NotJudged):
             if self.state.settings.require_baseline and not self.state.settings.update_baselines:
-                raise BaselineError(f"--require-baseline: {found}")
-            pytest.skip(found)
+                raise BaselineError(f"--require-baseline: {found.reason}")
+            pytest.skip(found.reason)
         return found
 
     def compare(self, measured: Measurement) -> None:
@@ -135,8 +135,8 @@ class Checks:
     def fit(self, text_class: str) -> None:
         """Compare a class's slope with the baseline's (its cases are measured in setup)."""
         verdict = self.state.judge_fit(text_class, _marker_tolerances(self.request))
-        if isinstance(verdict, str):
-            pytest.skip(verdict)
+        if isinstance(verdict, NotJudged):
+            pytest.skip(verdict.reason)
         self._record([verdict])
         message = verdict.fails()
         if message and not self.state.settings.update_baselines:

@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
+from .limits import NOT_APPLICABLE
+
 SMOKE_MARKER = "smoke"
 # pytest's own exit codes (pytest.ExitCode), spelled out so this module never imports pytest.
 _PYTEST_OK, _PYTEST_FAILED, _PYTEST_INTERRUPTED = 0, 1, 2
@@ -51,9 +53,6 @@ class GateExit(IntEnum):
     INFRASTRUCTURE = 3
 
 
-# Skip reasons that start with this are about the deployment, not a failed measurement:
-# the gate counts such a case as fine (no parser deployed → no parser case to judge).
-NOT_APPLICABLE = "not applicable:"
 
 
 @dataclass(frozen=True)

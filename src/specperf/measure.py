@@ -14,6 +14,7 @@ from .attempt import ReadTiming, Reply, Request, Timing, validate
 from .client import Client, TimeoutPolicy
 from .errors import AcceptanceUnavailable, ConfigError, UnstableMeasurement
 from .probe import ServerInfo
+from .repeats import RepeatDecision, decide_repeats
 from .routes import Completion
 from .sample import (  # re-exported: measure is where the loop's data was always imported from
     METRICS,
@@ -25,7 +26,6 @@ from .sample import (  # re-exported: measure is where the loop's data was alway
     step_repeats,
 )
 from .stats import UNSTABLE_REL_MAD
-from .verdict import RepeatDecision, decide_repeats
 from .workload import Case, Prompts
 
 __all__ = ["METRICS", "Decide", "Measurement", "Measurer", "RunConfig", "Sample",

@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import exact
+from .limits import format_percent
 from .model import ContextFit
 from .plots import bar_plot, context_plot, fit_plot
 from .results import baseline_metrics, mean_context, median
-from .verdict import format_percent
 
 _STATUS_ORDER = {"fail": 0, "error": 1, "improved": 2, "no-baseline": 3, "pass": 4}
 

@@ -44,11 +44,11 @@ from .errors import (
     UnstableMeasurement,
 )
 from .measure import Measurement, Sample
+from .repeats import decide_repeats
 from .routes import Completion, RouteOptions
 from .session import PerfSession
 from .stats import summarize
 from .streaming import stream_stats
-from .verdict import decide_repeats
 from .workload import Case
 
 # The one tool sent on the chat route: the tool-call parser is engaged by a request that

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .limits import ARROW, MINUS, format_limit, format_percent, format_value
 from .paths import Figures, Parsers
-from .verdict import ARROW, MINUS, Verdict, format_limit, format_percent, format_value
+from .verdict import Verdict
 
 PARSER_HINT = "parser regression: check the reasoning and tool-call parsers, not the drafter"
 CHAT_DECODE_HINT = ("decode regression on the chat route, not post-processing: check what the "

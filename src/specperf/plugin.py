@@ -33,7 +33,7 @@ from .fixtures import (  # noqa: F401  (fixtures are registered by being importa
     specperf_settings,
     stream_paths,
 )
-from .lock import GpuLock, lock_path_for
+from .lock import GpuLock, LockMode, lock_path_for
 from .measure import Sample
 from .preflight import Judged
 from .run import RunState
@@ -81,7 +81,8 @@ def pytest_configure(config: pytest.Config) -> None:
     ini = {o.name: str(config.getini(o.ini) or "") for o in OPTIONS}
     workerinput = getattr(config, "workerinput", None)
     # An xdist worker whose controller holds the session lock locks per case instead.
-    lock_mode = "case" if workerinput and workerinput.get("specperf_lock_held") else "session"
+    held = bool(workerinput and workerinput.get("specperf_lock_held"))
+    lock_mode: LockMode = "case" if held else "session"
     try:
         settings = for_baseline(resolve(cli, os.environ, ini))
         classes = load_text_classes(settings.text_class_dir)

@@ -24,8 +24,9 @@ from . import sample
 from .baseline import Baseline
 from .errors import ConfigError
 from .fingerprint import fingerprint_differences
+from .limits import DEFAULT_TOLERANCES
 from .model import ContextFit, fit_repeats, predict_tok_s
-from .verdict import DEFAULT_TOLERANCES, base_rest, observe, reconcile
+from .verdict import base_rest, observe, reconcile
 
 SCHEMA_VERSION = 1
 SCHEMA_NAME = "specperf-results"

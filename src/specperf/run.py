@@ -17,20 +17,17 @@ from .config import Settings
 from .errors import BaselineError, SpecperfError
 from .fingerprint import deployment_slug, fingerprint_differences
 from .hints import create_hint, update_command
+from .limits import DEFAULT_TOLERANCES, resolve_tolerances
+from .lock import LockMode
 from .measure import Measurement, Sample, context_fit
 from .model import ContextFit
+from .repeats import RepeatDecision, decide_repeats
 from .reuse import PromptPlan
 from .session import PerfSession, git_revision
-from .verdict import (
-    DEFAULT_TOLERANCES,
-    RepeatDecision,
-    Verdict,
-    decide_repeats,
-    judge_case,
-    judge_fit,
-    resolve_tolerances,
-)
+from .verdict import NotJudged, Verdict, judge_case, judge_fit
 from .workload import Case, TextClass, plan, select_classes
+
+NOTHING_TO_FIT = "{text_class}: fewer than two contexts with a step time; nothing to fit."
 
 
 def deployment_name(settings: Settings, server: Mapping[str, Any]) -> str:
@@ -51,7 +48,7 @@ class RunState:
                  ini_tolerances: Mapping[str, float], *,
                  progress: Callable[[str], None] = lambda _: None,
                  on_sample: Callable[[Sample, int], None] | None = None,
-                 lock_mode: str = "session") -> None:
+                 lock_mode: LockMode = "session") -> None:
         self.settings = settings
         self.lock_mode = lock_mode
         self.classes = classes
@@ -178,23 +175,23 @@ class RunState:
                                                          session.server.fingerprint)
         return self._baseline
 
-    def baseline_case(self, case: Case) -> CaseBaseline | str:
+    def baseline_case(self, case: Case) -> CaseBaseline | NotJudged:
         """The case's baseline entry, or the reason there is none."""
         if self.comparison is not None:
             return self.comparison.baseline_case(case)
         base = self.baseline()
         if base is None:
-            return self._baseline_reason
+            return NotJudged(self._baseline_reason)
         refusal = self.digest_refusal(base)
         if refusal is not None:
             if self.settings.update_baselines:  # the new version is how to move on
-                return refusal
+                return NotJudged(refusal)
             raise BaselineError(refusal)
         found = base.cases.get(case.id)
         if found is None or found.output_tokens != case.output_tokens:
-            return (f"baseline {base.deployment} v{base.version} has no {case.id} at "
-                    f"{case.output_tokens} output tokens: "
-                    f"{create_hint(self.settings, base.deployment)}.")
+            return NotJudged(f"baseline {base.deployment} v{base.version} has no {case.id} at "
+                             f"{case.output_tokens} output tokens: "
+                             f"{create_hint(self.settings, base.deployment)}.")
         return found
 
     # -- reproducible prompts, request digest, exact acceptance (reuse, digest, exact) ------
@@ -317,36 +314,37 @@ class RunState:
     def _class_contexts(self, text_class: str) -> list[int]:
         return sorted({c.context for c in self.cases if c.text_class == text_class})
 
-    def _fit_verdict(self, verdict: Verdict) -> Verdict | str:
+    def _fit_verdict(self, verdict: Verdict) -> Verdict | NotJudged:
         """An undetermined slope is a skip that says what to add, never a pass or a fail."""
         if verdict.status == "undetermined":
-            return verdict.message
+            return NotJudged(verdict.message)
         self.verdicts.append(verdict)
         return verdict
 
-    def judge_fit(self, text_class: str, marker: Mapping[str, float]) -> Verdict | str:
+    def judge_fit(self, text_class: str, marker: Mapping[str, float]) -> Verdict | NotJudged:
         if self.comparison is not None:
             return self._judge_pair_fit(text_class, marker)
         base = self.baseline()
         if base is None:
-            return self._baseline_reason
+            return NotJudged(self._baseline_reason)
         base_fit = base.fits.get(text_class)
         if base_fit is None:
-            return f"baseline {base.deployment} v{base.version} has no {text_class} fit: " \
-                   f"{create_hint(self.settings, base.deployment)}."
+            return NotJudged(f"baseline {base.deployment} v{base.version} has no {text_class} "
+                             f"fit: {create_hint(self.settings, base.deployment)}.")
         fit = self.class_fit(text_class)
         if fit is None:
-            return f"{text_class}: fewer than two contexts with a step time; nothing to fit."
+            return NotJudged(NOTHING_TO_FIT.format(text_class=text_class))
         tol = resolve_tolerances(DEFAULT_TOLERANCES, self.ini_tolerances, base.tolerances,
                                  marker)
         return self._fit_verdict(judge_fit(text_class, fit, base_fit, tol["slope"],
                                            self._class_contexts(text_class)))
 
-    def _judge_pair_fit(self, text_class: str, marker: Mapping[str, float]) -> Verdict | str:
+    def _judge_pair_fit(self, text_class: str,
+                        marker: Mapping[str, float]) -> Verdict | NotJudged:
         assert self.comparison is not None
         fit, base_fit = self.class_fit(text_class), self.comparison.fit(text_class)
         if fit is None or base_fit is None:
-            return f"{text_class}: fewer than two contexts with a step time; nothing to fit."
+            return NotJudged(NOTHING_TO_FIT.format(text_class=text_class))
         tol = resolve_tolerances(DEFAULT_TOLERANCES, self.ini_tolerances, marker)
         verdict = judge_fit(text_class, fit, base_fit, tol["slope"],
                             self._class_contexts(text_class))

@@ -114,7 +114,9 @@ class PerfSession:
 
     def __init__(self, settings: Settings, *, progress: Progress = lambda _: None,
                  on_sample: Callable[[Sample, int], None] | None = None,
-                 lock_mode: str = "session") -> None:
+                 lock_mode: gpulock.LockMode = "session") -> None:
+        if lock_mode not in gpulock.LOCK_MODES:  # never read an unknown mode as "no lock"
+            raise ValueError(f"lock_mode {lock_mode!r}: expected one of {gpulock.LOCK_MODES}")
         self.settings = settings
         self.progress = progress
         self.on_sample = on_sample

@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .limits import format_percent
 from .sequential import Sprt, t_quantile
 from .stats import Summary
-from .verdict import ACCEPTANCE_HINT, STEP_HINT, Verdict, format_percent
+from .verdict import ACCEPTANCE_HINT, STEP_HINT, Verdict
 from .workload import Case
 
 SWEEP_ALPHA = 0.01   # false alarms per sweep, all its tests together

@@ -10,6 +10,7 @@ import pytest
 from . import sweeprun
 from .fixtures import STATE
 from .session import PerfSession
+from .verdict import NotJudged
 from .workload import Case
 
 
@@ -35,8 +36,8 @@ class SweepChecks:
         chosen = self.state.cases if cases is None else [Case(c, int(x), output)
                                                          for c, x in cases]
         result = sweeprun.judge(self.state, chosen, label)
-        if isinstance(result, str):
-            pytest.skip(result)
+        if isinstance(result, NotJudged):
+            pytest.skip(result.reason)
         verdict = result.verdict()
         self.state.verdicts.append(verdict)
         self.request.node.user_properties.append(

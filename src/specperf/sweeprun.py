@@ -17,12 +17,13 @@ from .baseline import CaseBaseline
 from .measure import METRICS, Sample, sample_values
 from .run import RunState
 from .sweep import CaseData, More, SweepResult, judge_sweep
+from .verdict import NotJudged
 from .workload import Case
 
 TOP_UPS_PER_CASE = 4  # the sweep test's budget: at most this many extra requests per case
 
 
-def gather(state: RunState, cases: Sequence[Case]) -> list[CaseData] | str:
+def gather(state: RunState, cases: Sequence[Case]) -> list[CaseData] | NotJudged:
     """Every case's requests and baseline; the reason instead when one has no baseline."""
     out = []
     for case in cases:
@@ -65,11 +66,12 @@ def _append(values: dict[str, list[float]], sample: Sample) -> None:
             values[metric].append(value)
 
 
-def judge(state: RunState, cases: Sequence[Case], label: str) -> SweepResult | str:
+def judge(state: RunState, cases: Sequence[Case], label: str) -> SweepResult | NotJudged:
     """The sweep test of ``cases``, with sequential top-ups; a reason when it cannot run."""
     data = gather(state, cases)
-    if isinstance(data, str):
+    if isinstance(data, NotJudged):
         return data
     if len(data) < 2:
-        return f"the {label} has {len(data)} case: a sweep-level test needs at least two."
+        return NotJudged(f"the {label} has {len(data)} case: a sweep-level test needs at least "
+                         f"two.")
     return judge_sweep(data, label, top_up(state), TOP_UPS_PER_CASE * len(data))

@@ -18,21 +18,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError
+from .limits import (
+    ARROW,
+    DIRECTION,
+    format_limit,
+    format_move,
+    format_percent,
+    format_value,
+    tolerance,
+)
 from .model import Attribution, ContextFit, attribute, predict_tok_s, rel_se, rest_ratio, t95
-from .stats import UNSTABLE_REL_MAD, Summary, summarize
+from .stats import Summary
 
 if TYPE_CHECKING:  # baseline imports this module's tables, so only a type-time import here
     from .baseline import CaseBaseline
 
-DEFAULT_TOLERANCES: dict[str, float] = {
-    "tok_s": 0.10, "avg_commit": 0.10, "step_ms": 0.10, "decode_tok_s": 0.10, "slope": 0.15,
-}
-DIRECTION: dict[str, int] = {"tok_s": +1, "avg_commit": +1, "decode_tok_s": +1, "step_ms": -1}
-LABELS: dict[str, str] = {
-    "tok_s": "tok/s", "decode_tok_s": "decode tok/s", "avg_commit": "avg commit",
-    "step_ms": "step time",
-}
 STATUSES = ("pass", "fail", "improved", "no-baseline", "undetermined")
 
 # Attribution thresholds. A part "explains" a drop when the other part's share is
@@ -42,8 +42,6 @@ STATUSES = ("pass", "fail", "improved", "no-baseline", "undetermined")
 SECONDARY_SHARE = 0.25
 UNEXPLAINED_SHARE = 0.5
 
-MINUS = "\u2212"
-ARROW = "\u2192"
 ACCEPTANCE_HINT = "acceptance regression: check the drafter and the text"
 STEP_HINT = "step-time regression: check the kernels, attention backend and KV cache"
 REFRESH_HINT = "refresh it with --update-baselines if this is intended"
@@ -68,74 +66,16 @@ class Verdict:
         return self.message if self.status == "fail" else None
 
 
-# --- formatting -------------------------------------------------------------------
+@dataclass(frozen=True)
+class NotJudged:
+    """Why a case, slope or sweep has no verdict (no baseline entry, an undetermined slope):
+    its test skips with ``reason``, never passes or fails."""
 
-
-def _signed(value: float, decimals: int) -> str:
-    text = f"{abs(value):.{decimals}f}"
-    # A value that rounds to zero reads as +0.0, never as −0.0.
-    negative = value < 0 and float(text) != 0.0
-    return (MINUS if negative else "+") + text
-
-
-def format_percent(fraction: float) -> str:
-    """A relative change as a signed percentage with one decimal, e.g. −30.1%."""
-    return _signed(100.0 * fraction, 1) + "%"
-
-
-def format_limit(metric: str, tolerance: float) -> str:
-    """The limit in the metric's bad direction, e.g. −10% for tok/s, +10% for step time."""
-    sign = MINUS if DIRECTION.get(metric, -1) > 0 else "+"
-    return f"{sign}{round(100.0 * tolerance, 1):g}%"
-
-
-def format_value(metric: str, value: float) -> str:
-    """A metric value at the precision people compare it at (ms carries its unit)."""
-    if metric == "avg_commit":
-        return f"{value:.2f}"
-    if metric == "step_ms":
-        return f"{value:.1f}" if abs(value) < 10 else f"{value:.0f}"
-    return f"{value:.1f}"
-
-
-def format_move(metric: str, base: float, new: float) -> str:
-    """'step time 144 → 148 ms' — label, both values and unit."""
-    unit = " ms" if metric == "step_ms" else ""
-    return (f"{LABELS.get(metric, metric)} {format_value(metric, base)} {ARROW} "
-            f"{format_value(metric, new)}{unit}")
+    reason: str
 
 
 def _change(base: float, new: float) -> float:
     return new / base - 1.0 if base else 0.0
-
-
-# --- tolerances ---------------------------------------------------------------------
-
-
-def resolve_tolerances(*layers: Mapping[str, float]) -> dict[str, float]:
-    """Merge tolerance layers, later ones overriding (defaults < ini < file < case < marker)."""
-    merged: dict[str, float] = {}
-    for layer in layers:
-        for key, value in layer.items():
-            merged[key] = _checked_tolerance(key, value)
-    return merged
-
-
-def _checked_tolerance(key: str, value: object) -> float:
-    if key not in DEFAULT_TOLERANCES:
-        accepted = ", ".join(sorted(DEFAULT_TOLERANCES))
-        raise ConfigError(f"unknown tolerance {key!r}: use one of {accepted}.")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"tolerance {key}={value!r} is not a number: give a fraction "
-                          f"in (0, 1], e.g. 0.10 for 10%.")
-    if not 0.0 < float(value) <= 1.0:
-        raise ConfigError(f"tolerance {key}={value!r} is out of range: give a fraction "
-                          f"in (0, 1], e.g. 0.10 for 10%.")
-    return float(value)
-
-
-def _tolerance(tolerances: Mapping[str, float], metric: str) -> float:
-    return tolerances.get(metric, DEFAULT_TOLERANCES[metric])
 
 
 # --- case verdicts --------------------------------------------------------------------
@@ -212,7 +152,7 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
 
 def _moves(current: Mapping[str, Summary], base: CaseBaseline,
            tolerances: Mapping[str, float]) -> dict[str, _Move]:
-    return {m: _Move(m, base.metrics[m].median, current[m].median, _tolerance(tolerances, m))
+    return {m: _Move(m, base.metrics[m].median, current[m].median, tolerance(tolerances, m))
             for m in DIRECTION if m in current and m in base.metrics and base.metrics[m].median}
 
 
@@ -468,105 +408,3 @@ def _own_model(case_id: str, observed: Observed, output_tokens: int, tolerance: 
                    None, details)
 
 
-# --- adaptive repeats ---------------------------------------------------------------------
-
-# For normal data 1.4826·MAD estimates the standard deviation σ, and the median of n
-# samples has standard error ≈ 1.2533·σ/√n (√(π/2): the median's efficiency relative
-# to the mean). A median 3 standard errors from its limit would need a 3σ fluke to
-# land on the other side (≈0.1% one-sided), so more repeats would not change the verdict.
-MAD_TO_SIGMA = 1.4826
-MEDIAN_SE_FACTOR = 1.2533
-CLEAR_MARGIN_SE = 3.0
-
-
-@dataclass(frozen=True)
-class RepeatDecision:
-    """Whether a case needs more repeats: "stop", "more" or "unstable", and why."""
-
-    action: str
-    reason: str
-
-
-def decide_repeats(values: Mapping[str, Sequence[float]], base: CaseBaseline | None,
-                   tolerances: Mapping[str, float], *, min_repeats: int,
-                   max_repeats: int, confirm_repeats: int | None = None,
-                   max_spread: float = UNSTABLE_REL_MAD) -> RepeatDecision:
-    """Decide after each repeat whether to stop, take another, or give up as unstable.
-
-    1. Fewer than ``min_repeats`` repeats: more.
-    2. Any metric whose relative MAD exceeds ``max_spread`` (default 0.10,
-       stats.UNSTABLE_REL_MAD; ``--max-spread``) is too noisy
-       to judge: more, or "unstable" once ``max_repeats`` is reached — a noisy cell
-       must never pass or fail.
-    3. With a baseline: for each metric with a tolerance, the margin is the median's
-       relative distance from its regression limit, in units of the baseline median;
-       the median's uncertainty is 1.4826·MAD·1.2533/√n in the same units. Any margin
-       within 3 uncertainties (the verdict could still flip): more, until ``max_repeats``
-       (then stop and judge on what there is). Only this run's spread counts: more
-       repeats cannot shrink the baseline's.
-    4. A metric past its limit (the case would fail) with fewer than ``confirm_repeats``
-       (default: twice ``min_repeats``, within ``max_repeats``): more. Blocking a deploy is
-       expensive, and three samples can agree by chance under noise that does not average
-       out within a request; the extra repeats are spent only on cells about to fail, and
-       give the spread check of rule 2 a fair chance to call them unstable instead.
-    5. Otherwise (and always without a baseline once stable): stop.
-    """
-    n = min((len(v) for v in values.values() if v), default=0)
-    if n < min_repeats:
-        return RepeatDecision("more", f"{n} of at least {min_repeats} repeats taken.")
-    summaries = {m: summarize(v) for m, v in values.items() if v}
-    noisy = _noisy(summaries, n, max_repeats, max_spread)
-    if noisy is not None:
-        return noisy
-    if base is None:
-        return RepeatDecision("stop", f"no baseline to compare with; {n} stable repeats taken.")
-    confirm = min(max_repeats, confirm_repeats or 2 * min_repeats)
-    return _near_limit(summaries, base, tolerances, n, max_repeats, confirm)
-
-
-def _noisy(summaries: Mapping[str, Summary], n: int, max_repeats: int,
-           max_spread: float = UNSTABLE_REL_MAD) -> RepeatDecision | None:
-    for metric, summary in summaries.items():
-        if summary.rel_mad <= max_spread:
-            continue
-        spread = (f"{LABELS.get(metric, metric)} spreads too widely: relative MAD "
-                  f"{summary.rel_mad:.2f} > {max_spread:.2f} after {n} repeats")
-        if n < max_repeats:
-            return RepeatDecision("more", f"{spread}; taking more.")
-        return RepeatDecision("unstable", f"{spread} (the bound): the cell cannot be judged — "
-                              f"quiet the server (other load, clocks) or raise the repeat bound.")
-    return None
-
-
-def _near_limit(summaries: Mapping[str, Summary], base: CaseBaseline,
-                tolerances: Mapping[str, float], n: int, max_repeats: int,
-                confirm: int) -> RepeatDecision:
-    for metric, summary in summaries.items():
-        reference = base.metrics.get(metric)
-        if metric not in DIRECTION or reference is None or not reference.median:
-            continue
-        margin, uncertainty = _margin(metric, summary, reference.median,
-                                      _tolerance(tolerances, metric))
-        if margin < 0 and n < confirm:
-            return RepeatDecision("more", f"{LABELS.get(metric, metric)} is past its limit "
-                                  f"after {n} repeats; confirming with {confirm}.")
-        if abs(margin) >= CLEAR_MARGIN_SE * uncertainty:
-            continue
-        near = (f"{LABELS.get(metric, metric)} sits {abs(margin):.1%} from its limit with "
-                f"uncertainty {uncertainty:.1%} after {n} repeats")
-        if n < max_repeats:
-            return RepeatDecision("more", f"{near}; taking more.")
-        return RepeatDecision("stop", f"{near}, at the repeat bound: judging on these.")
-    return RepeatDecision("stop", f"verdict clear after {n} repeats: every metric is at least "
-                          f"{CLEAR_MARGIN_SE:g} standard errors from its limit.")
-
-
-def _margin(metric: str, summary: Summary, base_median: float,
-            tolerance: float) -> tuple[float, float]:
-    """Signed distance of the median from its limit (positive: safe side) and its uncertainty.
-
-    Both are fractions of the baseline median, the unit the tolerance is given in.
-    """
-    good = DIRECTION[metric] * (summary.median / base_median - 1.0)
-    uncertainty = MAD_TO_SIGMA * summary.mad * MEDIAN_SE_FACTOR / math.sqrt(summary.n)
-    return good + tolerance, uncertainty / abs(base_median)

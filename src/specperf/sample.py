@@ -18,7 +18,7 @@ METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
 
 @dataclass(frozen=True)
 class Sample:
-    """One non-streaming request and every raw number it gave.
+    """One measured request (any path, streamed or not) and every raw number it gave.
 
     Times are in the server's own time base: for the simulator, wall time divided
     by its announced ``sim_time_scale``, so figures read like the real box's.

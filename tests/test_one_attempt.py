@@ -5,6 +5,7 @@ hold on the chat route with its parsers and on streams too: an output collapsed 
 
 from __future__ import annotations
 
+import pathlib
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
@@ -32,11 +33,13 @@ def sim(start_sim: Callable[..., Any]) -> Any:
 
 
 @pytest.fixture
-def sampler(sim: Any) -> Iterator[PathSampler]:
+def sampler(sim: Any, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+            ) -> Iterator[PathSampler]:
+    monkeypatch.setenv("SPECPERF_LOCK_DIR", str(tmp_path))  # the session's own GPU lock
     httpx.post(f"{sim.url}/_sim/reset").raise_for_status()
     settings = resolve({"endpoint": sim.url, "contexts": "512", "output_tokens": "64",
                         "text_classes": "reasoning", "repeats": "1", "warmup": "0"}, {}, {})
-    perf = PerfSession(settings, lock_mode="none")
+    perf = PerfSession(settings)
     perf.start()
     try:
         assert perf.measurer is not None

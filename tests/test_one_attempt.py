@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from specperf import guard, routes
+from specperf import guard, page, routes
 from specperf.client import Client
 from specperf.config import resolve
 from specperf.errors import ContaminatedMeasurement, DegenerateOutput, EndpointError
@@ -96,10 +96,18 @@ def test_a_looping_output_is_an_error_on_the_parser_and_stream_paths(sim, sample
 def test_the_same_paths_pass_the_guard_without_the_fault(sampler):
     paths = [chat_path(sampler.parsers, stream=True), native_path("sglang", stream=True)]
     run = sampler.measure(CASE, paths)
+    record = run.to_dict()
+    shown = "".join(page._paths({"paths": [record]}))  # the report's paths section
     for path in paths:
         [sample] = run.measurements[path.name].measured
         assert sample.raw["repetition"] < guard.DEGENERATE_FLOOR
         assert "discarded_attempts" not in sample.raw
+        # The record carries the medians the path verdicts judge; the report shows those.
+        got = record["paths"][path.name]["figures"]
+        assert got == run.figures(path.name).values
+        assert got["delivery_tok_s"] == sample.raw["stream"]["delivery_tok_s"]
+        assert (f'<td>{path.name}</td><td>/{"v1/chat/completions" if path.chat else "generate"}'
+                f'</td><td>yes</td><td class="num">{got["tok_s"]:.1f}</td>') in shown
 
 
 def test_a_foreign_request_in_the_middle_of_a_chat_stream_is_an_error(sim, sampler):

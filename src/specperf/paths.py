@@ -150,6 +150,8 @@ class PathRun:
                                                         "tool_call": self.parsers.tool_call},
                 "paths": {p.name: {"api": p.api, "route": routes.PATHS[p.api],
                                    "stream": p.options.stream,
+                                   # The medians the verdicts judged: the report shows these.
+                                   "figures": self.figures(p.name).values,
                                    "measurement": self.measurements[p.name].to_dict()}
                           for p in self.paths}}
 

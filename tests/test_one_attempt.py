@@ -144,9 +144,7 @@ def test_a_path_whose_steps_come_from_metrics_keeps_no_retried_attempt(sim, samp
     for repeat in range(6):
         before = len(_ours(sim.url))
         try:
-            sample = sampler.measurer.sample(CASE, repeat, warmup=False,
-                                             request=sampler.request(CASE, path),
-                                             timing=lambda c, r: sampler._timing(c, path, r))
+            sample = sampler.sample(CASE, path, repeat, warmup=False)
         except EndpointError:
             continue  # every client retry dropped: no sample, no number
         seen += sample.raw.get("discarded_attempts", [])

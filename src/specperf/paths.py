@@ -14,7 +14,7 @@ and its server-side figures are stable (bounded by ``--max-repeats``; still nois
 Every request is the measurer's one attempt (:meth:`specperf.measure.Measurer.attempt`),
 with the main job's guards: an idle server before, exactly our request after, ignore_eos
 honoured, no prefix cache past the nonce, no output collapsed into a loop. A path adds only
-its :class:`~specperf.attempt.Request` and how its reply is read (:meth:`PathSampler._timing`).
+its :class:`~specperf.attempt.Request` and how its reply is read (:meth:`PathSampler.read`).
 
 Server timings (decode time T_d = e2e − first-token latency) come from the response's
 ``meta_info`` (native, and chat with ``return_meta_info``); where a route has none (chat
@@ -183,11 +183,11 @@ class PathSampler:
             found: dict[str, list[Sample]] = {p.name: [] for p in paths}
             for i in range(self.run.warmup):
                 for path in paths:
-                    found[path.name].append(self._sample(case, path, -1 - i, warmup=True))
+                    found[path.name].append(self.sample(case, path, -1 - i, warmup=True))
             rounds = 0
             while rounds < self.run.max_repeats:
                 for path in paths:
-                    found[path.name].append(self._sample(case, path, rounds, warmup=False))
+                    found[path.name].append(self.sample(case, path, rounds, warmup=False))
                 rounds += 1
                 if rounds >= self.run.repeats and self._stable(case, paths, found, rounds):
                     break
@@ -216,10 +216,12 @@ class PathSampler:
         return True
 
     # -- one request: the measurer's attempt, with this path's request and reading --------
-    def _sample(self, case: Case, path: Path, repeat: int, *, warmup: bool) -> Sample:
+    def sample(self, case: Case, path: Path, repeat: int, *, warmup: bool) -> Sample:
+        """One clean sample of ``case`` on ``path``: :meth:`Measurer.sample` with this path's
+        request and reading."""
         return self.measurer.sample(case, repeat, warmup=warmup,
                                     request=self.request(case, path),
-                                    timing=lambda c, reply: self._timing(c, path, reply))
+                                    timing=lambda c, reply: self.read(c, path, reply))
 
     def request(self, case: Case, path: Path) -> Request:
         """What ``path`` sends for ``case``: its route and options, a random nonce, steps from
@@ -228,7 +230,7 @@ class PathSampler:
                        template_tokens=self._overhead(case, path), reproducible=False,
                        steps_from="response")
 
-    def _timing(self, case: Case, path: Path, reply: Reply) -> Timing:
+    def read(self, case: Case, path: Path, reply: Reply) -> Timing:
         """Steps, server times, stream figures and parser checks of one path's reply."""
         comp, scale = reply.comp, self.server.time_scale
         e2e, ttft, timings_from = _timings(comp, reply.before_text, reply.after_text)

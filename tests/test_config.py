@@ -62,8 +62,8 @@ def test_api_key_only_from_the_named_variable():
 
 
 def test_an_unknown_lock_mode_is_refused_never_read_as_no_lock():
-    with pytest.raises(ValueError, match="lock_mode 'none': expected one of"):
-        PerfSession(resolve({}, {}, {}), lock_mode="none")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="lock_mode 'off': expected one of"):
+        PerfSession(resolve({}, {}, {}), lock_mode="off")  # type: ignore[arg-type]
 
 
 def test_paths_are_paths():

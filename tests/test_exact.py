@@ -11,6 +11,7 @@ import pytest
 
 from specperf import digest, exact, guard, reuse
 from specperf.baseline import Baseline, CaseBaseline
+from specperf.determinism import PromptRecord
 from specperf.measure import Measurement, Sample
 from specperf.stats import Summary
 from specperf.verdict import Verdict
@@ -80,8 +81,8 @@ def _measured(*samples: Sample) -> Measurement:
     return Measurement(CASE, samples, "server-timings", "response")
 
 
-BASE = {0: exact.PromptRecord(68, "p0", "out0"), 1: exact.PromptRecord(70, "p1", "out1"),
-        2: exact.PromptRecord(69, "p2", "out2")}
+BASE = {0: PromptRecord(68, "p0", "out0"), 1: PromptRecord(70, "p1", "out1"),
+        2: PromptRecord(69, "p2", "out2")}
 
 
 def test_identical_steps_on_every_prompt_is_unchanged():

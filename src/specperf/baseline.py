@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import exact
+from . import determinism
 from .errors import BaselineError, ConfigError
 from .fingerprint import fingerprint_differences
 from .limits import ARROW, DEFAULT_TOLERANCES, DIRECTION, format_move, format_percent, format_value
@@ -54,7 +54,7 @@ class CaseBaseline:
     tolerances: dict[str, float]
     # Exact acceptance (exact.py): per repeat index, the prompt's verify steps and
     # identities; whether the server repeated itself when this was written.
-    prompts: dict[int, exact.PromptRecord] = field(default_factory=dict)
+    prompts: dict[int, determinism.PromptRecord] = field(default_factory=dict)
     deterministic: bool | None = None
 
     @property
@@ -104,8 +104,8 @@ class Baseline:
         """A baseline from this run's measurements, stamped with the current UTC time."""
         cases = {m.case.id: CaseBaseline(m.case.text_class, m.case.context,
                                          m.case.output_tokens, m.summaries(), {},
-                                         exact.records(m.samples) if prompt_seed else {},
-                                         exact.deterministic(m.samples))
+                                         determinism.records(m.samples) if prompt_seed else {},
+                                         determinism.deterministic(m.samples))
                  for m in measurements}
         created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         return cls(deployment, version, created, suite_version, git_revision, dict(fingerprint),
@@ -198,7 +198,7 @@ class _Reader:
             raise self.fail(where, f"describes case {case.id}, not {case_id}")
         return case
 
-    def prompts(self, data: Any, where: str) -> dict[int, exact.PromptRecord]:
+    def prompts(self, data: Any, where: str) -> dict[int, determinism.PromptRecord]:
         if not isinstance(data, dict):
             raise self.fail(where, "should be an object")
         out = {}
@@ -206,7 +206,7 @@ class _Reader:
             here = f"{where}.{key}"
             if not key.isdigit() or not isinstance(entry, dict):
                 raise self.fail(here, "should be a repeat index holding an object")
-            out[int(key)] = exact.PromptRecord(self.get(entry, "steps", int, here),
+            out[int(key)] = determinism.PromptRecord(self.get(entry, "steps", int, here),
                                                self.get(entry, "prompt", str, here),
                                                self.get(entry, "output", str, here))
         return out

@@ -18,76 +18,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from .determinism import EXACT_SOURCES, PromptRecord, determinism_detail, deterministic, records
 from .limits import ARROW
 from .verdict import Verdict
 
-if TYPE_CHECKING:  # measure imports this module
+if TYPE_CHECKING:
     from .measure import Measurement, Sample
 
-# Step counts that are per request and exact; a log's windows are an estimate.
-EXACT_SOURCES = ("response", "metrics")
 SHOWN_CHANGES = 4
 DRAFTER = ("the output text is the same, so the drafter proposes differently — check the "
            "draft model and its settings")
 NUMERICS = ("the output text changed on {n} of them, so the target's greedy output moved — "
             "numerics (kernels, precision, attention backend) or the target model; "
             "acceptance moved with the text")
-
-
-@dataclass(frozen=True)
-class PromptRecord:
-    """One prompt of a case in a baseline: its verify steps and the identities of the
-    prompt sent and the output received."""
-
-    steps: int
-    prompt: str
-    output: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"steps": self.steps, "prompt": self.prompt, "output": self.output}
-
-
-def _usable(sample: Sample) -> bool:
-    raw = sample.raw
-    return bool(raw.get("reproducible")) and sample.verify_steps is not None \
-        and sample.acceptance_source in EXACT_SOURCES and raw.get("prompt_k") is not None
-
-
-def records(samples: Sequence[Sample]) -> dict[int, PromptRecord]:
-    """The measured reproducible prompts of a case, by repeat index."""
-    return {int(s.raw["prompt_k"]): PromptRecord(int(s.verify_steps or 0),
-                                                 str(s.raw["prompt_digest"]),
-                                                 str(s.raw["output_digest"]))
-            for s in samples if not s.warmup and _usable(s)}
-
-
-def _repeat_pairs(samples: Sequence[Sample]) -> list[tuple[Sample, Sample]]:
-    """(warm-up, repeat 0) pairs that sent the same prompt."""
-    first = next((s for s in samples if not s.warmup and s.repeat == 0 and _usable(s)), None)
-    if first is None:
-        return []
-    return [(w, first) for w in samples if w.warmup and _usable(w)
-            and w.raw["prompt_digest"] == first.raw["prompt_digest"]]
-
-
-def deterministic(samples: Sequence[Sample]) -> bool | None:
-    """Whether re-sending one prompt gave identical verify steps and output (None: no
-    warm-up re-sent a measured prompt, so nothing was checked)."""
-    pairs = _repeat_pairs(samples)
-    if not pairs:
-        return None
-    return all(w.verify_steps == f.verify_steps and w.raw["output_digest"] ==
-               f.raw["output_digest"] for w, f in pairs)
-
-
-def _determinism_detail(samples: Sequence[Sample]) -> str:
-    for w, f in _repeat_pairs(samples):
-        if w.verify_steps != f.verify_steps:
-            return (f"the same prompt took {w.verify_steps} verify steps in the warm-up and "
-                    f"{f.verify_steps} in repeat 1")
-        if w.raw["output_digest"] != f.raw["output_digest"]:
-            return "the same prompt gave different output text in the warm-up and repeat 1"
-    return "no warm-up re-sent a measured prompt (--warmup 0), so determinism is unchecked"
 
 
 @dataclass(frozen=True)
@@ -134,7 +77,7 @@ def compare(measured: Measurement, base: Mapping[int, PromptRecord],
         return unavailable("the server was not deterministic when the baseline was written")
     if deterministic(samples) is not True:
         return unavailable(f"the server is not shown deterministic here: "
-                           f"{_determinism_detail(samples)}")
+                           f"{determinism_detail(samples)}")
     same = sorted(k for k in mine if k in base and base[k].prompt == mine[k].prompt)
     if not same:
         return unavailable("this run's prompts differ from the baseline's although their "

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .limits import ARROW
+
+if TYPE_CHECKING:
+    from .config import Settings
 
 # server_info key → fingerprint key. The fingerprint keys baselines and heads every report.
 _FINGERPRINT = {
@@ -97,3 +100,14 @@ def _fp_value(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value)
+
+
+def deployment_name(settings: Settings, server: Mapping[str, Any]) -> str:
+    """The baseline deployment of a run: --deployment, else named by the server it measured."""
+    if settings.deployment:
+        return settings.deployment
+    fingerprint = server.get("fingerprint") or {}
+    if server.get("simulated"):
+        # Simulator baselines must never be mistaken for the real box's.
+        return f"sim-{fingerprint.get('sim_profile') or settings.sim_profile}"
+    return deployment_slug(fingerprint)

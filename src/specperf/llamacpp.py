@@ -38,7 +38,7 @@ from typing import Any
 from .acceptance import MetricsSnapshot
 from .client import Client, StreamEvent
 from .errors import AcceptanceUnavailable, BadStatus, EndpointError, MalformedResponse
-from .routes import Chunk, Completion, RouteOptions, Streamed
+from .wire import Chunk, Completion, RouteOptions, Streamed
 from .workload import Prompt
 
 API = "llamacpp"

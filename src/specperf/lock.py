@@ -33,8 +33,9 @@ from specperf.errors import ConfigError, GpuLockTimeout, SpecperfError
 
 LOCK_DIR_ENV = "SPECPERF_LOCK_DIR"
 # How a session locks its endpoint: "session" holds the GPU lock for the whole session;
-# "case" (xdist workers whose controller holds it) takes <lock>.case around each case.
-LockMode = Literal["session", "case"]
+# "case" (xdist workers whose controller holds it) takes <lock>.case around each case;
+# "none" takes no lock (a caller that holds one itself, or a test of its own simulator).
+LockMode = Literal["session", "case", "none"]
 LOCK_MODES: tuple[str, ...] = get_args(LockMode)
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9.-]")

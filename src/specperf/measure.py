@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from . import acceptance, exact, guard, llamacpp, reuse, routes
+from . import acceptance, determinism, guard, llamacpp, reuse, routes
 from .acceptance import LogSource, MetricsSnapshot
 from .attempt import ReadTiming, Reply, Request, Timing, validate
 from .client import Client, TimeoutPolicy
@@ -74,7 +74,7 @@ class Measurer:
         # Reproducible prompts (reuse.py): random nonces until a run sets a prompt seed.
         self.prompt_plan = reuse.PromptPlan()
         self.last_prompt: reuse.PromptUsed | None = None
-        self.deterministic: dict[str, bool | None] = {}  # case id -> exact.deterministic
+        self.deterministic: dict[str, bool | None] = {}  # case id -> determinism.deterministic
         self.metrics_text = ""  # the last /metrics scrape (paths read histogram sums off it)
 
     def reproduce_prompts(self, seed: str) -> reuse.PromptPlan:
@@ -99,7 +99,7 @@ class Measurer:
             measured.append(self.sample(case, len(measured), warmup=False))
             self.on_sample(measured[-1], self.run.repeats)
             if len(measured) == 1:  # the warm-ups re-sent this prompt: does it repeat?
-                self.deterministic[case.id] = exact.deterministic(samples + measured)
+                self.deterministic[case.id] = determinism.deterministic(samples + measured)
             if len(measured) < self.run.repeats:
                 continue
             decision = decide(sample_values(measured))

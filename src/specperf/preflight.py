@@ -15,6 +15,7 @@ from .baseline import BaselineStore
 from .client import Client
 from .config import Settings
 from .errors import BaselineError
+from .fingerprint import deployment_name
 from .hints import create_hint
 from .probe import identify
 from .workload import Case
@@ -35,8 +36,6 @@ class Judged:
 
 def deployment_before_probe(settings: Settings) -> str:
     """The baseline deployment of a run, named without sending a generation request."""
-    from .run import deployment_name  # run imports this module
-
     if settings.deployment:
         return settings.deployment
     if settings.endpoint is None:

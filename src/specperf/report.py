@@ -30,8 +30,9 @@ from . import __version__, page, results, runkind, summary, trend
 from .baseline import Baseline, BaselineStore
 from .config import Settings
 from .errors import SpecperfError
+from .fingerprint import deployment_name
 from .fixtures import STATE
-from .run import RunState, deployment_name
+from .run import RunState
 from .session import git_revision
 
 REPORT_DIR_ENV = "SPECPERF_REPORT_DIR"

@@ -19,8 +19,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import llamacpp
 from .client import StreamEvent
 from .errors import MalformedResponse
+from .wire import Chunk as Chunk
+from .wire import Completion as Completion
+from .wire import RouteOptions as RouteOptions
+from .wire import Streamed as Streamed
 from .workload import Prompt
 
 APIS = ("sglang", "openai", "openai-chat", "llamacpp")
@@ -28,59 +33,11 @@ PATHS = {"sglang": "/generate", "openai": "/v1/completions",
          "openai-chat": "/v1/chat/completions", "llamacpp": "/completion"}
 
 
-@dataclass(frozen=True)
-class Completion:
-    """What one finished generation says about itself, whatever the route."""
-
-    prompt_tokens: int
-    completion_tokens: int
-    finish: str
-    cached_tokens: int | None
-    verify_steps: int | None
-    accept_length: float | None
-    e2e_s: float | None
-    ttft_s: float | None
-    histogram_sum: int | None
-    output_ids: int | None
-    text: str
-    ids: tuple[int, ...] | None = None
-    reasoning: str | None = None  # chat: message.reasoning_content (reasoning parser)
-    tool_calls: tuple[Mapping[str, Any], ...] | None = None  # chat: message.tool_calls
-    timings_from: str = "meta_info"  # where e2e_s / ttft_s came from ("" when absent)
-
-
-@dataclass(frozen=True)
-class RouteOptions:
-    """What a request asks for beyond the plain fixed-length generation."""
-
-    stream: bool = False
-    separate_reasoning: bool = False  # chat: the reasoning parser splits out the thinking
-    tools: tuple[Mapping[str, Any], ...] = ()  # chat: the tool-call parser looks for calls
-    meta_info: bool = False  # chat, non-streaming: return_meta_info (server timings)
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """One output-carrying stream event: when it arrived and how many tokens it carried
-    (None when the route does not say: OpenAI deltas carry text, not counts)."""
-
-    at_s: float
-    tokens: int | None
-
-
-@dataclass(frozen=True)
-class Streamed:
-    """A parsed stream: the completion it amounts to and its output chunks in order."""
-
-    completion: Completion
-    chunks: tuple[Chunk, ...] = field(default_factory=tuple)
-
-
 def request_body(api: str, prompt: Prompt, max_tokens: int, model: str | None,
-                 nonce: str, options: RouteOptions = RouteOptions()) -> tuple[str, dict[str, Any]]:
+                 nonce: str, options: RouteOptions | None = None) -> tuple[str, dict[str, Any]]:
     """Path and body of one greedy, fixed-length (ignore_eos) request."""
+    options = options or RouteOptions()
     if api == "llamacpp":  # llama.cpp's native /completion (specperf.llamacpp)
-        from . import llamacpp
         return llamacpp.request_body(prompt, max_tokens, options)
     if api == "sglang":
         source: dict[str, Any] = (
@@ -114,7 +71,6 @@ def parse(api: str, data: Any) -> Completion:
     """Uniform view of an answer; MalformedResponse naming the field when it is unusable."""
     if not isinstance(data, Mapping):
         raise MalformedResponse(f"{PATHS[api]} answered {type(data).__name__}, not an object")
-    from . import llamacpp  # the server kind that answers with `timings`
     if api == "llamacpp":
         return llamacpp.parse(data)
     parsed = _parse_native(data) if api == "sglang" else _parse_openai(api, data)
@@ -282,7 +238,6 @@ def parse_stream(api: str, events: Sequence[StreamEvent]) -> Streamed:
                                 "objects")
     if api == "sglang":
         return _native_stream(events)
-    from . import llamacpp
     if api == "llamacpp":
         return llamacpp.parse_stream(events)
     streamed = _openai_stream(api, events)

@@ -15,7 +15,7 @@ from .baseline import REPAIR, Baseline, BaselineStore, CaseBaseline, describe_ch
 from .compare import Comparison, measure_pair, pair_decider
 from .config import Settings
 from .errors import BaselineError, SpecperfError
-from .fingerprint import deployment_slug, fingerprint_differences
+from .fingerprint import deployment_name, fingerprint_differences
 from .hints import create_hint, update_command
 from .limits import DEFAULT_TOLERANCES, resolve_tolerances
 from .lock import LockMode
@@ -28,17 +28,6 @@ from .verdict import NotJudged, Verdict, judge_case, judge_fit
 from .workload import Case, TextClass, plan, select_classes
 
 NOTHING_TO_FIT = "{text_class}: fewer than two contexts with a step time; nothing to fit."
-
-
-def deployment_name(settings: Settings, server: Mapping[str, Any]) -> str:
-    """The baseline deployment of a run: --deployment, else named by the server it measured."""
-    if settings.deployment:
-        return settings.deployment
-    fingerprint = server.get("fingerprint") or {}
-    if server.get("simulated"):
-        # Simulator baselines must never be mistaken for the real box's.
-        return f"sim-{fingerprint.get('sim_profile') or settings.sim_profile}"
-    return deployment_slug(fingerprint)
 
 
 class RunState:

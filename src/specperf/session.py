@@ -84,11 +84,17 @@ class SimProcess:
         return self.proc.stdout.readline() if ready else ""
 
     def _stop_and_stderr(self) -> str:
-        self.stop()
+        self._terminate()
         self.stderr.seek(0)
-        return self.stderr.read()
+        text = self.stderr.read()
+        self.stderr.close()
+        return text
 
     def stop(self) -> None:
+        self._terminate()
+        self.stderr.close()  # the temporary file goes with the process
+
+    def _terminate(self) -> None:
         if self.proc is None:
             return
         if self.proc.poll() is None:

@@ -73,7 +73,7 @@ def synthetic(n_cases: int, seed: int = 0) -> dict[str, Any]:
     server = {"url": "http://127.0.0.1:1", "label": "SIMULATED", "simulated": True,
               "fingerprint": {"model": "m"}, "time_scale": 1.0, "notes": []}
     return results.build(run, server=server, measurements={m.case.id: m.to_dict() for m in new},
-                         verdicts=verdicts, reconciled=[], outcomes={}, errors={}, baseline=base)
+                         verdicts=verdicts, outcomes={}, errors={}, baseline=base)
 
 
 def _time_once(path: Path) -> tuple[float, float, int]:

@@ -65,7 +65,7 @@ def make_doc(*, base_commit: float = 7.8, commit: float = 7.8, server: dict | No
                         "model": "kimi-k2.6", "fingerprint": fingerprint or FINGERPRINT,
                         "notes": []}
     return results.build(run, server=server, measurements={m.case.id: m.to_dict() for m in new},
-                         verdicts=verdicts, reconciled=[], outcomes={"t::a": "passed"},
+                         verdicts=verdicts, outcomes={"t::a": "passed"},
                          errors=errors or {}, baseline=base)
 
 

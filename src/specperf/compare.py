@@ -18,8 +18,8 @@ from dataclasses import replace
 from .baseline import CaseBaseline
 from .errors import UnstableMeasurement
 from .fingerprint import fingerprint_differences
-from .measure import Measurement, Measurer, Sample, sample_values, step_repeats
-from .model import ContextFit, fit_repeats
+from .measure import Measurement, Measurer, Sample, context_fit, sample_values
+from .model import ContextFit
 from .repeats import RepeatDecision, decide_repeats
 from .session import PerfSession
 from .stats import UNSTABLE_REL_MAD, summarize
@@ -100,9 +100,8 @@ class Comparison:
         return as_baseline(found)
 
     def fit(self, text_class: str) -> ContextFit | None:
-        points = [(m.mean_context, step_repeats(m)) for m in self.references.values()
-                  if m.case.text_class == text_class]
-        return fit_repeats(points)
+        return context_fit(m for m in self.references.values()
+                           if m.case.text_class == text_class)
 
     @staticmethod
     def label(verdict: Verdict) -> Verdict:

@@ -1,127 +1,35 @@
-"""Samples (one request each) and measurements (one case), and the loop that takes them."""
+"""The measuring loop: the :class:`Measurer` takes samples of cases, one request at a time
+(:meth:`Measurer.attempt`, the one measured request every path takes; see attempt.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from . import acceptance, determinism, guard, llamacpp, reuse, routes
 from .acceptance import LogSource, MetricsSnapshot
+from .attempt import ReadTiming, Reply, Request, Timing, validate
 from .client import Client, TimeoutPolicy
-from .errors import (
-    AcceptanceUnavailable,
-    ConfigError,
-    IgnoreEosNotHonoured,
-    MalformedResponse,
-    UnstableMeasurement,
-)
+from .errors import AcceptanceUnavailable, ConfigError, UnstableMeasurement
 from .probe import ServerInfo
 from .repeats import RepeatDecision, decide_repeats
 from .routes import Completion
-from .stats import UNSTABLE_REL_MAD, Summary, summarize
+from .sample import (  # re-exported: measure is where the loop's data was always imported from
+    METRICS,
+    Measurement,
+    Sample,
+    context_fit,
+    mean_context,
+    sample_values,
+    step_repeats,
+)
+from .stats import UNSTABLE_REL_MAD
 from .workload import Case, Prompts
 
-# The metrics every measurement summarises; names as in DESIGN.md.
-METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
-
-
-@dataclass(frozen=True)
-class Sample:
-    """One non-streaming request and every raw number it gave.
-
-    Times are in the server's own time base: for the simulator, wall time divided
-    by its announced ``sim_time_scale``, so figures read like the real box's.
-    """
-
-    case_id: str
-    repeat: int
-    warmup: bool
-    prompt_tokens: int
-    completion_tokens: int
-    wall_s: float
-    verify_steps: int | None
-    decode_s: float | None
-    ttft_s: float | None
-    server_accept_length: float | None
-    cached_tokens: int | None
-    acceptance_source: str
-    finish_reason: str
-    retries: int = 0
-    raw: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    @property
-    def tok_s(self) -> float:
-        """N / T: what the user feels."""
-        return self.completion_tokens / self.wall_s
-
-    @property
-    def avg_commit(self) -> float | None:
-        """(N − 1) / S: tokens committed per verify step (the first comes from prefill)."""
-        if not self.verify_steps:
-            return None
-        return (self.completion_tokens - 1) / self.verify_steps
-
-    @property
-    def step_ms(self) -> float | None:
-        """T_d / S: one verify forward pass, in milliseconds."""
-        if not self.verify_steps or self.decode_s is None:
-            return None
-        return 1000.0 * self.decode_s / self.verify_steps
-
-    @property
-    def decode_tok_s(self) -> float | None:
-        """(N − 1) / T_d."""
-        if not self.decode_s:
-            return None
-        return (self.completion_tokens - 1) / self.decode_s
-
-    def metric(self, name: str) -> float | None:
-        value: float | None = getattr(self, name)
-        return value
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "raw"}
-        out.update({m: self.metric(m) for m in METRICS})
-        out["raw"] = self.raw
-        return out
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """All measured samples of one case and their robust summaries."""
-
-    case: Case
-    samples: tuple[Sample, ...]
-    decode_method: str
-    acceptance_source: str
-
-    @property
-    def measured(self) -> tuple[Sample, ...]:
-        return tuple(s for s in self.samples if not s.warmup)
-
-    def summary(self, metric: str) -> Summary | None:
-        """Median/MAD of ``metric`` over the non-warm-up samples, or None if unavailable."""
-        values = [v for s in self.measured if (v := s.metric(metric)) is not None]
-        return summarize(values) if values else None
-
-    def summaries(self) -> dict[str, Summary]:
-        return {m: s for m in METRICS if (s := self.summary(m)) is not None}
-
-    @property
-    def mean_context(self) -> float:
-        """Average context over a request's decode: prompt plus half the output."""
-        return self.case.context + self.case.output_tokens / 2
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "case": self.case.to_dict(),
-            "decode_method": self.decode_method,
-            "acceptance_source": self.acceptance_source,
-            "summaries": {k: v.to_dict() for k, v in self.summaries().items()},
-            "samples": [s.to_dict() for s in self.samples],
-        }
+__all__ = ["METRICS", "Decide", "Measurement", "Measurer", "RunConfig", "Sample",
+           "context_fit", "mean_context", "sample_values", "step_repeats"]
 
 
 # -- taking measurements ------------------------------------------------------------------------
@@ -167,6 +75,7 @@ class Measurer:
         self.prompt_plan = reuse.PromptPlan()
         self.last_prompt: reuse.PromptUsed | None = None
         self.deterministic: dict[str, bool | None] = {}  # case id -> determinism.deterministic
+        self.metrics_text = ""  # the last /metrics scrape (paths read histogram sums off it)
 
     def reproduce_prompts(self, seed: str) -> reuse.PromptPlan:
         """Derive every measured prompt from ``seed`` where the server can bypass its prefix
@@ -213,79 +122,121 @@ class Measurer:
     def _decode_method(self) -> str:
         return "server-timings" if self.server.server_timings else "two-point"
 
-    def sample(self, case: Case, repeat: int, *, warmup: bool) -> Sample:
+    def request(self, case: Case, max_tokens: int | None = None) -> Request:
+        """The main job's request of ``case``: the probed route, plain."""
+        return Request(self.server.api, max_tokens or case.output_tokens,
+                       template_tokens=self._chat_overhead(case))
+
+    def sample(self, case: Case, repeat: int, *, warmup: bool, request: Request | None = None,
+               timing: ReadTiming | None = None) -> Sample:
         """One clean sample; contaminated attempts are discarded and retried (bounded)."""
+        asked = request or self.request(case)
         sample, discarded = guard.retry_clean(
-            case.id, lambda: self._attempt(case, repeat, warmup), self.run.guard_retries)
+            asked.where(case), lambda: self.attempt(case, repeat, warmup, asked, timing),
+            self.run.guard_retries)
         if discarded:
             sample.raw["discarded_attempts"] = discarded
         return sample
 
-    def _attempt(self, case: Case, repeat: int, warmup: bool) -> Sample:
+    def attempt(self, case: Case, repeat: int, warmup: bool, request: Request | None = None,
+                timing: ReadTiming | None = None) -> Sample:
+        """The one measured request every path takes (see attempt.py): build, guard, send,
+        validate, check the output, sample. ``request`` and ``timing`` are what a path
+        varies; without them, the main job's request and step/time reading."""
+        request = request or self.request(case)
         before = self.traffic.before()
-        comp, wall_s, retries, started = self._generate(case, case.output_tokens, repeat)
+        before_text = self.metrics_text
+        comp, wall_s, retries, started, chunks = self._send(case, request, repeat)
         used = self.last_prompt
-        after: MetricsSnapshot | None
-        if before is not None and before.requests is None and before.progress is not None:
-            after = self.traffic.after_counted(before, comp.completion_tokens)  # llama.cpp
-        else:
-            after = self.traffic.after(before, sent=1 + retries,
-                                       exact=self.server.acceptance_source == "metrics",
-                                       prompt_tokens=comp.prompt_tokens,
-                                       completion_tokens=comp.completion_tokens)
-        self._validate(case, comp)
-        checks = self._checks(case, comp)
-        steps = self._steps(comp, before, after, started)
-        decode_s = self._decode_s(comp, case, steps, wall_s)
+        after = self._after(before, request, comp, retries)
+        validate(case, request, comp, calibrated=self.prompts.tokenizer is None,
+                 url=self.client.base_url)
+        checks = self._checks(case, comp, request)
+        reply = Reply(comp, wall_s, retries, started, before, after, before_text,
+                      self.metrics_text if after is not None else "", chunks)
+        got = (timing or self._timing)(case, reply)
         scale = self.server.time_scale
         return Sample(
             case_id=case.id, repeat=repeat, warmup=warmup, prompt_tokens=comp.prompt_tokens,
             completion_tokens=comp.completion_tokens, wall_s=wall_s / scale,
-            verify_steps=steps, decode_s=None if decode_s is None else decode_s / scale,
-            ttft_s=None if comp.ttft_s is None else comp.ttft_s / scale,
+            verify_steps=got.steps,
+            decode_s=None if got.decode_s is None else got.decode_s / scale,
+            ttft_s=None if got.ttft_s is None else got.ttft_s / scale,
             server_accept_length=comp.accept_length, cached_tokens=comp.cached_tokens,
-            acceptance_source=self.server.acceptance_source, finish_reason=comp.finish,
-            retries=retries, raw={"e2e_s": comp.e2e_s, "wall_s_unscaled": wall_s,
-                                  "histogram_sum": comp.histogram_sum, **checks,
+            acceptance_source=got.acceptance_source, finish_reason=comp.finish,
+            retries=retries, raw={"wall_s_unscaled": wall_s, **got.raw, **checks,
                                   **(used.raw(comp.text, comp.ids) if used else {})})
 
-    def _checks(self, case: Case, comp: Completion) -> dict[str, Any]:
+    def _after(self, before: MetricsSnapshot | None, request: Request, comp: Completion,
+               retries: int) -> MetricsSnapshot | None:
+        """The traffic guard's check that only our request ran (raises Disturbed)."""
+        if before is not None and before.requests is None and before.progress is not None:
+            return self.traffic.after_counted(before, comp.completion_tokens)  # llama.cpp
+        return self.traffic.after(
+            before, sent=1 + retries,
+            exact=request.bracket_measures(self.server.acceptance_source, comp),
+            prompt_tokens=comp.prompt_tokens, completion_tokens=comp.completion_tokens)
+
+    def _timing(self, case: Case, reply: Reply) -> Timing:
+        """The main job's reading: steps from the acceptance source, decode time from the
+        server's timings or two points."""
+        comp = reply.comp
+        steps = self._steps(comp, reply.before, reply.after, reply.started)
+        decode_s = self._decode_s(comp, case, steps, reply.wall_s)
+        return Timing(steps, decode_s, comp.ttft_s, self.server.acceptance_source,
+                      {"e2e_s": comp.e2e_s, "histogram_sum": comp.histogram_sum})
+
+    def _checks(self, case: Case, comp: Completion, request: Request) -> dict[str, Any]:
         """Prefix-cache and degenerate-output guards (see guard.py); flags for Sample.raw."""
         if self._shared_prefix is None:
             self._shared_prefix = guard.shared_prefix(self.prompts.tokenizer)
-        flags = guard.check_prefix_cache(case.id, comp.cached_tokens, comp.prompt_tokens,
-                                         self._shared_prefix)
+        # The chat template and tool declaration precede the nonce: cacheable by design.
+        where = request.where(case)  # a path's errors name the path and its route
+        flags = guard.check_prefix_cache(where, comp.cached_tokens, comp.prompt_tokens,
+                                         self._shared_prefix + request.template_tokens)
         if case.text_class not in self._class_norms:
             self._class_norms[case.text_class] = guard.class_norm(
                 self.prompts.classes[case.text_class])
-        units = guard.output_units(comp.text, comp.ids)
-        return {**flags, **guard.check_output(case.id, units, self._class_norms[case.text_class])}
+        # The thinking a reasoning parser split out is output too: a loop there is as
+        # easy to draft as one in the answer.
+        text = " ".join(t for t in (comp.reasoning, comp.text) if t)
+        units = guard.output_units(text, comp.ids)
+        return {**flags, **guard.check_output(where, units, self._class_norms[case.text_class])}
 
-    def _generate(self, case: Case, max_tokens: int, repeat: int | None = None
-                  ) -> tuple[Completion, float, int, datetime]:
-        api = self.server.api
-        # On the chat route the server adds its template: build the content that much
-        # shorter, so the server decodes at exactly the case's context.
-        body_case = replace(case, context=case.context - self._chat_overhead(case))
+    def _send(self, case: Case, request: Request, repeat: int | None
+              ) -> tuple[Completion, float, int, datetime, tuple[routes.Chunk, ...] | None]:
+        """Build a fresh body per attempt (a flush or a new nonce each) and send it."""
+        api = request.api
+        # The server adds its template: build the content that much shorter, so the server
+        # decodes at exactly the case's context.
+        body_case = replace(case, context=case.context - request.template_tokens)
 
-        def fresh_body() -> dict[str, Any]:  # a flush or a new nonce for every attempt
-            nonce, kept = self.prompt_plan.nonce(self.client, case.id, repeat)
+        def fresh_body() -> dict[str, Any]:
+            nonce, kept = self.prompt_plan.nonce(
+                self.client, case.id, repeat if request.reproducible else None)
             prompt = self.prompts.build(body_case, nonce,
                                         want_ids=api in ("sglang", "llamacpp"))
             self.last_prompt = reuse.PromptUsed(repeat, kept, reuse.prompt_digest(prompt))
-            body = routes.request_body(api, prompt, max_tokens, self.server.model,
-                                       nonce.strip(": "))[1]
+            body = routes.request_body(api, prompt, request.max_tokens, self.server.model,
+                                       nonce.strip(": "), request.options)[1]
             if self.server.flavour == "llamacpp" and api != "llamacpp":
                 body = llamacpp.openai_extras(body)
             return body
 
         started = datetime.now()
-        kind = f"{case.id}/{max_tokens}"
+        kind = f"{case.id}/{request.label or request.max_tokens}"
         timeout_s, basis = self.timeouts.seconds(kind)
+        if request.options.stream:
+            streamed = self.client.stream_json(routes.PATHS[api], fresh_body,
+                                               timeout_s=timeout_s, timeout_basis=basis)
+            self.timeouts.observe(kind, streamed.elapsed_s)
+            parsed = routes.parse_stream(api, streamed.events)
+            return parsed.completion, streamed.elapsed_s, streamed.retries, started, \
+                parsed.chunks
         reply = self.client.post_json(routes.PATHS[api], fresh_body, timeout_s=timeout_s,
                                       timeout_basis=basis)
         self.timeouts.observe(kind, reply.elapsed_s)
-        return routes.parse(self.server.api, reply.data), reply.elapsed_s, reply.retries, started
+        return routes.parse(api, reply.data), reply.elapsed_s, reply.retries, started, None
 
     def template_tokens(self, case: Case, options: routes.RouteOptions | None = None) -> int:
         """Tokens the chat route adds around the content (its template, a tool declaration),
@@ -318,34 +269,6 @@ class Measurer:
                 f"the {case.context}-token context: measure short contexts with --api sglang "
                 "or openai, or raise --contexts.")
         return overhead
-
-    def _validate(self, case: Case, comp: Completion) -> None:
-        if comp.completion_tokens != case.output_tokens or comp.finish != "length":
-            raise IgnoreEosNotHonoured(
-                f"{case.id}: asked for exactly {case.output_tokens} tokens with ignore_eos, "
-                f"got {comp.completion_tokens} (finish reason {comp.finish!r}): ignore_eos not "
-                "honoured, so tok/s would be measured on a different length. Check that the "
-                "server accepts ignore_eos on this route.", url=self.client.base_url)
-        if self.prompts.tokenizer is None:
-            # Calibrated prompts (no /tokenize): a token either way is the nonce's doing.
-            if abs(comp.prompt_tokens - case.context) > max(2, case.context // 200):
-                raise MalformedResponse(
-                    f"{case.id}: the prompt was calibrated to {case.context} tokens but the "
-                    f"server counted {comp.prompt_tokens}: its token counts are not stable; "
-                    "enable the server's /tokenize route for exact prompts.")
-        elif comp.prompt_tokens != case.context:
-            raise MalformedResponse(
-                f"{case.id}: the prompt was built to {case.context} tokens but the server "
-                f"counted {comp.prompt_tokens}: its tokenizer and /tokenize disagree.")
-        if comp.output_ids is not None and comp.output_ids != comp.completion_tokens:
-            raise MalformedResponse(
-                f"{case.id}: completion_tokens is {comp.completion_tokens} but output_ids has "
-                f"{comp.output_ids} entries.")
-        if comp.histogram_sum is not None and comp.verify_steps is not None \
-                and comp.histogram_sum != comp.verify_steps:
-            raise MalformedResponse(
-                f"{case.id}: the accept histogram sums to {comp.histogram_sum} steps but "
-                f"spec_verify_ct is {comp.verify_steps}: the server's spec fields disagree.")
 
     def _steps(self, comp: Completion, before: MetricsSnapshot | None,
                after: MetricsSnapshot | None, started: datetime) -> int | None:
@@ -382,7 +305,7 @@ class Measurer:
         # With counters as the source the short request needs its own bracket (vLLM without
         # per-request metrics has only these), or step time could not be measured at all.
         before = self._snapshot() if self.server.acceptance_source == "metrics" else None
-        comp, short_s, _, started = self._generate(case, short)
+        comp, short_s, _, started, _ = self._send(case, self.request(case, short), None)
         after = self._snapshot() if before is not None else None
         short_steps = self._steps(comp, before, after, started) if \
             self.server.acceptance_source != "metrics" or after is not None else None
@@ -395,19 +318,5 @@ class Measurer:
     def _snapshot(self) -> MetricsSnapshot | None:
         if not self.server.metrics:
             return None
-        return acceptance.parse_metrics(self.client.get_text("/metrics", timeout_s=30))
-
-
-def step_repeats(measurement: Measurement) -> list[float]:
-    """The step times of a measurement's repeats (what a context fit weighs its point by)."""
-    return [v for s in measurement.measured if (v := s.step_ms) is not None]
-
-
-def sample_values(samples: Sequence[Sample]) -> dict[str, list[float]]:
-    """Each metric's values over ``samples`` (metrics a sample lacks are left out)."""
-    out: dict[str, list[float]] = {}
-    for metric in METRICS:
-        vals = [v for s in samples if (v := s.metric(metric)) is not None]
-        if vals:
-            out[metric] = vals
-    return out
+        self.metrics_text = self.client.get_text("/metrics", timeout_s=30)
+        return acceptance.parse_metrics(self.metrics_text)

@@ -11,8 +11,10 @@ request per path in a fixed order (A B A B …) until each path has ``--repeats`
 and its server-side figures are stable (bounded by ``--max-repeats``; still noisy →
 :class:`~specperf.errors.UnstableMeasurement`). Interleaving puts any drift of the server
 (clocks, heat, a neighbour) on every path alike, so the comparison needs no baseline.
-Every request goes through the same guards as the main job: an idle server before, exactly
-one finished request after, ignore_eos honoured, no prefix cache past the nonce.
+Every request is the measurer's one attempt (:meth:`specperf.measure.Measurer.attempt`),
+with the main job's guards: an idle server before, exactly our request after, ignore_eos
+honoured, no prefix cache past the nonce, no output collapsed into a loop. A path adds only
+its :class:`~specperf.attempt.Request` and how its reply is read (:meth:`PathSampler.read`).
 
 Server timings (decode time T_d = e2e − first-token latency) come from the response's
 ``meta_info`` (native, and chat with ``return_meta_info``); where a route has none (chat
@@ -25,19 +27,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from . import acceptance, guard, routes
+from . import acceptance, routes
 from .acceptance import MetricsSnapshot
-from .client import Client, TimeoutPolicy
+from .attempt import Reply, Request, Timing
+from .client import Client
 from .errors import (
     BadStatus,
     ConfigError,
     EndpointError,
-    IgnoreEosNotHonoured,
     MalformedResponse,
     UnstableMeasurement,
 )
@@ -148,6 +150,8 @@ class PathRun:
                                                         "tool_call": self.parsers.tool_call},
                 "paths": {p.name: {"api": p.api, "route": routes.PATHS[p.api],
                                    "stream": p.options.stream,
+                                   # The medians the verdicts judged: the report shows these.
+                                   "figures": self.figures(p.name).values,
                                    "measurement": self.measurements[p.name].to_dict()}
                           for p in self.paths}}
 
@@ -164,10 +168,6 @@ class PathSampler:
         self.client = self.measurer.client
         self.parsers = parsers
         self.run = self.measurer.run
-        self.timeouts = TimeoutPolicy(self.run.request_timeout)
-        self.traffic = guard.TrafficGuard(self._scrape, wait_s=self.run.guard_wait_s)
-        self._metrics_text = ""
-        self._shared: int | None = None
         self._runs: dict[tuple[str, tuple[str, ...]], PathRun] = {}
 
     def measure_once(self, case: Case, paths: Sequence[Path]) -> PathRun:
@@ -183,11 +183,11 @@ class PathSampler:
             found: dict[str, list[Sample]] = {p.name: [] for p in paths}
             for i in range(self.run.warmup):
                 for path in paths:
-                    found[path.name].append(self._sample(case, path, -1 - i, warmup=True))
+                    found[path.name].append(self.sample(case, path, -1 - i, warmup=True))
             rounds = 0
             while rounds < self.run.max_repeats:
                 for path in paths:
-                    found[path.name].append(self._sample(case, path, rounds, warmup=False))
+                    found[path.name].append(self.sample(case, path, rounds, warmup=False))
                 rounds += 1
                 if rounds >= self.run.repeats and self._stable(case, paths, found, rounds):
                     break
@@ -215,68 +215,39 @@ class PathSampler:
                 return False
         return True
 
-    # -- one request ----------------------------------------------------------------------
-    def _sample(self, case: Case, path: Path, repeat: int, *, warmup: bool) -> Sample:
-        sample, discarded = guard.retry_clean(
-            case.id, lambda: self._attempt(case, path, repeat, warmup), self.run.guard_retries)
-        if discarded:
-            sample.raw["discarded_attempts"] = discarded
-        return sample
+    # -- one request: the measurer's attempt, with this path's request and reading --------
+    def sample(self, case: Case, path: Path, repeat: int, *, warmup: bool) -> Sample:
+        """One clean sample of ``case`` on ``path``: :meth:`Measurer.sample` with this path's
+        request and reading."""
+        return self.measurer.sample(case, repeat, warmup=warmup,
+                                    request=self.request(case, path),
+                                    timing=lambda c, reply: self.read(c, path, reply))
 
-    def _attempt(self, case: Case, path: Path, repeat: int, warmup: bool) -> Sample:
-        overhead = self._overhead(case, path)
-        before = self.traffic.before()
-        before_text = self._metrics_text
-        comp, wall_s, retries, chunks = self._send(case, path, overhead)
-        after = self.traffic.after(before, sent=1 + retries, prompt_tokens=comp.prompt_tokens,
-                                   completion_tokens=comp.completion_tokens)
-        self._validate(case, path, comp, overhead)
-        e2e, ttft, timings_from = self._timings(comp, before_text)
+    def request(self, case: Case, path: Path) -> Request:
+        """What ``path`` sends for ``case``: its route and options, a random nonce, steps from
+        the response (else the /metrics bracket)."""
+        return Request(path.api, case.output_tokens, path.options, label=path.name,
+                       template_tokens=self._overhead(case, path), reproducible=False,
+                       steps_from="response")
+
+    def read(self, case: Case, path: Path, reply: Reply) -> Timing:
+        """Steps, server times, stream figures and parser checks of one path's reply."""
+        comp, scale = reply.comp, self.server.time_scale
+        e2e, ttft, timings_from = _timings(comp, reply.before_text, reply.after_text)
         steps = comp.verify_steps if comp.verify_steps is not None else \
-            _metric_steps(before, after)
-        scale = self.server.time_scale
+            _metric_steps(reply.before, reply.after)
         raw: dict[str, Any] = {"path": path.name, "timings_from": timings_from,
-                               "wall_s_unscaled": wall_s, "template_tokens": overhead}
+                               "template_tokens": self._overhead(case, path)}
         if e2e is not None:
             raw["e2e_s"] = e2e / scale
-            raw["post_ms"] = 1000.0 * (wall_s - e2e) / scale
-        if chunks is not None:
-            raw["stream"] = stream_stats(chunks, comp.completion_tokens, steps, scale).to_dict()
+            raw["post_ms"] = 1000.0 * (reply.wall_s - e2e) / scale
+        if reply.chunks is not None:
+            raw["stream"] = stream_stats(reply.chunks, comp.completion_tokens, steps,
+                                         scale).to_dict()
         if path.chat:
             raw["parser"] = parser_check(self.parsers, path, comp)
-        return Sample(
-            case_id=case.id, repeat=repeat, warmup=warmup, prompt_tokens=comp.prompt_tokens,
-            completion_tokens=comp.completion_tokens, wall_s=wall_s / scale,
-            verify_steps=steps,
-            decode_s=None if e2e is None or ttft is None else (e2e - ttft) / scale,
-            ttft_s=None if ttft is None else ttft / scale,
-            server_accept_length=comp.accept_length, cached_tokens=comp.cached_tokens,
-            acceptance_source="response" if comp.verify_steps is not None else "metrics",
-            finish_reason=comp.finish, retries=retries, raw=raw)
-
-    def _send(self, case: Case, path: Path, overhead: int
-              ) -> tuple[Completion, float, int, tuple[routes.Chunk, ...] | None]:
-        target = replace(case, context=case.context - overhead)
-
-        def fresh_body() -> dict[str, Any]:  # a new nonce for every attempt, retries too
-            nonce = guard.new_nonce()
-            prompt = self.measurer.prompts.build(target, nonce, want_ids=path.api == "sglang")
-            return routes.request_body(path.api, prompt, case.output_tokens, self.server.model,
-                                       nonce.strip(": "), path.options)[1]
-
-        kind = f"{case.id}/{path.name}"
-        timeout_s, basis = self.timeouts.seconds(kind)
-        route = routes.PATHS[path.api]
-        if path.options.stream:
-            streamed = self.client.stream_json(route, fresh_body, timeout_s=timeout_s,
-                                               timeout_basis=basis)
-            self.timeouts.observe(kind, streamed.elapsed_s)
-            parsed = routes.parse_stream(path.api, streamed.events)
-            return parsed.completion, streamed.elapsed_s, streamed.retries, parsed.chunks
-        reply = self.client.post_json(route, fresh_body, timeout_s=timeout_s,
-                                      timeout_basis=basis)
-        self.timeouts.observe(kind, reply.elapsed_s)
-        return routes.parse(path.api, reply.data), reply.elapsed_s, reply.retries, None
+        return Timing(steps, None if e2e is None or ttft is None else e2e - ttft, ttft,
+                      "response" if comp.verify_steps is not None else "metrics", raw)
 
     def _overhead(self, case: Case, path: Path) -> int:
         """Tokens the chat template and tool declaration add, so the server sees ``context``.
@@ -294,39 +265,18 @@ class PathSampler:
                 "the native one at equal context: measure parser cases at a larger context.")
         return overhead
 
-    def _validate(self, case: Case, path: Path, comp: Completion, overhead: int) -> None:
-        if comp.completion_tokens != case.output_tokens or comp.finish != "length":
-            raise IgnoreEosNotHonoured(
-                f"{case.id} ({path.name}, {routes.PATHS[path.api]}): asked for exactly "
-                f"{case.output_tokens} tokens with ignore_eos, got {comp.completion_tokens} "
-                f"(finish reason {comp.finish!r}): ignore_eos not honoured on this route, so "
-                "the paths would be compared on different lengths.", url=self.client.base_url)
-        if comp.prompt_tokens != case.context:
-            raise MalformedResponse(
-                f"{case.id} ({path.name}): the prompt was built to {case.context} tokens "
-                f"(chat template {overhead}) but the server counted {comp.prompt_tokens}: its "
-                "tokenizer, chat template and /tokenize disagree.")
-        if self._shared is None:
-            self._shared = guard.shared_prefix(self.measurer.prompts.tokenizer)
-        # The chat template and tool declaration precede the nonce: cacheable by design.
-        guard.check_prefix_cache(case.id, comp.cached_tokens, comp.prompt_tokens,
-                                 self._shared + overhead)
 
-    def _timings(self, comp: Completion, before_text: str
-                 ) -> tuple[float | None, float | None, str]:
-        if comp.e2e_s is not None and comp.ttft_s is not None:
-            return comp.e2e_s, comp.ttft_s, "meta_info"
-        if before_text and self._metrics_text:
-            sums = histogram_deltas(before_text, self._metrics_text)
-            if sums is not None:
-                return sums[0], sums[1], "metrics"
-        return None, None, ""
-
-    def _scrape(self) -> MetricsSnapshot | None:
-        if not self.server.metrics:
-            return None
-        self._metrics_text = self.client.get_text("/metrics", timeout_s=30)
-        return acceptance.parse_metrics(self._metrics_text)
+def _timings(comp: Completion, before_text: str, after_text: str
+             ) -> tuple[float | None, float | None, str]:
+    """(e2e, ttft, where from): the response's meta_info, else the /metrics histograms' sums
+    bracketing the request, else unknown."""
+    if comp.e2e_s is not None and comp.ttft_s is not None:
+        return comp.e2e_s, comp.ttft_s, "meta_info"
+    if before_text and after_text:
+        sums = histogram_deltas(before_text, after_text)
+        if sums is not None:
+            return sums[0], sums[1], "metrics"
+    return None, None, ""
 
 
 def _metric_steps(before: MetricsSnapshot | None, after: MetricsSnapshot | None) -> int | None:

@@ -94,6 +94,7 @@ class ReportPlugin:
         if state is None or not (found.measurements or found.perf_outcomes):
             return
         doc = self.document(state, found)
+        found.record = doc  # the terminal summary renders from it too
         self.kind = str(doc["run"]["label"])
         try:
             where = report_dir(state.settings.report_dir, self.config.invocation_params.dir)
@@ -112,7 +113,6 @@ class ReportPlugin:
             git_revision=git_revision(self.config.rootpath))
         doc = results.build(
             run, server=found.server, measurements=found.measurements, verdicts=found.verdicts,
-            reconciled=[RunState.verdict_dict(v) for v in state.reconciled],
             outcomes=found.outcomes, errors=self.errors,
             baseline=_baseline(state, found.server), paths=found.paths)
         doc["interrupted"] = self.interrupted

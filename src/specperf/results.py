@@ -20,6 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from . import sample
 from .baseline import Baseline
 from .errors import ConfigError
 from .fingerprint import fingerprint_differences
@@ -59,13 +60,16 @@ def utc_now() -> str:
 
 
 def build(run: RunInfo, *, server: Mapping[str, Any], measurements: Mapping[str, Any],
-          verdicts: list[dict[str, Any]], reconciled: list[dict[str, Any]],
-          outcomes: Mapping[str, str], errors: Mapping[str, str],
-          baseline: Baseline | None, paths: Sequence[Mapping[str, Any]] = ()
-          ) -> dict[str, Any]:
-    """The results document of one run (see results.schema.json)."""
+          verdicts: list[dict[str, Any]], outcomes: Mapping[str, str],
+          errors: Mapping[str, str], baseline: Baseline | None,
+          paths: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The results document of one run (see results.schema.json).
+
+    Built from what the tests reported (with xdist: what the workers sent the controller),
+    so it is the same either way. Its derived figures — this run's context fits and the
+    predict-and-reconcile rows — are computed here, once; every view renders them from it.
+    """
     fingerprint = dict(server.get("fingerprint") or {})
-    fits = run_fits(measurements)
     doc: dict[str, Any] = {
         "schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION, "run_id": run.run_id,
         "created": run.created, "duration_s": run.duration_s, "lock_wait_s": run.lock_wait_s,
@@ -74,13 +78,18 @@ def build(run: RunInfo, *, server: Mapping[str, Any], measurements: Mapping[str,
         "baseline": None if baseline is None else baseline_dict(baseline),
         "fingerprint_differences": [] if baseline is None else
         fingerprint_differences(baseline.fingerprint, fingerprint),
-        "measurements": dict(measurements), "fits": {k: f.to_dict() for k, f in fits.items()},
-        "verdicts": verdicts, "reconciled": reconciled,
-        "reconcile": reconcile_rows(measurements, verdicts, baseline),
+        "measurements": dict(measurements),
+        "fits": {k: f.to_dict() for k, f in run_fits(measurements).items()},
+        "verdicts": verdicts, "reconcile": reconcile_rows(measurements, verdicts, baseline),
         "outcomes": dict(outcomes), "errors": dict(errors),
         "paths": [dict(p) for p in paths],
     }
     return doc
+
+
+def unexplained(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The record's reconcile rows whose slowdown neither acceptance nor step time explains."""
+    return [r for r in doc.get("reconcile", []) if r["status"] == "fail"]
 
 
 def baseline_dict(base: Baseline) -> dict[str, Any]:
@@ -104,8 +113,8 @@ def baseline_metrics(doc: Mapping[str, Any], case: Mapping[str, Any]) -> dict[st
 
 
 def mean_context(case: Mapping[str, Any]) -> float:
-    """Context averaged over a request's decode: prompt plus half the output (DESIGN.md)."""
-    return float(case["context"]) + float(case["output_tokens"]) / 2
+    """A recorded case's context averaged over its decode (:func:`specperf.sample.mean_context`)."""
+    return sample.mean_context(case["context"], case["output_tokens"])
 
 
 def median(measurement: Mapping[str, Any], metric: str) -> float | None:
@@ -114,7 +123,8 @@ def median(measurement: Mapping[str, Any], metric: str) -> float | None:
 
 
 def run_fits(measurements: Mapping[str, Any]) -> dict[str, ContextFit]:
-    """This run's step_ms = a + b·context per text class, from the collected medians."""
+    """This run's step_ms = a + b·context per text class, from the recorded repeats (the
+    points :func:`specperf.measure.context_fit` fits, read back from the record)."""
     points: dict[str, list[tuple[float, list[float]]]] = {}
     for data in measurements.values():
         steps = _repeat_values(data)["step_ms"]

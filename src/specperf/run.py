@@ -5,7 +5,6 @@ Pytest-free, so the plugin and the CLI share it. The plugin keeps one in ``confi
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -20,12 +19,12 @@ from .fingerprint import deployment_name, fingerprint_differences
 from .hints import create_hint, update_command
 from .limits import DEFAULT_TOLERANCES, resolve_tolerances
 from .lock import LockMode
-from .measure import Measurement, Sample, sample_values, step_repeats
-from .model import ContextFit, fit_repeats
+from .measure import Measurement, Sample, context_fit
+from .model import ContextFit
 from .repeats import RepeatDecision, decide_repeats
 from .reuse import PromptPlan
 from .session import PerfSession, git_revision
-from .verdict import NotJudged, Verdict, base_rest, judge_case, judge_fit, observe, reconcile
+from .verdict import NotJudged, Verdict, judge_case, judge_fit
 from .workload import Case, TextClass, plan, select_classes
 
 NOTHING_TO_FIT = "{text_class}: fewer than two contexts with a step time; nothing to fit."
@@ -53,7 +52,6 @@ class RunState:
         self._baseline_reason = ""
         self._baseline_loaded = False
         self.verdicts: list[Verdict] = []
-        self.reconciled: list[Verdict] = []
         self.fingerprint_notes: list[str] = []
         self._case_errors: dict[str, SpecperfError] = {}
         self.comparison: Comparison | None = None
@@ -296,38 +294,11 @@ class RunState:
         else:
             verdict = self._with_exact(measured, base, verdict)
         self.verdicts.append(verdict)
-        found = [verdict]
-        extra = self._reconcile(measured, tolerances)
-        if extra is not None:
-            self.reconciled.append(extra)
-        return found
-
-    def _reconcile(self, measured: Measurement, tolerances: Mapping[str, float]
-                   ) -> Verdict | None:
-        base = self.baseline()
-        fit = base.fits.get(measured.case.text_class) if base else None
-        sums = measured.summaries()
-        if fit is None or "tok_s" not in sums or "avg_commit" not in sums:
-            return None
-        ttfts = [s.ttft_s for s in measured.measured if s.ttft_s is not None]
-        prefill_ms = 1000.0 * statistics.median(ttfts) if ttfts else 0.0
-        observed = observe(sample_values(measured.measured))
-        if observed is None:
-            return None
-        entry = self.baseline_case(measured.case)
-        rest = base_rest(entry if isinstance(entry, CaseBaseline) else None,
-                         measured.case.output_tokens, prefill_ms)
-        return reconcile(measured.case.id, observed, fit, measured.mean_context,
-                         measured.case.output_tokens, tolerances["tok_s"], prefill_ms, rest)
+        return [verdict]
 
     def class_fit(self, text_class: str) -> ContextFit | None:
-        points = []
-        for case in self.cases:
-            if case.text_class != text_class:
-                continue
-            measured = self.measure(case, self.tolerances_for(case, {}))
-            points.append((measured.mean_context, step_repeats(measured)))
-        return fit_repeats(points)
+        return context_fit(self.measure(case, self.tolerances_for(case, {}))
+                           for case in self.cases if case.text_class == text_class)
 
     def _class_contexts(self, text_class: str) -> list[int]:
         return sorted({c.context for c in self.cases if c.text_class == text_class})
@@ -379,14 +350,10 @@ class RunState:
 
     # -- end of run -------------------------------------------------------------------------
     def fits(self) -> dict[str, ContextFit]:
-        out = {}
-        for name in self.settings.text_classes:
-            points = [(m.mean_context, step_repeats(m)) for m in self.measurements.values()
-                      if m.case.text_class == name]
-            fit = fit_repeats(points)
-            if fit is not None:
-                out[name] = fit
-        return out
+        found = {name: context_fit(m for m in self.measurements.values()
+                                   if m.case.text_class == name)
+                 for name in self.settings.text_classes}
+        return {name: fit for name, fit in found.items() if fit is not None}
 
     def update_baseline(self, clean: bool) -> list[str]:
         """Write v<N+1> from this run when every case was measured cleanly; say what changed."""

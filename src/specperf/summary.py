@@ -1,7 +1,10 @@
 """The terminal side of a run: live progress lines and the closing incident-style table.
 
 Results travel in each test report's ``user_properties`` (JSON), so the table is the same
-with or without pytest-xdist: the controller reads the reports its workers send.
+with or without pytest-xdist: the controller reads the reports its workers send. The
+closing block renders the run's results document (:mod:`specperf.results`, built once at
+session end from those reports): its fits and its "unexplained by the model" lines are the
+record's, the same as report.html and results.json show.
 """
 
 from __future__ import annotations
@@ -12,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from . import exact
+from . import exact, results
 from .measure import Sample
+from .model import ContextFit
 from .pathverdict import COMPARISONS, UNMEASURED
-from .results import run_fits
 from .run import RunState
 
 COLLECTOR_NAME = "specperf-collector"
@@ -54,6 +57,8 @@ class Collector:
     perf_outcomes: dict[str, str] = field(default_factory=dict)
     smoke: set[str] = field(default_factory=set)
     scaling_cases: set[str] = field(default_factory=set)
+    # The run's results document, once built at session end (report.ReportPlugin).
+    record: dict[str, Any] | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._perf(report)
@@ -123,9 +128,11 @@ def table(measurements: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def fit_lines(measurements: dict[str, dict[str, Any]]) -> list[str]:
+def fit_lines(fits: dict[str, dict[str, Any]]) -> list[str]:
+    """The record's context fits, one line per text class."""
     lines = []
-    for name, fit in run_fits(measurements).items():
+    for name, data in sorted(fits.items()):
+        fit = ContextFit.from_dict(data)
         slope = f"{fit.b_ms_per_1k:.2f}"
         if fit.b_se_ms_per_1k is not None:
             slope += f" ± {fit.b_se_ms_per_1k:.2f}"
@@ -136,9 +143,10 @@ def fit_lines(measurements: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def render(found: Collector, state: RunState) -> list[str]:
-    """The closing block: who was measured, the table, the fits, verdicts, notes."""
-    # From the reports, so it reads the same when xdist workers did the measuring.
-    server = found.server
+    """The closing block: who was measured, the table, the fits, verdicts, notes — rendered
+    from the run's record, so it reads the same when xdist workers did the measuring."""
+    doc = found.record or bare_record(found)
+    server = doc["server"]
     lines = ["", f"specperf — {server.get('label', '?')}; {server.get('server_name', '?')}; "
                  f"acceptance from "
                  f"{server.get('acceptance_source', '?')}; {state.settings.output_tokens} output "
@@ -147,28 +155,43 @@ def render(found: Collector, state: RunState) -> list[str]:
         profile = server.get("fingerprint", {}).get("sim_profile") or state.settings.sim_profile
         lines.append(f"SIMULATED: profile {profile} at time scale "
                      f"{server.get('time_scale', 1):g}; figures are in simulated time.")
+    # As the measuring process worded them (in A/B mode: against production, not a baseline).
     lines += [f"FINGERPRINT DIFFERS FROM THE BASELINE: {n}" for n in found.fingerprint_notes]
-    lines += table(found.measurements) + fit_lines(found.measurements)
-    lines += exact.summary_lines(found.verdicts)
-    failing = [v for v in found.verdicts if v["status"] == "fail"]
+    lines += table(doc["measurements"]) + fit_lines(doc["fits"])
+    return lines + verdict_lines(doc) + found.footer
+
+
+def bare_record(found: Collector) -> dict[str, Any]:
+    """What the summary reads of a record, for a session that built none (no report plugin):
+    the same fields, derived by the same function, without a baseline to reconcile with."""
+    return {"server": found.server, "measurements": found.measurements,
+            "verdicts": found.verdicts, "reconcile": [],
+            "fits": {k: f.to_dict() for k, f in results.run_fits(found.measurements).items()}}
+
+
+def verdict_lines(doc: dict[str, Any]) -> list[str]:
+    """Regressions, improvements, unexplained slowdowns, unmeasured and path verdicts."""
+    verdicts: list[dict[str, Any]] = doc["verdicts"]
+    lines = exact.summary_lines(verdicts)
+    failing = [v for v in verdicts if v["status"] == "fail"]
     if failing:
         lines.append(f"regressions ({len(failing)}):")
         lines += [f"  {v['case_id']}: {v['message']}" for v in failing]
-    improved = [v for v in found.verdicts if v["status"] == "improved"]
+    improved = [v for v in verdicts if v["status"] == "improved"]
     if improved:
         lines.append(f"better than the baseline ({len(improved)}):")
         lines += [f"  {v['case_id']}: {v['message']}" for v in improved]
-    lines += [f"unexplained by the model: {v.case_id}: {v.message}" for v in state.reconciled
-              if v.status == "fail"]
+    lines += [f"unexplained by the model: {r['case_id']}: {r['message']}"
+              for r in results.unexplained(doc)]
     # Passing path comparisons still say what streaming and the chat route cost, and label
     # transport overhead (failing ones are among the regressions above).
-    unmeasured = [v for v in found.verdicts if v["status"] == UNMEASURED]
+    unmeasured = [v for v in verdicts if v["status"] == UNMEASURED]
     if unmeasured:
         lines.append(f"not measured, so not passed ({len(unmeasured)}):")
         lines += [f"  {v['case_id']}: {v['message']}" for v in unmeasured]
-    paths = [v for v in found.verdicts
+    paths = [v for v in verdicts
              if v["case_id"].endswith(COMPARISONS) and v["status"] not in ("fail", UNMEASURED)]
     if paths:
         lines.append(f"streaming and parser paths ({len(paths)}):")
         lines += [f"  {v['case_id']}: {v['message']}" for v in paths]
-    return lines + found.footer
+    return lines

@@ -35,6 +35,9 @@ Fields (all apply to generation requests: /generate, /v1/completions, /v1/chat/c
   parser with ``separate_reasoning``, or the tool-call parser on a request with tools).
 - ``parser_response_ms`` (0.0): wall ms (not time-scaled) added once to a non-streaming chat
   response while a parser is engaged.
+- ``loop_output`` (false): every one of our requests emits a four-token cycle instead of
+  its own text (think and tool-call markers stay): a model collapsed into a loop, as greedy
+  decoding does on some prompts. Counts, steps and timings are unchanged.
 
 The parser costs model post-processing in SGLang's HTTP server process, after the scheduler
 produced the tokens: the client sees the delay, the decode does not. ``meta_info`` timings
@@ -80,11 +83,13 @@ class FaultState:
     foreign_prompt: int = 256
     foreign_delay_ms: float = 0.0
     foreign_times: int = 0
+    loop_output: bool = False
 
 
 FIELD_NAMES = tuple(f.name for f in fields(FaultState))
 _RATES = ("error_rate", "drop_rate", "malformed_rate", "early_stop_rate")
 _MULTS = ("step_time_mult", "slope_mult", "acceptance_mult")
+_BOOLS = ("omit_spec_fields", "loop_output")
 _INTS = ("error_status", "background_requests", "foreign_output", "foreign_prompt",
          "foreign_times")
 
@@ -145,9 +150,9 @@ class Faults:
 
 
 def _coerce(name: str, value: object) -> Any:
-    if name == "omit_spec_fields":
+    if name in _BOOLS:
         if not isinstance(value, bool):
-            raise FaultError("omit_spec_fields must be true or false")
+            raise FaultError(f"{name} must be true or false")
         return value
     if name == "noise" and value is None:
         return None

@@ -89,7 +89,21 @@ def submit(state: SimState, spec: GenerationSpec, arrived: tuple[float, float]) 
     if faults.roll(faults.state.early_stop_rate):
         stop_at = max(1, int(spec.max_new_tokens * faults.uniform(0.1, 0.5)))
         spec = replace(spec, early_stop_at=stop_at)
+    if faults.state.loop_output:
+        spec = looping(state, spec)
     return state.scheduler.submit(spec, arrived=arrived)
+
+
+# The loop_output fault's cycle: plain words, so both token ids and text repeat.
+LOOP_TEXT = " the loop goes on"
+
+
+def looping(state: SimState, spec: GenerationSpec) -> GenerationSpec:
+    """The spec with every unscripted output position scripted to one short cycle."""
+    cycle = state.tokenizer.encode(LOOP_TEXT, add_special_tokens=False)
+    script = {i: cycle[i % len(cycle)] for i in range(spec.max_new_tokens)}
+    script.update(spec.script)  # think / tool-call markers keep their places
+    return replace(spec, script=script)
 
 
 async def wait_finished(state: SimState, http: Request, request: SimRequest) -> bool:

@@ -33,8 +33,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("comparisons and the record", ("compare", "exact", "pathverdict", "results", "sweep")),
     ("the run and the page", ("page", "run")),
     ("run views", ("fixtures", "summary", "sweeprun", "trend")),
-    ("report and sweep tests", ("report", "sweepfixtures")),
-    ("entry points", ("cli", "plugin")),
+    ("reports and sweep tests", ("report", "sweepfixtures")),
+    ("the command and the report plugin", ("cli", "reportplugin")),
+    ("the pytest plugin", ("plugin",)),
 )
 # Outside the layers: the package's public surface (lazy, imports nothing at import time)
 # and the simulator, a separate server that imports nothing of the suite.

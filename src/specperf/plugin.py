@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from . import report, summary
+from . import reportplugin, summary
 from .config import OPTIONS, Settings, for_baseline, parse_tolerances, resolve
 from .errors import ConfigError, SpecperfError
 from .fixtures import (  # noqa: F401  (fixtures are registered by being importable here)
@@ -99,7 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
             "(pytest-xdist), so one run writes one complete baseline.")
     config.stash[STATE] = state
     config.pluginmanager.register(summary.Collector(), summary.COLLECTOR_NAME)
-    config.pluginmanager.register(report.ReportPlugin(config), "specperf-report")
+    config.pluginmanager.register(reportplugin.ReportPlugin(config), "specperf-report")
     if workerinput is None and config.pluginmanager.hasplugin("xdist") \
             and config.getoption("dist", "no") != "no" and settings.endpoint is not None:
         config.pluginmanager.register(XdistController(config, settings), "specperf-xdist")

@@ -57,7 +57,7 @@ class Collector:
     perf_outcomes: dict[str, str] = field(default_factory=dict)
     smoke: set[str] = field(default_factory=set)
     scaling_cases: set[str] = field(default_factory=set)
-    # The run's results document, once built at session end (report.ReportPlugin).
+    # The run's results document, once built at session end (reportplugin.ReportPlugin).
     record: dict[str, Any] | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -96,5 +96,8 @@ def test_slow_transport_delays_chunks_not_the_decode(sim: Any) -> None:
     assert slowed_s >= 0.02 * len(slowed)
     client_rate = 200 / slowed_s
     assert client_rate < 0.5 * meta["decode_throughput"]  # the server decoded at full speed
+    # Had the slow client held the decode back, the server's rate would fall with the
+    # client's (below half of the direct stream's: 40 chunks × 20 ms against a ~0.3 s
+    # decode); a loaded box moves it by tens of percent at most.
     ratio = meta["decode_throughput"] / direct[-1]["meta_info"]["decode_throughput"]
-    assert 0.7 < ratio < 1.4
+    assert ratio > 0.6

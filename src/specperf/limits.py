@@ -10,6 +10,7 @@ same wherever it appears. This module sits at the bottom of the package: it impo
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from .errors import ConfigError
 
@@ -89,3 +90,58 @@ def _checked_tolerance(key: str, value: object) -> float:
 def tolerance(tolerances: Mapping[str, float], metric: str) -> float:
     """The tolerance in force for ``metric``: the given one, else the default."""
     return tolerances.get(metric, DEFAULT_TOLERANCES[metric])
+
+
+@dataclass(frozen=True)
+class Move:
+    """One figure before and after — a baseline and this run, or two paths of one case —
+    judged against its tolerance in its metric's direction. Case verdicts and path verdicts
+    both speak through it, so a move reads the same in every sentence."""
+
+    metric: str
+    base: float
+    new: float
+    tolerance: float
+    label: str = ""  # default: the metric's name in LABELS
+    unit: str | None = None  # default: " ms" for step time, none otherwise
+
+    @property
+    def direction(self) -> int:
+        return DIRECTION.get(self.metric, +1)
+
+    @property
+    def change(self) -> float:
+        return self.new / self.base - 1.0 if self.base else 0.0
+
+    @property
+    def good_change(self) -> float:
+        """The change signed so that positive is better."""
+        return self.direction * self.change
+
+    @property
+    def regressed(self) -> bool:
+        return self.good_change < -self.tolerance
+
+    @property
+    def improved(self) -> bool:
+        return self.good_change > self.tolerance
+
+    @property
+    def noise(self) -> bool:
+        return abs(self.change) < self.tolerance
+
+    def text(self, *, vs: str = "", limit: bool = False, noise: bool = False) -> str:
+        """'avg commit 7.85 → 5.64 (−28.2%)', optionally with the limit or 'within noise';
+        ``vs`` names what the new value is compared with."""
+        extra = f", limit {format_limit(self.metric, self.tolerance)}" if limit else \
+            (", within noise" if noise and self.noise else "")
+        name = self.label or LABELS.get(self.metric, self.metric)
+        unit = self.unit if self.unit is not None else (" ms" if self.metric == "step_ms"
+                                                         else "")
+        return (f"{name} {format_value(self.metric, self.base)} {ARROW} "
+                f"{format_value(self.metric, self.new)}{unit}{vs} "
+                f"({format_percent(self.change)}{extra})")
+
+    def detail(self) -> dict[str, float]:
+        return {"base": self.base, "new": self.new, "change": self.change,
+                "limit": -self.direction * self.tolerance}

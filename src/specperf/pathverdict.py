@@ -11,9 +11,9 @@ labelled, never blamed on the server.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 
-from .limits import ARROW, MINUS, format_limit, format_percent, format_value
+from .limits import ARROW, MINUS, Move, format_percent, format_value
 from .paths import Figures, Parsers
 from .verdict import Verdict
 
@@ -33,38 +33,6 @@ EXPLAINS = 0.5
 UNMEASURED = "unmeasured"
 FIGURE_NAMES = {"tok_s": "tok/s", "decode_tok_s": "server decode tok/s (server timings)",
                 "delivery_tok_s": "client delivery tok/s"}
-
-
-@dataclass(frozen=True)
-class _Cmp:
-    """One figure on the reference path and on the compared one, against a tolerance."""
-
-    label: str
-    base: float
-    new: float
-    tolerance: float
-    direction: int = +1  # +1: must not fall; −1: must not rise
-    unit: str = ""
-    metric: str = "tok_s"
-
-    @property
-    def change(self) -> float:
-        return self.new / self.base - 1.0 if self.base else 0.0
-
-    @property
-    def regressed(self) -> bool:
-        return self.direction * self.change < -self.tolerance
-
-    @property
-    def noise(self) -> bool:
-        return abs(self.change) < self.tolerance
-
-    def text(self, *, vs: str = "", limit: bool = False, noise: bool = False) -> str:
-        extra = f", limit {format_limit(self.metric, self.tolerance)}" if limit else \
-            (", within noise" if noise and self.noise else "")
-        return (f"{self.label} {format_value(self.metric, self.base)} {ARROW} "
-                f"{format_value(self.metric, self.new)}{self.unit}{vs} "
-                f"({format_percent(self.change)}{extra})")
 
 
 def _ms(value: float) -> str:
@@ -141,8 +109,8 @@ def judge_parser(case_id: str, native: Figures, chat: Figures, parsers: Parsers,
     missing = unmeasured(case_id, {"tok_s": (native, chat)}, "the chat route against the native")
     if missing is not None:
         return missing
-    tok = _Cmp("chat tok/s", _figure(native, "tok_s"), _figure(chat, "tok_s"),
-               tolerances["tok_s"])
+    tok = Move("tok_s", _figure(native, "tok_s"), _figure(chat, "tok_s"),
+               tolerances["tok_s"], label="chat tok/s")
     problems = parser_problems(chat, parsers)
     decode = _decode_cmp(native, chat, tolerances)
     step = _step_cmp(native, chat, tolerances)
@@ -166,21 +134,22 @@ def judge_parser(case_id: str, native: Figures, chat: Figures, parsers: Parsers,
     return Verdict(case_id, "pass", f"{message} — within tolerance.")
 
 
-def _decode_cmp(base: Figures, new: Figures, tolerances: dict[str, float]) -> _Cmp | None:
+def _decode_cmp(base: Figures, new: Figures, tolerances: dict[str, float]) -> Move | None:
     a, b = base.get("decode_tok_s"), new.get("decode_tok_s")
     if a is None or b is None:
         return None
-    return _Cmp("server decode", a, b, tolerances["decode_tok_s"], unit=" tok/s")
+    return Move("tok_s", a, b, tolerances["decode_tok_s"], label="server decode",
+                unit=" tok/s")
 
 
-def _step_cmp(base: Figures, new: Figures, tolerances: dict[str, float]) -> _Cmp | None:
+def _step_cmp(base: Figures, new: Figures, tolerances: dict[str, float]) -> Move | None:
     a, b = base.get("step_ms"), new.get("step_ms")
     if a is None or b is None:
         return None
-    return _Cmp("chat step time", a, b, tolerances["step_ms"], -1, " ms", "step_ms")
+    return Move("step_ms", a, b, tolerances["step_ms"], label="chat step time")
 
 
-def _parser_gap(tok: _Cmp, decode: _Cmp | None, step: _Cmp | None, post: float | None,
+def _parser_gap(tok: Move, decode: Move | None, step: Move | None, post: float | None,
                 native: Figures, chat: Figures, output_tokens: int) -> str:
     """Why chat tok/s fell: decode, post-processing, both or neither."""
     head = tok.text(vs=" vs native", limit=True)
@@ -224,7 +193,8 @@ def judge_stream(case_id: str, plain: Figures, stream: Figures,
         return Verdict(case_id, "fail", f"{head.text(vs=' vs non-streaming', limit=True)} — "
                        f"{STREAM_DECODE_HINT}.")
     delivery = stream.get("delivery_tok_s")
-    gap = _Cmp("client delivery", decode.new, delivery or 0.0, tolerances["tok_s"])
+    gap = Move("tok_s", decode.new, delivery or 0.0, tolerances["tok_s"],
+               label="client delivery")
     if delivery is not None and gap.regressed:
         return Verdict(case_id, "pass", (
             f"the stream delivered {delivery:.1f} tok/s to the client against a server decode "
@@ -237,8 +207,8 @@ def judge_stream(case_id: str, plain: Figures, stream: Figures,
                    f"server decode {decode.new:.1f} tok/s — within tolerance.")
 
 
-def replace_label(cmp: _Cmp, label: str) -> _Cmp:
-    return _Cmp(label, cmp.base, cmp.new, cmp.tolerance, cmp.direction, cmp.unit, cmp.metric)
+def replace_label(cmp: Move, label: str) -> Move:
+    return replace(cmp, label=label)
 
 
 def _stream_tail(plain: Figures, stream: Figures) -> str:
@@ -266,8 +236,9 @@ def judge_chat_stream(case_id: str, native: Figures, chat: Figures, parsers: Par
     if missing is not None:
         return missing
     problems = parser_problems(chat, parsers)
-    delivery = _Cmp("chat stream delivery", _figure(native, "delivery_tok_s"),
-                    _figure(chat, "delivery_tok_s"), tolerances["tok_s"], unit=" tok/s")
+    delivery = Move("tok_s", _figure(native, "delivery_tok_s"),
+                    _figure(chat, "delivery_tok_s"), tolerances["tok_s"],
+                    label="chat stream delivery", unit=" tok/s")
     decode = _decode_cmp(native, chat, tolerances)
     head = delivery.text(vs=" vs the native stream", limit=True)
     if decode is not None and decode.regressed:

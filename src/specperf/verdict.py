@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .limits import (
     ARROW,
     DIRECTION,
-    format_limit,
+    Move,
     format_move,
     format_percent,
     format_value,
@@ -81,51 +81,6 @@ def _change(base: float, new: float) -> float:
 # --- case verdicts --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Move:
-    """One metric's baseline and current medians, judged against its tolerance."""
-
-    metric: str
-    base: float
-    new: float
-    tolerance: float
-
-    @property
-    def change(self) -> float:
-        return _change(self.base, self.new)
-
-    @property
-    def good_change(self) -> float:
-        """The change signed so that positive is better."""
-        return DIRECTION[self.metric] * self.change
-
-    @property
-    def regressed(self) -> bool:
-        return self.good_change < -self.tolerance
-
-    @property
-    def improved(self) -> bool:
-        return self.good_change > self.tolerance
-
-    @property
-    def noise(self) -> bool:
-        return abs(self.change) < self.tolerance
-
-    def text(self, *, limit: bool = False, noise: bool = False) -> str:
-        """'avg commit 7.85 → 5.64 (−28.2%)', optionally with the limit or 'within noise'."""
-        extra = ""
-        if limit:
-            extra = f", limit {format_limit(self.metric, self.tolerance)}"
-        elif noise and self.noise:
-            extra = ", within noise"
-        move = format_move(self.metric, self.base, self.new)
-        return f"{move} ({format_percent(self.change)}{extra})"
-
-    def detail(self) -> dict[str, float]:
-        return {"base": self.base, "new": self.new, "change": self.change,
-                "limit": -DIRECTION[self.metric] * self.tolerance}
-
-
 def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
                tolerances: Mapping[str, float]) -> Verdict:
     """Compare one case's medians with its baseline; tolerances are the resolved layers."""
@@ -151,12 +106,12 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
 
 
 def _moves(current: Mapping[str, Summary], base: CaseBaseline,
-           tolerances: Mapping[str, float]) -> dict[str, _Move]:
-    return {m: _Move(m, base.metrics[m].median, current[m].median, tolerance(tolerances, m))
+           tolerances: Mapping[str, float]) -> dict[str, Move]:
+    return {m: Move(m, base.metrics[m].median, current[m].median, tolerance(tolerances, m))
             for m in DIRECTION if m in current and m in base.metrics and base.metrics[m].median}
 
 
-def _attribution(moves: Mapping[str, _Move]) -> Attribution | None:
+def _attribution(moves: Mapping[str, Move]) -> Attribution | None:
     if not all(m in moves for m in ("tok_s", "avg_commit", "step_ms")):
         return None
     ratios = [moves[m].new / moves[m].base for m in ("tok_s", "avg_commit", "step_ms")]
@@ -165,7 +120,7 @@ def _attribution(moves: Mapping[str, _Move]) -> Attribution | None:
     return attribute(*ratios)
 
 
-def _pass_summary(moves: Mapping[str, _Move]) -> str:
+def _pass_summary(moves: Mapping[str, Move]) -> str:
     parts = []
     if "tok_s" in moves:
         parts.append(moves["tok_s"].text(limit=True))
@@ -174,7 +129,7 @@ def _pass_summary(moves: Mapping[str, _Move]) -> str:
     return "; ".join(parts)
 
 
-def _regression_message(moves: Mapping[str, _Move], first: str,
+def _regression_message(moves: Mapping[str, Move], first: str,
                         attribution: Attribution | None) -> str:
     head = moves[first].text(limit=True)
     if first in ("avg_commit", "step_ms"):
@@ -187,13 +142,13 @@ def _regression_message(moves: Mapping[str, _Move], first: str,
     return f"{head}: {_cause_clause(moves['avg_commit'], moves['step_ms'], ratio_attr)}"
 
 
-def _while_tok_s(moves: Mapping[str, _Move]) -> str:
+def _while_tok_s(moves: Mapping[str, Move]) -> str:
     if "tok_s" not in moves:
         return ""
     return f" while {moves['tok_s'].text()} stayed within its limit"
 
 
-def _decode_attribution(moves: Mapping[str, _Move]) -> Attribution | None:
+def _decode_attribution(moves: Mapping[str, Move]) -> Attribution | None:
     """Decode tok/s splits like tok/s, without prefill (so its rest is ~0)."""
     if not all(m in moves for m in ("decode_tok_s", "avg_commit", "step_ms")):
         return None
@@ -201,7 +156,7 @@ def _decode_attribution(moves: Mapping[str, _Move]) -> Attribution | None:
     return attribute(*ratios) if min(ratios) > 0 else None
 
 
-def _cause_clause(commit: _Move, step: _Move, attr: Attribution) -> str:
+def _cause_clause(commit: Move, step: Move, attr: Attribution) -> str:
     """What explains a drop: acceptance, step time, both, or neither, and what to check."""
     acc, stp = attr.share("acceptance"), attr.share("step")
     if attr.share("rest") >= UNEXPLAINED_SHARE or max(acc, stp) < SECONDARY_SHARE:

@@ -55,7 +55,7 @@ def configure(config: pytest.Config, settings: Settings, found: tuple[Endpoint, 
               write: Write) -> RunState:
     """Set up one RunState per endpoint and the controller's collector; returns the first."""
     check_combination(settings)
-    _check_dist(config)
+    _check_dist(config, [ep.name for ep in found])
     lines: dict[str, list[str]] = {ep.name: [] for ep in found}
     source = (f"endpoints file {settings.endpoints}" if settings.endpoints is not None
               else "--endpoint")
@@ -71,15 +71,28 @@ def configure(config: pytest.Config, settings: Settings, found: tuple[Endpoint, 
     return states[found[0].name]
 
 
-def _check_dist(config: pytest.Config) -> None:
-    """Each endpoint's cases must stay on one worker: ``-n`` alone means loadgroup here."""
+def _check_dist(config: pytest.Config, names: Sequence[str]) -> None:
+    """Each endpoint's cases must stay on one worker; specperf schedules them so itself."""
     dist = config.getoption("dist", "no")
     if dist not in _DISTS_OK:
         raise ConfigError(f"--dist {dist} would split an endpoint's cases over workers that "
-                          "measure it at once: run a fleet with -n N alone (specperf then uses "
-                          "--dist loadgroup, one worker per endpoint) or --dist loadgroup.")
-    if dist == "load":  # pytest-xdist's default for -n; workers receive the option as set here
-        config.option.dist = "loadgroup"
+                          "measure it at once: run a fleet with -n N alone (specperf then "
+                          "gives each endpoint's cases to one worker) or --dist loadgroup.")
+    if dist != "no" and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_Scheduler(names), "specperf-fleet-scheduler")
+
+
+class _Scheduler:
+    """The controller schedules a fleet by endpoint (see :class:`EndpointScheduling`)."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = tuple(names)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        from .fleetsched import EndpointScheduling
+
+        return EndpointScheduling(config, log, self.names)
 
 
 def _progress(write: Write, name: str, lines: dict[str, list[str]]) -> Write:

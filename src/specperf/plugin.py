@@ -28,6 +28,7 @@ from .fixtures import (  # noqa: F401  (fixtures are registered by being importa
     perf_case,
     specperf,
     specperf_baseline,
+    specperf_endpoint,
     specperf_paths,
     specperf_session,
     specperf_settings,

@@ -35,8 +35,9 @@ def _overview(doc: Mapping[str, Any], parts: Sequence[Mapping[str, Any]]) -> str
         lock = "n/a" if wait is None else f"{wait:.1f} s"
         if part.get("lock_lines"):
             lock += f" — {part['lock_lines'][0]}"
-        rows.append([f'<td><a href="#endpoint-{page.esc(part["name"])}">'
-                     f"{page.esc(part['name'])}</a></td>",
+        name = page.esc(part["name"])
+        rows.append([f'<td data-endpoint-status="{page.esc(status)}">'
+                     f'<a href="#endpoint-{name}">{name}</a></td>',
                      f"<td>{page.esc(part['url'])}</td>",
                      f"<td>{page.esc(part['deployment'])}</td>",
                      f'<td class="{_STATUS_CLASS.get(status, "")}">{page.esc(status)}</td>',
@@ -76,12 +77,14 @@ def cross_table(parts: Sequence[Mapping[str, Any]]) -> str:
                       for m in ("tok_s", "step_ms", "avg_commit")]
             text = ["—" if v is None else f"{v:.1f}" if i < 2 else f"{v:.2f}"
                     for i, v in enumerate(values)]
-            title = f' title="{page.esc(status)}"' if status else ""
-            row += [f'<td class="num {cls}"{title}>{page.esc(t)}</td>' for t in text]
+            cell_attrs = (f' data-endpoint="{page.esc(part["name"])}" '
+                          f'data-status="{page.esc(status or "none")}"')
+            row += [f'<td class="num {cls}"{cell_attrs}>{page.esc(t)}</td>' for t in text]
         rows.append(row)
     if not rows:
         return "<p>No endpoint measured a case.</p>"
-    return page.table(headers, rows, cls="cross")
+    attrs = [f' class="cross-case" data-case="{page.esc(cid)}"' for cid in cases]
+    return page.table(headers, rows, cls="cross", row_attrs=attrs)
 
 
 def _section(part: Mapping[str, Any]) -> str:

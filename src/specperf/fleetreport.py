@@ -42,9 +42,11 @@ class EndpointRecord:
     errors: dict[str, str] = field(default_factory=dict)
     lock_wait_s: float | None = None
     lock_lines: list[str] = field(default_factory=list)
+    measure_s: float = 0.0  # its tests' setup, call and teardown: the time its worker spent
 
     def add(self, report: pytest.TestReport) -> None:
         self.found.pytest_runtest_logreport(report)
+        self.measure_s += report.duration
         if report.failed and report.when != "call":
             self.errors[report.nodeid] = report.longreprtext[-ERROR_CHARS:]
         lock = _prop(report, "specperf_lock")
@@ -144,6 +146,7 @@ class FleetCollector:
         doc["run"] = _run_kind([record], state, interrupted)
         return {**record.endpoint.to_dict(), "status": record.status(),
                 "counts": record.counts(), "lock_wait_s": record.lock_wait_s,
+                "measure_s": record.measure_s,
                 "lock_lines": record.lock_lines, "document": doc}
 
     @pytest.hookimpl(trylast=True)  # after the closing block
@@ -167,6 +170,7 @@ class FleetCollector:
                 lines.append(f"  error: {error.strip().splitlines()[-1]}")
         lines += ["", "specperf fleet: same case on each box (tok/s, step ms, avg commit):"]
         lines += cross_lines([(n, r.found.measurements) for n, r in self.records.items()])
+        lines.append(self.timing_line())
         for name, record in self.records.items():
             lines.append(f"specperf fleet: {name}: {record.status().upper()} "
                          f"({record.counts()})")
@@ -174,6 +178,13 @@ class FleetCollector:
                 lines.append(f"specperf fleet: {name} waited {record.lock_wait_s or 0:.1f} s "
                              f"for its GPU lock: {record.lock_lines[0]}")
         return lines
+
+
+    def timing_line(self) -> str:
+        """Wall time against each endpoint's own: parallel endpoints cost the slowest one."""
+        wall = time.monotonic() - self.started
+        each = ", ".join(f"{n} {r.measure_s:.1f} s" for n, r in self.records.items())
+        return f"specperf fleet: run {wall:.1f} s wall; each endpoint's tests: {each}"
 
 
 def cross_lines(parts: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:

@@ -88,7 +88,7 @@ class FleetCollector:
             self.records[name].add(report)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if hasattr(self.config, "workerinput"):
+        if hasattr(self.config, "workerinput") or self.config.option.collectonly:
             return  # workers send their reports to the controller, which writes once
         for item in getattr(session, "items", []):
             name = next((str(v) for k, v in item.user_properties if k == "specperf_endpoint"),
@@ -151,6 +151,8 @@ class FleetCollector:
 
     @pytest.hookimpl(trylast=True)  # after the closing block
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.config.option.collectonly:
+            return
         for line in self.closing_lines():
             terminalreporter.write_line(line)
         if self.written is not None:

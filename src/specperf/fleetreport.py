@@ -26,7 +26,7 @@ from .run import RunState
 from .session import git_revision
 
 FLEET_COLLECTOR = "specperf-fleet"
-_STATUS_ORDER = ("error", "fail", "not run", "skipped", "pass")
+_STATUS_ORDER = ("error", "fail", "not run", "pass", "skipped")  # skipped: nothing judged
 
 
 def _prop(report: pytest.TestReport, key: str) -> str | None:

@@ -1,0 +1,122 @@
+"""A fleet's wall time against its slowest endpoint: endpoints in parallel, not one after another.
+
+Three simulators as real processes (``healthy``; ``regressed``, step time x1.3 through
+``/_sim/faults``; ``stopped``, killed once it served the first request of the second case),
+one baseline measured on ``healthy`` and filed under each deployment, then one
+``pytest -n 3 --endpoints FILE`` session over the main job's cases. From that same run's
+results.json: each endpoint's ``measure_s`` (its tests' setup + call + teardown on its
+worker) and the session's wall time. Parallel means wall ≈ the slowest endpoint's time plus
+xdist's start-up, far below the sum.
+
+    python benchmarks/fleet_wall.py [--contexts 13,1663,3333] [--time-scale 0.5]
+
+Writes benchmarks/results/fleet_wall.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from specperf.session import SimProcess
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = Path(__file__).resolve().parent / "results" / "fleet_wall.json"
+NAMES = ("healthy", "regressed", "stopped")
+
+
+def pytest_run(work: Path, args: list[str], contexts: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", str(ROOT / "perf_tests" / "test_context_scaling.py"),
+            "-p", "specperf.plugin", "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
+            "-m", "context_scaling", f"--contexts={contexts}", "--text-classes=reasoning",
+            "--output-tokens=64", "--repeats=3", "--baseline-dir", str(work / "baselines"),
+            "--report-dir", str(work / "reports"), *args]
+
+
+def write_baselines(work: Path, url: str, contexts: str, env: dict[str, str]) -> None:
+    cmd = pytest_run(work, ["--endpoint", url, "--deployment", "healthy",
+                            "--update-baselines", "--baseline-repeats=3"], contexts)
+    subprocess.run(cmd, cwd=work, env=env, check=True, capture_output=True, timeout=900)
+    source = json.loads((work / "baselines" / "healthy" / "v1.json").read_text())
+    for name in NAMES[1:]:
+        (work / "baselines" / name).mkdir()
+        (work / "baselines" / name / "v1.json").write_text(
+            json.dumps({**source, "deployment": name}, indent=1, sort_keys=True))
+
+
+def stop_halfway(sim: SimProcess, run: subprocess.Popen[str], second: int) -> None:
+    while run.poll() is None:
+        truth = httpx.get(f"{sim.url}/_sim/truth", timeout=5).json()["requests"]
+        if any(r["prompt_tokens"] >= second for r in truth):
+            sim.stop()
+            return
+        time.sleep(0.05)
+
+
+def measure(contexts: str, time_scale: float) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="specperf-fleet-") as tmp:
+        work = Path(tmp)
+        env = {**os.environ, "SPECPERF_LOCK_DIR": str(work / "locks")}
+        sims = {n: SimProcess("kimi-k26-ddtree", time_scale) for n in NAMES}
+        try:
+            urls = {n: sim.start() for n, sim in sims.items()}
+            write_baselines(work, urls["healthy"], contexts, env)
+            httpx.post(f"{urls['regressed']}/_sim/faults", json={"step_time_mult": 1.3})
+            (work / "fleet.toml").write_text("".join(
+                f'[[endpoint]]\nname = "{n}"\nurl = "{u}"\n\n' for n, u in urls.items()))
+            cmd = pytest_run(work, ["-n", "3", "--endpoints", str(work / "fleet.toml")],
+                             contexts)
+            start = time.monotonic()
+            run = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True)
+            second = sorted(int(c) for c in contexts.split(","))[1]
+            stopper = threading.Thread(target=stop_halfway, args=(sims["stopped"], run, second))
+            stopper.start()
+            out, _ = run.communicate(timeout=1800)
+            wall = time.monotonic() - start
+            stopper.join()
+        finally:
+            for sim in sims.values():
+                sim.stop()
+        run_dir = sorted((work / "reports").glob("2*"))[-1]
+        doc = json.loads((run_dir / "results.json").read_text())
+    each = {p["name"]: {"measure_s": p["measure_s"], "status": p["status"],
+                        "counts": p["counts"]} for p in doc["endpoints"]}
+    slowest = max(v["measure_s"] for v in each.values())
+    total = sum(v["measure_s"] for v in each.values())
+    return {"contexts": contexts, "time_scale": time_scale, "exit_code": run.returncode,
+            "wall_s": wall, "session_s": doc["duration_s"], "endpoints": each,
+            "slowest_endpoint_s": slowest, "sum_of_endpoints_s": total,
+            "wall_over_slowest": wall / slowest, "sum_over_wall": total / wall,
+            "tail": out.splitlines()[-8:]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--contexts", default="13,1663,3333")
+    parser.add_argument("--time-scale", type=float, default=0.5)
+    args = parser.parse_args()
+    found = measure(args.contexts, args.time_scale)
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(found, indent=1) + "\n")
+    for name, v in found["endpoints"].items():
+        print(f"{name:<10} {v['status']:<6} {v['measure_s']:6.1f} s  ({v['counts']})")
+    print(f"wall {found['wall_s']:.1f} s (pytest session {found['session_s']:.1f} s); slowest "
+          f"endpoint {found['slowest_endpoint_s']:.1f} s, sum {found['sum_of_endpoints_s']:.1f} "
+          f"s; wall/slowest {found['wall_over_slowest']:.2f}, sum/wall "
+          f"{found['sum_over_wall']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

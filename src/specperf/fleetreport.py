@@ -11,6 +11,7 @@ renders it; the closing block puts the same case on every box side by side.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,7 +49,7 @@ class EndpointRecord:
         self.found.pytest_runtest_logreport(report)
         self.measure_s += report.duration
         if report.failed and report.when != "call":
-            self.errors[report.nodeid] = report.longreprtext[-ERROR_CHARS:]
+            self.errors[report.nodeid] = _error_text(report)
         lock = _prop(report, "specperf_lock")
         if lock is not None:
             data = json.loads(lock)
@@ -187,6 +188,15 @@ class FleetCollector:
         wall = time.monotonic() - self.started
         each = ", ".join(f"{n} {r.measure_s:.1f} s" for n, r in self.records.items())
         return f"specperf fleet: run {wall:.1f} s wall; each endpoint's tests: {each}"
+
+
+def _error_text(report: pytest.TestReport) -> str:
+    """The error as the suite worded it, without the "[gw0] linux -- Python …" line xdist
+    puts before a worker's report."""
+    lines = report.longreprtext.splitlines()
+    if lines and re.match(r"^\[gw\d+\] ", lines[0]):
+        lines = lines[1:]
+    return "\n".join(lines)[-ERROR_CHARS:]
 
 
 def cross_lines(parts: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:

@@ -64,7 +64,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                             dest=f"specperf_{opt.name}", help=text)
         elif opt.name == "endpoint":  # given more than once (NAME=URL): a fleet (fleet.py)
             group.addoption(opt.flag, action="append", default=None,
-                            dest=f"specperf_{opt.name}", metavar="[NAME=]URL",
+                            dest=f"specperf_{opt.name}", metavar=opt.name.upper(),
                             help=text.replace(";", "; repeat it as --endpoint NAME=URL for a "
                                                    "fleet;", 1))
         else:

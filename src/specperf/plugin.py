@@ -65,8 +65,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         elif opt.name == "endpoint":  # given more than once (NAME=URL): a fleet (fleet.py)
             group.addoption(opt.flag, action="append", default=None,
                             dest=f"specperf_{opt.name}", metavar=opt.name.upper(),
-                            help=text.replace(";", "; repeat it as --endpoint NAME=URL for a "
-                                                   "fleet;", 1))
+                            help=text.replace(opt.help, opt.help + " Given more than once as "
+                                              "NAME=URL: a fleet (see --endpoints).", 1))
         else:
             group.addoption(opt.flag, default=None, dest=f"specperf_{opt.name}",
                             metavar=opt.name.upper(), help=text)

@@ -3,9 +3,10 @@
 Three simulators as real processes (``healthy``; ``regressed``, step time x1.3 through
 ``/_sim/faults``; ``stopped``, killed once it served the first request of the second case),
 one baseline measured on ``healthy`` and filed under each deployment, then one
-``pytest -n 3 --endpoints FILE`` session over the main job's cases. From that same run's
-results.json: each endpoint's ``measure_s`` (its tests' setup + call + teardown on its
-worker) and the session's wall time. Parallel means wall ≈ the slowest endpoint's time plus
+``pytest -n 3 --endpoints FILE`` session over the main job's cases; then the same scenario
+(fresh simulators) measured serially, ``-n 0``, for the wall time one after another. From
+each run's results.json: each endpoint's ``measure_s`` (its tests' setup + call + teardown
+on its worker) and the session's wall time. Parallel means wall ≈ the slowest endpoint's time plus
 xdist's start-up, far below the sum.
 
     python benchmarks/fleet_wall.py [--contexts 13,1663,3333] [--time-scale 0.5]
@@ -63,7 +64,7 @@ def stop_halfway(sim: SimProcess, run: subprocess.Popen[str], second: int) -> No
         time.sleep(0.05)
 
 
-def measure(contexts: str, time_scale: float) -> dict[str, Any]:
+def measure(contexts: str, time_scale: float, workers: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="specperf-fleet-") as tmp:
         work = Path(tmp)
         env = {**os.environ, "SPECPERF_LOCK_DIR": str(work / "locks")}
@@ -74,8 +75,8 @@ def measure(contexts: str, time_scale: float) -> dict[str, Any]:
             httpx.post(f"{urls['regressed']}/_sim/faults", json={"step_time_mult": 1.3})
             (work / "fleet.toml").write_text("".join(
                 f'[[endpoint]]\nname = "{n}"\nurl = "{u}"\n\n' for n, u in urls.items()))
-            cmd = pytest_run(work, ["-n", "3", "--endpoints", str(work / "fleet.toml")],
-                             contexts)
+            cmd = pytest_run(work, ["-n", str(workers), "--endpoints",
+                                    str(work / "fleet.toml")], contexts)
             start = time.monotonic()
             run = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True)
@@ -94,7 +95,8 @@ def measure(contexts: str, time_scale: float) -> dict[str, Any]:
                         "counts": p["counts"]} for p in doc["endpoints"]}
     slowest = max(v["measure_s"] for v in each.values())
     total = sum(v["measure_s"] for v in each.values())
-    return {"contexts": contexts, "time_scale": time_scale, "exit_code": run.returncode,
+    return {"contexts": contexts, "time_scale": time_scale, "workers": workers,
+            "exit_code": run.returncode,
             "wall_s": wall, "session_s": doc["duration_s"], "endpoints": each,
             "slowest_endpoint_s": slowest, "sum_of_endpoints_s": total,
             "wall_over_slowest": wall / slowest, "sum_over_wall": total / wall,
@@ -106,15 +108,20 @@ def main() -> int:
     parser.add_argument("--contexts", default="13,1663,3333")
     parser.add_argument("--time-scale", type=float, default=0.5)
     args = parser.parse_args()
-    found = measure(args.contexts, args.time_scale)
+    runs = [measure(args.contexts, args.time_scale, workers) for workers in (3, 0)]
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps(found, indent=1) + "\n")
-    for name, v in found["endpoints"].items():
-        print(f"{name:<10} {v['status']:<6} {v['measure_s']:6.1f} s  ({v['counts']})")
-    print(f"wall {found['wall_s']:.1f} s (pytest session {found['session_s']:.1f} s); slowest "
-          f"endpoint {found['slowest_endpoint_s']:.1f} s, sum {found['sum_of_endpoints_s']:.1f} "
-          f"s; wall/slowest {found['wall_over_slowest']:.2f}, sum/wall "
-          f"{found['sum_over_wall']:.2f}")
+    summary = {"parallel": runs[0], "serial": runs[1],
+               "parallel_over_serial_wall": runs[0]["wall_s"] / runs[1]["wall_s"]}
+    RESULTS.write_text(json.dumps(summary, indent=1) + "\n")
+    for found in runs:
+        print(f"-n {found['workers']}:")
+        for name, v in found["endpoints"].items():
+            print(f"  {name:<10} {v['status']:<6} {v['measure_s']:6.1f} s  ({v['counts']})")
+        print(f"  wall {found['wall_s']:.1f} s (pytest session {found['session_s']:.1f} s); "
+              f"slowest endpoint {found['slowest_endpoint_s']:.1f} s, sum "
+              f"{found['sum_of_endpoints_s']:.1f} s; wall/slowest "
+              f"{found['wall_over_slowest']:.2f}, sum/wall {found['sum_over_wall']:.2f}")
+    print(f"wall -n 3 / wall -n 0: {summary['parallel_over_serial_wall']:.2f}")
     return 0
 
 

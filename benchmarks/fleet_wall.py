@@ -55,13 +55,27 @@ def write_baselines(work: Path, url: str, contexts: str, env: dict[str, str]) ->
             json.dumps({**source, "deployment": name}, indent=1, sort_keys=True))
 
 
-def stop_halfway(sim: SimProcess, run: subprocess.Popen[str], second: int) -> None:
+def truth(url: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = httpx.get(f"{url}/_sim/truth", timeout=5).json()["requests"]
+    return found
+
+
+def stop_halfway(sim: SimProcess, run: subprocess.Popen[str], second: int,
+                 seen: list[dict[str, Any]]) -> None:
     while run.poll() is None:
-        truth = httpx.get(f"{sim.url}/_sim/truth", timeout=5).json()["requests"]
-        if any(r["prompt_tokens"] >= second for r in truth):
+        requests = truth(sim.url)
+        if any(r["prompt_tokens"] >= second for r in requests):
+            seen.extend(requests)  # its ground truth dies with it
             sim.stop()
             return
         time.sleep(0.05)
+
+
+def window(requests: list[dict[str, Any]], since: float) -> tuple[float, float]:
+    """When the run's requests to one simulator began and ended (system-wide monotonic)."""
+    mine = [r for r in requests if r["received_mono"] >= since and not r["background"]
+            and r["finished_mono"] is not None]  # the stopped box's last one never finished
+    return min(r["received_mono"] for r in mine), max(r["finished_mono"] for r in mine)
 
 
 def measure(contexts: str, time_scale: float, workers: int) -> dict[str, Any]:
@@ -81,11 +95,15 @@ def measure(contexts: str, time_scale: float, workers: int) -> dict[str, Any]:
             run = subprocess.Popen(cmd, cwd=work, env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True)
             second = sorted(int(c) for c in contexts.split(","))[1]
-            stopper = threading.Thread(target=stop_halfway, args=(sims["stopped"], run, second))
+            seen: list[dict[str, Any]] = []
+            stopper = threading.Thread(target=stop_halfway,
+                                       args=(sims["stopped"], run, second, seen))
             stopper.start()
             out, _ = run.communicate(timeout=1800)
             wall = time.monotonic() - start
             stopper.join()
+            windows = {n: window(seen if n == "stopped" else truth(urls[n]), start)
+                       for n in NAMES}
         finally:
             for sim in sims.values():
                 sim.stop()
@@ -95,11 +113,17 @@ def measure(contexts: str, time_scale: float, workers: int) -> dict[str, Any]:
                         "counts": p["counts"]} for p in doc["endpoints"]}
     slowest = max(v["measure_s"] for v in each.values())
     total = sum(v["measure_s"] for v in each.values())
+    # Ground truth from the simulators: when each box was busy with this run.
+    spans = {n: end - begin for n, (begin, end) in windows.items()}
+    measuring = max(e for _, e in windows.values()) - min(b for b, _ in windows.values())
     return {"contexts": contexts, "time_scale": time_scale, "workers": workers,
             "exit_code": run.returncode,
             "wall_s": wall, "session_s": doc["duration_s"], "endpoints": each,
             "slowest_endpoint_s": slowest, "sum_of_endpoints_s": total,
             "wall_over_slowest": wall / slowest, "sum_over_wall": total / wall,
+            "server_windows_s": spans, "measuring_s": measuring,
+            "measuring_over_slowest_window": measuring / max(spans.values()),
+            "sum_windows_over_measuring": sum(spans.values()) / measuring,
             "tail": out.splitlines()[-8:]}
 
 
@@ -121,6 +145,11 @@ def main() -> int:
               f"slowest endpoint {found['slowest_endpoint_s']:.1f} s, sum "
               f"{found['sum_of_endpoints_s']:.1f} s; wall/slowest "
               f"{found['wall_over_slowest']:.2f}, sum/wall {found['sum_over_wall']:.2f}")
+        busy = ", ".join(f"{n} {v:.1f} s" for n, v in found["server_windows_s"].items())
+        print(f"  simulators busy (ground truth): {busy}; first request to last "
+              f"{found['measuring_s']:.1f} s = {found['measuring_over_slowest_window']:.2f} x "
+              f"the slowest box, {found['sum_windows_over_measuring']:.2f} x less than their "
+              "sum")
     print(f"wall -n 3 / wall -n 0: {summary['parallel_over_serial_wall']:.2f}")
     return 0
 

@@ -15,9 +15,8 @@ from specperf.fleet import (
     from_flags,
     load_endpoints,
 )
-from specperf.fleetgate import fleet_result, fleet_summary_lines
 from specperf.fleetsched import scope_of
-from specperf.gate import CaseOutcome, GateExit, GateResult
+from specperf.gate import CaseOutcome, GateExit, GateResult, fleet_result, fleet_summary_lines
 
 
 def _file(tmp_path: Path, text: str) -> Path:

@@ -16,7 +16,8 @@ code  meaning         when
 ====  ==============  ====================================================================
 
 Errors beat failures: when the box or the endpoint misbehaved, a regression measured beside
-it cannot be trusted either.
+it cannot be trusted either. Over a fleet (``--endpoints FILE``) each endpoint's cases are
+decided alone, exactly so, and the gate exits with the worst endpoint's code, naming it.
 """
 
 from __future__ import annotations
@@ -232,6 +233,49 @@ def summary_lines(result: GateResult, endpoint: str) -> list[str]:
     return lines
 
 
+
+# -- a fleet (fleet.py): each endpoint decided alone, the worst one decides the run ---------
+# How bad each code is: an endpoint that could not be measured outranks a regression.
+_SEVERITY = {GateExit.PASS: 0, GateExit.REGRESSION: 1, GateExit.INFRASTRUCTURE: 2,
+             GateExit.USAGE: 3}
+
+
+@dataclass(frozen=True)
+class FleetResult(GateResult):
+    """The fleet's decision, and each endpoint's own."""
+
+    endpoints: tuple[tuple[str, GateResult], ...] = ()
+
+
+def fleet_result(pytest_exit: int, overall: GateResult) -> GateResult:
+    """Per endpoint ``decide`` on its own cases; the worst endpoint's code, naming it."""
+    if pytest_exit not in (_PYTEST_OK, _PYTEST_FAILED) or not overall.cases:
+        return overall  # usage error, crash, nothing collected: no endpoint to blame
+    names = list(dict.fromkeys(c.endpoint for c in overall.cases))
+    each = []
+    for name in names:
+        cases = [c for c in overall.cases if c.endpoint == name]
+        bad = any(c.outcome in ("failed", "error") for c in cases)
+        each.append((name, decide(_PYTEST_FAILED if bad else _PYTEST_OK, cases)))
+    worst_name, worst = max(each, key=lambda pair: _SEVERITY[pair[1].code])
+    if worst.code == GateExit.PASS:
+        reason = f"every endpoint passed ({', '.join(names)})."
+    else:
+        reason = f"endpoint {worst_name or '(unnamed)'} decides: {worst.reason}"
+    return FleetResult(worst.code, reason, overall.cases, tuple(each))
+
+
+def fleet_summary_lines(result: GateResult, where: str) -> list[str]:
+    """Each endpoint's gate summary, then the fleet's decision with its exit code."""
+    if not isinstance(result, FleetResult):
+        return summary_lines(result, where)
+    lines: list[str] = []
+    for name, own in result.endpoints:
+        lines += summary_lines(own, f"endpoint {name}")
+    lines.append(f"specperf gate: fleet ({where}): exit {int(result.code)}: {result.reason}")
+    return lines
+
+
 # -- running -------------------------------------------------------------------------------
 def perf_tests_dir(explicit: Path | None = None) -> Path | None:
     """The perf tests to run: --perf-tests, else ./perf_tests, else the checkout's."""
@@ -314,8 +358,6 @@ def run(args: argparse.Namespace) -> int:
         code = _run_pytest(cmd)
         result = _result(code, junit)
     if fleet is not None:  # the worst endpoint decides, and is named
-        from .fleetgate import fleet_result, fleet_summary_lines
-
         result = fleet_result(code, result)
         lines = fleet_summary_lines(result, endpoint)
     else:

@@ -25,6 +25,7 @@ from .fixtures import FLEET, LOCK_LINES
 from .fleet import Endpoint, check_combination, endpoint_settings, from_flags, load_endpoints
 from .fleetreport import FLEET_COLLECTOR, FleetCollector
 from .preflight import Judged
+from .report import HtmlHooks
 from .run import RunState
 from .workload import TextClass
 
@@ -67,7 +68,10 @@ def configure(config: pytest.Config, settings: Settings, found: tuple[Endpoint, 
     config.stash[LOCK_LINES] = lines
     if not config.pluginmanager.hasplugin("xdist"):
         config.addinivalue_line("markers", "xdist_group(name): a fleet endpoint's cases")
-    config.pluginmanager.register(FleetCollector(config, found, states), FLEET_COLLECTOR)
+    collector = FleetCollector(config, found, states)
+    config.pluginmanager.register(collector, FLEET_COLLECTOR)
+    if config.pluginmanager.hasplugin("html"):  # specperf's columns in pytest-html's report
+        config.pluginmanager.register(HtmlHooks(collector), "specperf-report-html")
     return states[found[0].name]
 
 

@@ -251,7 +251,7 @@ def fleet_result(pytest_exit: int, overall: GateResult) -> GateResult:
     """Per endpoint ``decide`` on its own cases; the worst endpoint's code, naming it."""
     if pytest_exit not in (_PYTEST_OK, _PYTEST_FAILED) or not overall.cases:
         return overall  # usage error, crash, nothing collected: no endpoint to blame
-    names = list(dict.fromkeys(c.endpoint for c in overall.cases))
+    names = sorted({c.endpoint for c in overall.cases})  # the JUnit order is xdist's
     each = []
     for name in names:
         cases = [c for c in overall.cases if c.endpoint == name]

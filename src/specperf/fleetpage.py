@@ -42,8 +42,8 @@ def _overview(doc: Mapping[str, Any], parts: Sequence[Mapping[str, Any]]) -> str
                      f"<td>{page.esc(part['deployment'])}</td>",
                      f'<td class="{_STATUS_CLASS.get(status, "")}">{page.esc(status)}</td>',
                      f"<td>{page.esc(part['counts'])}</td>", f"<td>{page.esc(lock)}</td>"])
-    took = f"took {doc['duration_s']:.1f} s, ended {doc['created']}; {len(parts)} endpoints " \
-           "measured in parallel, each one serially under its own GPU lock"
+    took = f"took {doc['duration_s']:.1f} s, ended {doc['created']}; {len(parts)} endpoints, " \
+           "each measured serially by one worker under its own GPU lock (in parallel under -n)"
     return (f"<p>{page.esc(took)}</p>"
             + page.table(["endpoint", "URL", "deployment", "status", "tests", "GPU lock wait"],
                          rows, cls="fleet"))

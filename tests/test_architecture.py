@@ -21,10 +21,10 @@ ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 # Bottom-up. Each line: the layer's role, then its modules.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("vocabulary", ("errors", "stats", "model", "drift", "sequential", "runkind", "wire",
-                    "determinism")),
+                    "determinism", "fleetsched")),
     ("rules and primitives", ("limits", "acceptance", "client", "lock", "plots", "workload")),
     ("settings and server kinds", ("config", "repeats", "guard", "llamacpp", "gate", "sample")),
-    ("identity and routes", ("fingerprint", "hints", "reuse", "routes")),
+    ("identity and routes", ("fingerprint", "hints", "reuse", "routes", "fleet")),
     ("request shapes", ("digest", "serverkind", "streaming", "attempt")),
     ("probe", ("probe",)),
     ("measure", ("measure",)),
@@ -32,9 +32,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("paths, preflight, verdicts", ("paths", "preflight", "verdict")),
     ("comparisons and the record", ("compare", "exact", "pathverdict", "results", "sweep")),
     ("the run and the page", ("page", "run")),
-    ("run views", ("fixtures", "summary", "sweeprun", "trend")),
+    ("run views", ("fixtures", "summary", "sweeprun", "trend", "fleetpage")),
     ("reports and sweep tests", ("report", "sweepfixtures")),
     ("the command and the report plugin", ("cli", "reportplugin")),
+    ("the fleet's report", ("fleetreport",)),
+    ("the fleet's wiring", ("fleetplugin",)),
     ("the pytest plugin", ("plugin",)),
 )
 # Outside the layers: the package's public surface (lazy, imports nothing at import time)

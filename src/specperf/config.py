@@ -128,6 +128,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("endpoint", _url, None,
            "Base URL of the server to measure; unset starts the embedded simulator.",
            "an http(s) URL such as http://127.0.0.1:30000"),
+    Option("endpoints", _path, None,
+           "Fleet: a TOML file of endpoints ([[endpoint]] tables with name, url, and optional "
+           "deployment, key_env, lock) measured in one run, in parallel under -n; "
+           "--endpoint NAME=URL given more than once does the same.", "a file path"),
     Option("compare_endpoint", _url, None,
            "A/B mode: production's base URL; --endpoint is then the candidate, requests "
            "alternate between the two and the verdict is on their ratio (no baseline file).",
@@ -211,6 +215,7 @@ class Settings:
     """The resolved settings of one session, with where each value came from."""
 
     endpoint: str | None = None
+    endpoints: Path | None = None
     compare_endpoint: str | None = None
     api: Api = "auto"
     model: str | None = None

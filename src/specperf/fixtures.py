@@ -31,10 +31,30 @@ from .verdict import NotJudged, Verdict
 from .workload import Case
 
 STATE = pytest.StashKey[RunState]()
+# A fleet run (fleet.py): one RunState per endpoint name, and each one's GPU lock lines.
+FLEET = pytest.StashKey[dict[str, RunState]]()
+LOCK_LINES = pytest.StashKey[dict[str, list[str]]]()
 
 
 def _state(config: pytest.Config) -> RunState:
     return config.stash[STATE]
+
+
+def state_for(config: pytest.Config, endpoint: str | None) -> RunState:
+    """The run state of one endpoint of a fleet; the run's own one outside a fleet."""
+    return config.stash[STATE] if endpoint is None else config.stash[FLEET][endpoint]
+
+
+def state_of(request: pytest.FixtureRequest) -> RunState:
+    """The run state of the endpoint a test measures (see ``specperf_endpoint``)."""
+    return state_for(request.config, request.getfixturevalue("specperf_endpoint"))
+
+
+@pytest.fixture(scope="session")
+def specperf_endpoint(request: pytest.FixtureRequest) -> str | None:
+    """The fleet endpoint a test measures (a session-scoped parameter), None outside a fleet."""
+    name: str | None = getattr(request, "param", None)
+    return name
 
 
 @pytest.fixture(scope="session")
@@ -44,9 +64,14 @@ def specperf_settings(pytestconfig: pytest.Config) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def specperf_session(pytestconfig: pytest.Config) -> Iterator[PerfSession]:
-    """The started measuring session (embedded simulator if no endpoint), closed at the end."""
-    state = _state(pytestconfig)
+def specperf_session(pytestconfig: pytest.Config,
+                     specperf_endpoint: str | None) -> Iterator[PerfSession]:
+    """The started measuring session (embedded simulator if no endpoint), closed at the end.
+
+    In a fleet, one per endpoint: pytest closes it (releasing that endpoint's GPU lock) when
+    the worker moves on to another endpoint's cases or ends.
+    """
+    state = state_for(pytestconfig, specperf_endpoint)
     try:
         yield state.started_session()
     finally:
@@ -54,17 +79,17 @@ def specperf_session(pytestconfig: pytest.Config) -> Iterator[PerfSession]:
 
 
 @pytest.fixture(scope="session")
-def specperf_baseline(pytestconfig: pytest.Config,
+def specperf_baseline(pytestconfig: pytest.Config, specperf_endpoint: str | None,
                       specperf_session: PerfSession) -> Baseline | None:
     """The baseline this run compares with, or None when there is none yet."""
-    return _state(pytestconfig).baseline()
+    return state_for(pytestconfig, specperf_endpoint).baseline()
 
 
 @pytest.fixture
 def measurement(request: pytest.FixtureRequest, perf_case: Case,
                 specperf_session: PerfSession) -> Measurement:
     """The case's measurement (taken once per session, adaptive repeats near a limit)."""
-    state = _state(request.config)
+    state = state_of(request)
     tolerances = state.tolerances_for(perf_case, _marker_tolerances(request))
     measured = state.measure(perf_case, tolerances)
     request.node.user_properties.append(
@@ -72,7 +97,18 @@ def measurement(request: pytest.FixtureRequest, perf_case: Case,
     if specperf_session.server is not None:
         request.node.user_properties.append(
             ("specperf_server", json.dumps(specperf_session.server.to_dict(), default=str)))
+    _lock_property(request, specperf_session)
     return measured
+
+
+def _lock_property(request: pytest.FixtureRequest, session: PerfSession) -> None:
+    """In a fleet, the endpoint's lock wait travels with the report (workers print nowhere)."""
+    endpoint = request.getfixturevalue("specperf_endpoint")
+    if endpoint is None:
+        return
+    lines = request.config.stash[LOCK_LINES].get(endpoint, [])
+    request.node.user_properties.append(
+        ("specperf_lock", json.dumps({"waited_s": session.lock_wait_s, "lines": lines})))
 
 
 @pytest.fixture
@@ -84,18 +120,19 @@ def perf_case(request: pytest.FixtureRequest) -> Case:
 
 @pytest.fixture
 def class_measurements(pytestconfig: pytest.Config, text_class: str,
+                       specperf_endpoint: str | None,
                        specperf_session: PerfSession) -> list[Measurement]:
     """Every planned context of one text class, measured (or reused) during setup."""
-    state = _state(pytestconfig)
+    state = state_for(pytestconfig, specperf_endpoint)
     return [state.measure(case, state.tolerances_for(case, {}))
             for case in state.cases if case.text_class == text_class]
 
 
 @pytest.fixture
-def largest_context_by_class(pytestconfig: pytest.Config,
+def largest_context_by_class(pytestconfig: pytest.Config, specperf_endpoint: str | None,
                              specperf_session: PerfSession) -> dict[str, Measurement]:
     """Each planned text class at the largest planned context, measured during setup."""
-    state = _state(pytestconfig)
+    state = state_for(pytestconfig, specperf_endpoint)
     context = max(state.settings.contexts)
     return {c.text_class: state.measure(c, state.tolerances_for(c, {}))
             for c in state.cases if c.context == context}
@@ -112,7 +149,7 @@ class Checks:
 
     def __init__(self, request: pytest.FixtureRequest) -> None:
         self.request = request
-        self.state = _state(request.config)
+        self.state = state_of(request)
 
     def baseline_case(self, case: Case) -> CaseBaseline:
         found = self.state.baseline_case(case)
@@ -227,7 +264,7 @@ class PathChecks:
 
     def __init__(self, request: pytest.FixtureRequest) -> None:
         self.request = request
-        self.state = _state(request.config)
+        self.state = state_of(request)
 
     def parser(self, run: PathRun) -> None:
         """Chat route with parsers vs native route: tok/s and step time within tolerance."""

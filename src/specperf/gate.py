@@ -16,7 +16,8 @@ code  meaning         when
 ====  ==============  ====================================================================
 
 Errors beat failures: when the box or the endpoint misbehaved, a regression measured beside
-it cannot be trusted either.
+it cannot be trusted either. Over a fleet (``--endpoints FILE``) each endpoint's cases are
+decided alone, exactly so, and the gate exits with the worst endpoint's code, naming it.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class CaseOutcome:
     message: str = ""
     requests: int = 0
     server_s: float = 0.0
+    endpoint: str = ""  # a fleet's endpoint name (fleet.py); empty for one endpoint
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,14 @@ def _case(tc: ElementTree.Element) -> CaseOutcome:
     test = name.split("[", 1)[0]
     if test.startswith("test_smoke_"):  # e.g. the parser case: "reasoning-ctx3333 parser"
         case_id = f"{case_id} {test.removeprefix('test_smoke_').replace('_', ' ')}"
+    endpoint = props.get("specperf_endpoint", "")
+    if endpoint and case_id.startswith(f"{endpoint}-"):
+        case_id = case_id[len(endpoint) + 1:]
+    return _outcome(tc, case_id, verdicts, requests, server_s, endpoint)
+
+
+def _outcome(tc: ElementTree.Element, case_id: str, verdicts: list[dict[str, Any]],
+             requests: int, server_s: float, endpoint: str) -> CaseOutcome:
     for tag, outcome in (("error", "error"), ("failure", "failed"), ("skipped", "skipped")):
         element = tc.find(tag)
         if element is None:
@@ -101,12 +111,13 @@ def _case(tc: ElementTree.Element) -> CaseOutcome:
         message = _message(element)
         unmeasured = [v["message"] for v in verdicts if v.get("status") == "unmeasured"]
         if unmeasured:  # a figure that could not be measured: infrastructure, not the deploy
-            return CaseOutcome(case_id, "error", "\n".join(unmeasured), requests, server_s)
+            return CaseOutcome(case_id, "error", "\n".join(unmeasured), requests, server_s,
+                               endpoint)
         if outcome == "failed":
             failing = [v["message"] for v in verdicts if v.get("status") == "fail"]
             message = "\n".join(failing) or message
-        return CaseOutcome(case_id, outcome, message, requests, server_s)
-    return CaseOutcome(case_id, "passed", "", requests, server_s)
+        return CaseOutcome(case_id, outcome, message, requests, server_s, endpoint)
+    return CaseOutcome(case_id, "passed", "", requests, server_s, endpoint)
 
 
 def _message(element: ElementTree.Element) -> str:
@@ -221,6 +232,49 @@ def summary_lines(result: GateResult, endpoint: str) -> list[str]:
     return lines
 
 
+
+# -- a fleet (fleet.py): each endpoint decided alone, the worst one decides the run ---------
+# How bad each code is: an endpoint that could not be measured outranks a regression.
+_SEVERITY = {GateExit.PASS: 0, GateExit.REGRESSION: 1, GateExit.INFRASTRUCTURE: 2,
+             GateExit.USAGE: 3}
+
+
+@dataclass(frozen=True)
+class FleetResult(GateResult):
+    """The fleet's decision, and each endpoint's own."""
+
+    endpoints: tuple[tuple[str, GateResult], ...] = ()
+
+
+def fleet_result(pytest_exit: int, overall: GateResult) -> GateResult:
+    """Per endpoint ``decide`` on its own cases; the worst endpoint's code, naming it."""
+    if pytest_exit not in (_PYTEST_OK, _PYTEST_FAILED) or not overall.cases:
+        return overall  # usage error, crash, nothing collected: no endpoint to blame
+    names = sorted({c.endpoint for c in overall.cases})  # the JUnit order is xdist's
+    each = []
+    for name in names:
+        cases = [c for c in overall.cases if c.endpoint == name]
+        bad = any(c.outcome in ("failed", "error") for c in cases)
+        each.append((name, decide(_PYTEST_FAILED if bad else _PYTEST_OK, cases)))
+    worst_name, worst = max(each, key=lambda pair: _SEVERITY[pair[1].code])
+    if worst.code == GateExit.PASS:
+        reason = f"every endpoint passed ({', '.join(names)})."
+    else:
+        reason = f"endpoint {worst_name or '(unnamed)'} decides: {worst.reason}"
+    return FleetResult(worst.code, reason, overall.cases, tuple(each))
+
+
+def fleet_summary_lines(result: GateResult, where: str) -> list[str]:
+    """Each endpoint's gate summary, then the fleet's decision with its exit code."""
+    if not isinstance(result, FleetResult):
+        return summary_lines(result, where)
+    lines: list[str] = []
+    for name, own in result.endpoints:
+        lines += summary_lines(own, f"endpoint {name}")
+    lines.append(f"specperf gate: fleet ({where}): exit {int(result.code)}: {result.reason}")
+    return lines
+
+
 # -- running -------------------------------------------------------------------------------
 def perf_tests_dir(explicit: Path | None = None) -> Path | None:
     """The perf tests to run: --perf-tests, else ./perf_tests, else the checkout's."""
@@ -234,6 +288,7 @@ def pytest_command(args: argparse.Namespace, tests: Path, junit: Path) -> list[s
     cmd = [sys.executable, "-m", "pytest", str(tests), "-m", SMOKE_MARKER,
            "-p", "specperf.plugin", "-p", "no:cacheprovider"]
     for flag, value in (("--endpoint", args.endpoint), ("--deployment", args.deployment),
+                        ("--endpoints", getattr(args, "endpoints", None)),
                         ("--baseline-dir", args.baseline_dir),
                         ("--compare-endpoint", args.production)):
         if value is not None:
@@ -279,7 +334,14 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return int(GateExit.USAGE)
     endpoint = args.endpoint or os.environ.get("SPECPERF_ENDPOINT")
-    if not endpoint:
+    fleet = getattr(args, "endpoints", None)
+    if fleet is not None and (args.endpoint is not None or args.production is not None):
+        print("specperf gate: --endpoints judges a fleet; give it without --endpoint, "
+              "--candidate or --production.", file=sys.stderr)
+        return int(GateExit.USAGE)
+    if fleet is not None:
+        args.endpoint, endpoint = None, f"the fleet in {fleet}"
+    elif not endpoint:
         print("specperf gate: --endpoint URL (or SPECPERF_ENDPOINT) is required: the gate "
               "judges a deployed server, never the embedded simulator.", file=sys.stderr)
         return int(GateExit.USAGE)
@@ -294,7 +356,12 @@ def run(args: argparse.Namespace) -> int:
         print("specperf gate: python " + shlex.join(cmd[1:]), flush=True)
         code = _run_pytest(cmd)
         result = _result(code, junit)
-    for line in summary_lines(result, endpoint):
+    if fleet is not None:  # the worst endpoint decides, and is named
+        result = fleet_result(code, result)
+        lines = fleet_summary_lines(result, endpoint)
+    else:
+        lines = summary_lines(result, endpoint)
+    for line in lines:
         print(line)
     return int(result.code)
 
@@ -325,6 +392,10 @@ def add_subcommand(subparsers: Any) -> None:
     parser.add_argument("--candidate", help="A/B mode: the candidate's base URL (as --endpoint)")
     parser.add_argument("--production", help="A/B mode: production's base URL; the candidate "
                         "is judged against it, interleaved, with no baseline file")
+    parser.add_argument("--endpoints", type=Path,
+                        help="fleet: a TOML endpoints file; every endpoint is gated against "
+                             "its own deployment's baseline, and the gate exits with the worst "
+                             "endpoint's code, naming it")
     parser.add_argument("--deployment", help="baseline deployment name (default: fingerprint slug)")
     parser.add_argument("--baseline-dir", type=Path, help="directory of versioned baselines")
     parser.add_argument("--perf-tests", type=Path,

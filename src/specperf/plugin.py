@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from . import reportplugin, summary
+from . import fleetplugin, reportplugin, summary
 from .config import OPTIONS, Settings, for_baseline, parse_tolerances, resolve
 from .errors import ConfigError, SpecperfError
 from .fixtures import (  # noqa: F401  (fixtures are registered by being importable here)
@@ -28,6 +28,7 @@ from .fixtures import (  # noqa: F401  (fixtures are registered by being importa
     perf_case,
     specperf,
     specperf_baseline,
+    specperf_endpoint,
     specperf_paths,
     specperf_session,
     specperf_settings,
@@ -61,6 +62,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         if opt.flag_only:
             group.addoption(opt.flag, action="store_true", default=None,
                             dest=f"specperf_{opt.name}", help=text)
+        elif opt.name == "endpoint":  # given more than once (NAME=URL): a fleet (fleet.py)
+            group.addoption(opt.flag, action="append", default=None,
+                            dest=f"specperf_{opt.name}", metavar=opt.name.upper(),
+                            help=text.replace(opt.help, opt.help + " Given more than once as "
+                                              "NAME=URL: a fleet (see --endpoints).", 1))
         else:
             group.addoption(opt.flag, default=None, dest=f"specperf_{opt.name}",
                             metavar=opt.name.upper(), help=text)
@@ -78,11 +84,13 @@ def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     cli = {o.name: config.getoption(f"specperf_{o.name}") for o in OPTIONS}
+    cli["endpoint"], fleet_flags = fleetplugin.split_endpoint_flags(cli["endpoint"])
     ini = {o.name: str(config.getini(o.ini) or "") for o in OPTIONS}
     workerinput = getattr(config, "workerinput", None)
     # An xdist worker whose controller holds the session lock locks per case instead.
     held = bool(workerinput and workerinput.get("specperf_lock_held"))
     lock_mode: LockMode = "case" if held else "session"
+    fleet: tuple[object, ...] = ()
     try:
         settings = for_baseline(resolve(cli, os.environ, ini))
         classes = load_text_classes(settings.text_class_dir)
@@ -90,6 +98,11 @@ def pytest_configure(config: pytest.Config) -> None:
                          progress=lambda line: _write(config, line),
                          on_sample=lambda s, total: _progress(config, s, total),
                          lock_mode=lock_mode)
+        fleet = fleetplugin.endpoints(settings, fleet_flags)
+        if fleet:  # several endpoints: one RunState each, measured by their own workers
+            state = fleetplugin.configure(config, settings, fleet, classes,
+                                          _ini_tolerances(config), lambda line: _write(config,
+                                                                                      line))
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     if settings.update_baselines and (workerinput is not None
@@ -99,8 +112,9 @@ def pytest_configure(config: pytest.Config) -> None:
             "(pytest-xdist), so one run writes one complete baseline.")
     config.stash[STATE] = state
     config.pluginmanager.register(summary.Collector(), summary.COLLECTOR_NAME)
-    config.pluginmanager.register(reportplugin.ReportPlugin(config), "specperf-report")
-    if workerinput is None and config.pluginmanager.hasplugin("xdist") \
+    if not fleet:  # a fleet writes one report over every endpoint (fleetreport.py)
+        config.pluginmanager.register(reportplugin.ReportPlugin(config), "specperf-report")
+    if workerinput is None and config.pluginmanager.hasplugin("xdist") and not fleet \
             and config.getoption("dist", "no") != "no" and settings.endpoint is not None:
         config.pluginmanager.register(XdistController(config, settings), "specperf-xdist")
 
@@ -158,6 +172,7 @@ def _progress(config: pytest.Config, sample: Sample, total: int) -> None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     state = metafunc.config.stash[STATE]
+    fleetplugin.parametrize(metafunc)  # first: ids read endpoint-case, box2-reasoning-ctx3333
     if "perf_case" in metafunc.fixturenames:
         cases = _planned_cases(metafunc, state)
         metafunc.parametrize("perf_case", cases, ids=[c.id for c in cases], indirect=True)
@@ -188,6 +203,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "class_measurements" in names and isinstance(params.get("text_class"), str):
             classes.append(params["text_class"])
     state.judged = Judged(tuple(cases), tuple(classes))
+    fleetplugin.modify_items(config, items)
 
 
 def _planned_cases(metafunc: pytest.Metafunc, state: RunState) -> list[Case]:
@@ -258,13 +274,14 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             # Asked to write a baseline and wrote none: that run did not do its job.
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     state.close_session()
+    fleetplugin.close(session.config)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
                             config: pytest.Config) -> None:
     collected = summary.collected(config)
     state = config.stash.get(STATE, None)
-    if state is None:
+    if state is None or fleetplugin.active(config):  # a fleet: fleetreport's block
         return
     # The footer (e.g. "baseline NOT updated: …") is shown even when nothing was measured.
     lines = summary.render(collected, state) if collected.measurements else collected.footer

@@ -15,7 +15,7 @@ import json
 import time
 from collections.abc import Generator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from pytest_html import extras as html_extras
@@ -150,12 +150,18 @@ def _properties(report: pytest.TestReport) -> tuple[dict[str, Any] | None, dict[
     return measured, verdict
 
 
+class Written(Protocol):
+    """Whatever wrote the run's report: a single endpoint's ReportPlugin or a fleet's."""
+
+    written: Path | None
+
+
 class HtmlHooks:
     """pytest-html's public hooks; registered only when pytest-html is loaded."""
 
     COLUMNS = ("tok/s", "step ms", "avg commit", "Δ tok/s vs baseline")
 
-    def __init__(self, owner: ReportPlugin) -> None:
+    def __init__(self, owner: Written) -> None:
         self.owner = owner
 
     def pytest_html_results_table_header(self, cells: list[str]) -> None:

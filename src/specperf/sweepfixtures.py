@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 
 from . import sweeprun
-from .fixtures import STATE
+from .fixtures import state_of
 from .session import PerfSession
 from .verdict import NotJudged
 from .workload import Case
@@ -26,7 +26,7 @@ class SweepChecks:
 
     def __init__(self, request: pytest.FixtureRequest) -> None:
         self.request = request
-        self.state = request.config.stash[STATE]
+        self.state = state_of(request)
 
     def check(self, label: str, cases: Sequence[tuple[str, int]] | None = None) -> None:
         """Judge ``cases`` (default: the run's planned matrix) as one sweep named ``label``."""

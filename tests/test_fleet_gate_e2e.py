@@ -1,0 +1,90 @@
+"""The deploy gate over a fleet, end to end: `specperf gate --endpoints FILE` against real
+simulators exits with the worst endpoint's code and names that endpoint."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SIM_SCALE = 0.2  # as tests/test_gate.py: a loaded box's jitter stays inside 10 %
+PYTEST_ARGS = ("--", "--output-tokens=200", "-p", "no:randomly")
+
+pytestmark = pytest.mark.slow  # whole gate runs (README: test commands)
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPECPERF_")}
+    env["SPECPERF_LOCK_DIR"] = str(tmp / "locks")
+    env["SPECPERF_REPORT_DIR"] = str(tmp / "reports")
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def baselines(start_sim, tmp_path_factory) -> Path:
+    """The smoke contexts measured once on a clean simulator, filed under each deployment."""
+    sim = start_sim(time_scale=SIM_SCALE)
+    base = tmp_path_factory.mktemp("fleet-baselines")
+    cmd = [sys.executable, "-m", "pytest", str(ROOT / "perf_tests"), "-m", "context_scaling",
+           "-p", "specperf.plugin", "-p", "no:cacheprovider", "--endpoint", sim.url,
+           "--contexts=13,3333", "--output-tokens=200", "--baseline-dir", str(base),
+           "--deployment", "good", "--update-baselines"]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600,
+                          env=_env(tmp_path_factory.mktemp("writer")), check=False)
+    assert (base / "good" / "v1.json").is_file(), done.stdout + done.stderr
+    data = json.loads((base / "good" / "v1.json").read_text())
+    for name in ("slow", "down"):
+        (base / name).mkdir()
+        (base / name / "v1.json").write_text(json.dumps({**data, "deployment": name}))
+    return base
+
+
+def _gate(tmp: Path, urls: dict[str, str], base: Path) -> subprocess.CompletedProcess[str]:
+    fleet = tmp / "fleet.toml"
+    fleet.write_text("".join(f'[[endpoint]]\nname = "{n}"\nurl = "{u}"\n\n'
+                             for n, u in urls.items()))
+    cmd = [sys.executable, "-m", "specperf.cli", "gate", "--endpoints", str(fleet),
+           "--baseline-dir", str(base), *PYTEST_ARGS, "-n", str(len(urls))]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=_env(tmp),
+                          timeout=900, check=False)
+
+
+def test_the_worst_endpoint_decides_and_is_named(start_sim, baselines, tmp_path):
+    good, slow = start_sim(time_scale=SIM_SCALE), start_sim(time_scale=SIM_SCALE)
+    httpx.post(f"{slow.url}/_sim/faults", json={"step_time_mult": 1.3}).raise_for_status()
+    urls = {"good": good.url, "slow": slow.url, "down": f"http://127.0.0.1:{_free_port()}"}
+    result = _gate(tmp_path, urls, baselines)
+    out = result.stdout
+    assert result.returncode == 3, out + result.stderr
+    lines = pytest.LineMatcher(out.splitlines())
+    lines.fnmatch_lines([  # endpoints in name order, each decided as a one-endpoint gate
+        "specperf gate: 5 smoke cases against endpoint down",
+        f"  ERROR reasoning-ctx3333: EndpointUnreachable: specperf cannot reach the endpoint "
+        f"{urls['down']} *",
+        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 5 of 5 smoke cases could not be "
+        "measured: an infrastructure problem, not the deploy's fault; page the owner of the box.",
+        "specperf gate: 5 smoke cases against endpoint good",
+        "specperf gate: PASS (exit 0): all 5 smoke cases within their limits.",
+        "specperf gate: 5 smoke cases against endpoint slow",
+        "  FAIL  reasoning-ctx3333: tok/s * → * (−*%, limit −10%): step time * → * ms (+*%) "
+        "explains it*step-time regression*",
+        "specperf gate: REGRESSION (exit 1): 4 of 5 smoke cases regressed: block the deploy.",
+    ])
+    assert out.splitlines()[-1] == (
+        f"specperf gate: fleet (the fleet in {tmp_path / 'fleet.toml'}): exit 3: endpoint down "
+        "decides: 5 of 5 smoke cases could not be measured: an infrastructure problem, not the "
+        "deploy's fault; page the owner of the box.")

@@ -9,3 +9,4 @@ import httpcore  # noqa: F401
 
 from perf_project import perf_project  # noqa: F401
 from sim_fixtures import sim_server, start_sim  # noqa: F401
+from workflow_fixture import workflow  # noqa: F401

@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from browser import chromium, needs_chromium
 from perf_project import FAST, ROOT
 from sim_fixtures import SimProcess
 
@@ -30,10 +31,6 @@ from sim_fixtures import SimProcess
 pytestmark = pytest.mark.slow
 
 CASES = ("--text-classes=reasoning", "-m", "context_scaling", "-p", "no:randomly")
-CHROMIUM = Path("/usr/bin/chromium")
-CHROME_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update",
-                "--disable-sync")
 SECOND_CASE_TOKENS = 1663  # the prompt length of the run's second case (FAST's contexts)
 
 
@@ -209,20 +206,13 @@ def test_one_document_with_a_part_per_endpoint(fleet_run):
     assert labels == [f"{doc['run_id']}/results.json"] * 3
 
 
-def _chromium(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
-    profile = tmp / f"chrome-{len(list(tmp.glob('chrome-*')))}"
-    return subprocess.run([str(CHROMIUM), *CHROME_FLAGS, f"--user-data-dir={profile}", *args],
-                          capture_output=True, text=True, timeout=120, check=True)
-
-
-@pytest.mark.skipif(not CHROMIUM.exists(),
-                    reason="headless Chromium not installed (apt-get install -y chromium)")
-def test_fleet_report_in_headless_chromium(fleet_run, tmp_path):
+@needs_chromium
+def test_fleet_report_in_headlesschromium(fleet_run, tmp_path):
     url = (fleet_run.run_dir / "report.html").as_uri()
     screenshot = tmp_path / "fleet-top.png"
-    _chromium(f"--screenshot={screenshot}", "--window-size=1280,1100", url, tmp=tmp_path)
+    chromium(f"--screenshot={screenshot}", "--window-size=1280,1100", url, tmp=tmp_path)
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    dom = _chromium("--dump-dom", url, tmp=tmp_path).stdout
+    dom = chromium("--dump-dom", url, tmp=tmp_path).stdout
     statuses = re.findall(r'<td data-endpoint-status="([^"]+)"><a href="#endpoint-([^"]+)"', dom)
     assert statuses == [("pass", "healthy"), ("fail", "regressed"), ("error", "stopped")]
     rows = re.findall(r'<tr class="cross-case" data-case="([^"]+)">(.*?)</tr>', dom)

@@ -18,14 +18,6 @@ WORKFLOW = ROOT / "ci" / "nightly.yml"
 EXAMPLE = ROOT / "examples" / "fleet.toml"
 
 
-@pytest.fixture(scope="module")
-def workflow() -> dict[Any, Any]:
-    yaml = pytest.importorskip("yaml", reason="PyYAML is needed for the structural check")
-    data = yaml.safe_load(WORKFLOW.read_text())
-    assert isinstance(data, dict)
-    return data
-
-
 def _step(workflow: dict[Any, Any], name: str) -> dict[str, Any]:
     steps = workflow["jobs"]["main-job"]["steps"]
     found: dict[str, Any] = next(s for s in steps if s.get("name") == name)

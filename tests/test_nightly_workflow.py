@@ -48,14 +48,6 @@ def test_actionlint_still_reports_real_problems(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def workflow() -> dict[Any, Any]:
-    yaml = pytest.importorskip("yaml", reason="PyYAML is needed for the structural check")
-    data = yaml.safe_load(WORKFLOW.read_text())
-    assert isinstance(data, dict)
-    return data
-
-
-@pytest.fixture(scope="module")
 def job(workflow) -> dict[str, Any]:
     jobs = workflow["jobs"]
     assert list(jobs) == ["main-job"]

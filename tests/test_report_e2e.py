@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from browser import chromium, needs_chromium
 from perf_project import FAST, ROOT
 from specperf import cli, results
 
@@ -26,10 +27,6 @@ from specperf import cli, results
 pytestmark = pytest.mark.slow
 
 KEY = "sk-planted-123"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROME_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update",
-                "--disable-sync")
 
 
 @dataclass
@@ -158,21 +155,14 @@ def test_the_planted_api_key_appears_nowhere(scenario):
     assert leaks == []
 
 
-def _chromium(*args: str, tmp: Path) -> subprocess.CompletedProcess[str]:
-    profile = tmp / f"chrome-{len(list(tmp.glob('chrome-*')))}"
-    return subprocess.run([str(CHROMIUM), *CHROME_FLAGS, f"--user-data-dir={profile}", *args],
-                          capture_output=True, text=True, timeout=120, check=True)
-
-
-@pytest.mark.skipif(not CHROMIUM.exists(),
-                    reason="headless Chromium not installed (apt-get install -y chromium)")
-def test_regression_report_in_headless_chromium(scenario, tmp_path):
+@needs_chromium
+def test_regression_report_in_headlesschromium(scenario, tmp_path):
     run = scenario.runs[1]
     url = (run.run_dir / "report.html").as_uri()
     screenshot = tmp_path / "report-top.png"  # tests write only under tmp
-    _chromium(f"--screenshot={screenshot}", "--window-size=1280,1300", url, tmp=tmp_path)
+    chromium(f"--screenshot={screenshot}", "--window-size=1280,1300", url, tmp=tmp_path)
     assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    dom = _chromium("--dump-dom", url, tmp=tmp_path).stdout
+    dom = chromium("--dump-dom", url, tmp=tmp_path).stdout
     rows = re.findall(r'<tr class="case" data-case="([^"]+)"', dom)
     assert sorted(rows) == sorted(run.doc["measurements"])
     figures = dom.split('<figure class="plot"')[1:]

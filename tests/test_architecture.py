@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("probe", ("probe",)),
     ("measure", ("measure",)),
     ("baselines and sessions", ("baseline", "session")),
-    ("paths, preflight, verdicts", ("paths", "preflight", "verdict")),
+    ("paths, preflight, verdicts", ("paths", "preflight", "verdict", "baselinediff")),
     ("comparisons and the record", ("compare", "exact", "pathverdict", "results", "sweep")),
     ("the run and the page", ("page", "run")),
     ("run views", ("fixtures", "summary", "sweeprun", "trend", "fleetpage")),

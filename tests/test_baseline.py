@@ -19,8 +19,8 @@ from specperf.baseline import (
     Baseline,
     BaselineStore,
     CaseBaseline,
-    describe_changes,
 )
+from specperf.baselinediff import describe_changes
 from specperf.errors import BaselineError, ConfigError
 from specperf.fingerprint import deployment_slug, fingerprint_differences
 from specperf.measure import Measurement, Sample

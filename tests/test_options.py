@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from specperf import cli
-from specperf.baseline import _small_percent
+from specperf.baselinediff import _small_percent
 from specperf.config import parse_tolerances, resolve
 from specperf.errors import ConfigError
 from specperf.measure import Sample

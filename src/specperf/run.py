@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__, digest, exact, preflight
-from .baseline import REPAIR, Baseline, BaselineStore, CaseBaseline, describe_changes
+from .baseline import REPAIR, Baseline, BaselineStore, CaseBaseline
+from .baselinediff import describe_changes
 from .compare import Comparison, measure_pair, pair_decider
 from .config import Settings
 from .errors import BaselineError, SpecperfError

@@ -11,14 +11,14 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
-
-import matplotlib
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from .model import ContextFit
+
+if TYPE_CHECKING:  # matplotlib loads when a figure is drawn: pytest workers never draw
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 Series = Mapping[str, Sequence[tuple[float, float]]]
 _RC: dict[Any, Any] = {"svg.fonttype": "none", "svg.hashsalt": "specperf", "font.size": 9.0,
@@ -33,7 +33,16 @@ def _label(text: str) -> str:
     return text.replace("$", r"\$")
 
 
+def _style() -> AbstractContextManager[Any]:
+    import matplotlib
+
+    return matplotlib.rc_context(_RC)
+
+
 def _figure(width: float = 7.0) -> tuple[Figure, Axes]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width, 3.6), layout="constrained")
     FigureCanvasAgg(fig)
     return fig, fig.subplots()
@@ -42,7 +51,7 @@ def _figure(width: float = 7.0) -> tuple[Figure, Axes]:
 def to_svg(fig: Figure, prefix: str) -> str:
     """The figure as an inline ``<svg>`` element whose ids all start with ``prefix``."""
     buf = io.StringIO()
-    with matplotlib.rc_context(_RC):
+    with _style():
         fig.savefig(buf, format="svg", metadata={"Date": None})  # same input, same bytes
     text = buf.getvalue()
     text = text[text.index("<svg"):]
@@ -70,7 +79,7 @@ def _colour(i: int) -> str:
 def context_plot(prefix: str, title: str, ylabel: str, current: Series,
                  baseline: Series) -> str:
     """A metric against context, one line per text class; the baseline dashed beside it."""
-    with matplotlib.rc_context(_RC):
+    with _style():
         fig, ax = _figure()
         for i, (name, points) in enumerate(sorted(current.items())):
             xs, ys = zip(*sorted(points), strict=True)
@@ -87,7 +96,7 @@ def context_plot(prefix: str, title: str, ylabel: str, current: Series,
 def fit_plot(prefix: str, points: Series, fits: Mapping[str, ContextFit],
              base_fits: Mapping[str, ContextFit]) -> str:
     """Step time against mean context: measured medians, this run's fit and the baseline's."""
-    with matplotlib.rc_context(_RC):
+    with _style():
         fig, ax = _figure()
         top = max((x for pts in points.values() for x, _ in pts), default=1.0)
         grid = [0.0, top * 1.05]
@@ -116,7 +125,7 @@ def bar_plot(prefix: str, values: Mapping[str, Mapping[int, float]],
     """Avg commit per text class at each context; baseline medians as black ticks."""
     contexts = sorted({c for per in values.values() for c in per})
     names = sorted(values)
-    with matplotlib.rc_context(_RC):
+    with _style():
         fig, ax = _figure()
         width = 0.8 / max(1, len(names))
         for i, name in enumerate(names):
@@ -138,7 +147,7 @@ def trend_plot(prefix: str, ylabel: str, runs: Sequence[str],
                series: Mapping[str, Sequence[float | None]],
                boundaries: Iterable[tuple[int, str]]) -> str:
     """One metric per cell over past runs; labelled vertical lines mark boundaries."""
-    with matplotlib.rc_context(_RC):
+    with _style():
         fig, ax = _figure(width=9.0)
         for i, (name, ys) in enumerate(sorted(series.items())):
             pts = [(x, y) for x, y in enumerate(ys) if y is not None]

@@ -229,3 +229,10 @@ def test_lock_path_for(tmp_path: Path, endpoint: str, name: str) -> None:
 def test_lock_path_for_bad_endpoint(tmp_path: Path, endpoint: str) -> None:
     with pytest.raises(ConfigError, match="--gpu-lock PATH"):
         lock_path_for(endpoint, tmp_path)
+
+
+def test_an_xdist_worker_is_named_as_such_in_the_holder_record(monkeypatch):
+    from specperf.lock import Holder
+
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw2")
+    assert Holder.current().command == f"pytest-xdist worker gw2 of pid {os.getppid()}"

@@ -171,6 +171,10 @@ def _user() -> str:
 
 
 def _command() -> str:
+    # An xdist worker's argv is execnet's "-c": name the worker and the run that started it.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        return f"pytest-xdist worker {worker} of pid {os.getppid()}"
     # Name the script, not its full install path: "pytest -m x", not "/venv/bin/pytest -m x".
     if not sys.argv or not sys.argv[0]:
         return ""
@@ -228,10 +232,11 @@ class GpuLock:
 
     Lifecycle: a session acquires the lock before its first request to the
     endpoint and releases it at session end, whether the session passed,
-    failed or was interrupted. Under pytest-xdist only the controller holds
-    it; workers run inside the controller's hold, so two suites never measure
-    one endpoint at the same time, while one suite's workers are serialised
-    by the suite itself.
+    failed or was interrupted. Under pytest-xdist with one endpoint the
+    controller holds it and workers run inside its hold, serialised per case
+    by the suite itself; in a fleet (:mod:`specperf.fleet`) the worker that
+    measures an endpoint holds that endpoint's lock while it measures. Either
+    way two suites never measure one endpoint at the same time.
 
     The lock is an ``fcntl.flock`` (via ``filelock``): the kernel frees it
     when the holding process exits for any reason, SIGKILL included, so a

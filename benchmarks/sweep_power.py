@@ -46,6 +46,7 @@ from specperf.limits import DEFAULT_TOLERANCES
 from specperf.repeats import decide_repeats
 from specperf.stats import summarize
 from specperf.sweep import CaseData, judge_sweep
+from specperf.sweeprun import budget
 from specperf.verdict import judge_case
 from specperf.workload import Case
 
@@ -62,6 +63,7 @@ METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
 MIN_R, MAX_R, WARMUP = 3, 8, 1
 BASE_R = [5]  # --baseline-repeats (the default 5)
 TOP_UPS_PER_CASE = [4]  # the sweep test's budget of extra requests, per case of the sweep
+STORE_VALUES = [True]  # the baseline keeps per-request values (False: medians only, as before)
 
 
 @dataclass(frozen=True)
@@ -123,8 +125,10 @@ def baseline(stream: Stream, case: Case) -> CaseBaseline:
     got = take(stream, lambda v: decide_repeats(v, None, DEFAULT_TOLERANCES, min_repeats=BASE_R[0],
                                                 max_repeats=max(MAX_R, BASE_R[0])).action,
                BASE_R[0], max(MAX_R, BASE_R[0]))
+    vals = values(got)
     return CaseBaseline(case.text_class, case.context, TOKENS,
-                        {m: summarize(v) for m, v in values(got).items()}, {})
+                        {m: summarize(v) for m, v in vals.items()}, {},
+                        values=vals if STORE_VALUES[0] else {})
 
 
 def baseline_trial(cases: Sequence[Physics], cond: Condition, seed: int,
@@ -143,7 +147,8 @@ def baseline_trial(cases: Sequence[Physics], cond: Condition, seed: int,
         fails += judge_case(ph.case.id, summaries, base, DEFAULT_TOLERANCES).status == "fail"
         cost = sum(s["wall_s"] for s in got) / len(got)
         gpu += (WARMUP + len(got)) * cost
-        data.append((CaseData(ph.case, values(got), dict(base.metrics), None, cost), now))
+        data.append((CaseData(ph.case, values(got), dict(base.metrics), None, cost,
+                              base_requests=dict(base.values) or None), now))
     return _conclude(data, fails, gpu, budget)
 
 
@@ -209,7 +214,7 @@ def row(mode: str, subset: str, repeats: int, name: str, cond: Condition, trials
         seed: int) -> dict[str, Any]:
     cases = [physics(*c) for c in (SWEEP if subset == "sweep" else SMOKE)]
     fn = MODES[mode]
-    runs = [fn(cases, cond, seed * 10**6 + t, TOP_UPS_PER_CASE[0] * len(cases), repeats)
+    runs = [fn(cases, cond, seed * 10**6 + t, budget(len(cases), TOP_UPS_PER_CASE[0]), repeats)
             for t in range(trials)]
     out: dict[str, Any] = {"mode": mode, "subset": subset, "repeats": repeats,
                            "scenario": name, "sigma": cond.sigma, "commit_sd": cond.commit_sd,

@@ -167,3 +167,88 @@ def detect_all(cells: Mapping[str, Sequence[float | None]], boundaries: Sequence
     flags += [f for s in series(cells, per_case=True)
               if (f := detect(s, CASE_THRESHOLD, boundaries))]
     return flags
+
+
+# -- Page's CUSUM: the quickest detector of a shift of known size ------------------------------
+# The shift the nightly job must catch (log of 1.03): the CUSUM's reference value is half of
+# it, which minimises the delay to detect a shift of this size for a given false-alarm rate.
+SHIFT = math.log(1.03)
+# Decision intervals h (in units of the night's standardised statistic), calibrated by
+# benchmarks/drift_power.py for ≤ 1 % flagged histories without a shift (30 nights, every
+# factor together; the per-case CUSUMs on their own).
+CUSUM_FACTOR_H = 2.6
+CUSUM_CASE_H = 4.0
+SELF_START_ALL = True
+
+
+@dataclass(frozen=True)
+class CusumPath:
+    """Per night: the CUSUM (NaN before it runs), the night its excursion began (−1 at 0),
+    and the reference window ``[ref_start, ref_end)`` it was measured against."""
+
+    s: np.ndarray
+    since: np.ndarray
+    ref_start: np.ndarray
+    ref_end: np.ndarray
+
+
+def night_stat(s: Series, ref: tuple[int, int], t: int, sigma: float) -> tuple[float, float]:
+    """Night ``t`` against the reference nights: (z of the night's mean over cells, k)."""
+    ref_logs = s.logs[:, ref[0]:ref[1]]
+    seen = ~np.isnan(ref_logs)
+    n_ref = seen.sum(axis=1)
+    ok = (n_ref >= 2) & ~np.isnan(s.logs[:, t])
+    cells = int(ok.sum())
+    if cells == 0:
+        return (math.nan, math.nan)
+    ref_mean = np.where(seen, ref_logs, 0.0).sum(axis=1)[ok] / n_ref[ok]
+    d = float(np.mean(s.sign * (s.logs[ok, t] - ref_mean)))
+    # The night's own spread and the reference means' (their error is shared by the nights
+    # of an excursion, so it is counted per night, conservatively).
+    sd = sigma / math.sqrt(cells) * math.sqrt(1 + float(np.mean(1 / n_ref[ok])))
+    return (d / sd, SHIFT / 2 / sd)
+
+
+def cusum_path(s: Series, boundaries: Sequence[int] = ()) -> CusumPath:
+    """Page's one-sided CUSUM of the per-night pooled statistic, self-starting.
+
+    The reference is every night since the last boundary up to the excursion's first night
+    (so a shift under way never dilutes its own reference); it restarts at a boundary.
+    """
+    nights = s.logs.shape[1]
+    out = CusumPath(np.full(nights, math.nan), np.full(nights, -1), np.zeros(nights, int),
+                    np.zeros(nights, int))
+    total, since, start = 0.0, -1, 0
+    for t in range(nights):
+        b = max([x for x in boundaries if x <= t], default=0)
+        if b != start:
+            total, since, start = 0.0, -1, b
+        ref_end = t if SELF_START_ALL else (since if since >= 0 else t)
+        if ref_end - start < MIN_REFERENCE:
+            continue
+        z, k = night_stat(s, (start, ref_end), t, night_sigma(s, start, ref_end - 1))
+        if math.isnan(z):
+            continue
+        total = max(0.0, total + z - k)
+        since = (since if since >= 0 else t) if total > 0 else -1
+        out.s[t], out.since[t], out.ref_start[t], out.ref_end[t] = total, since, start, ref_end
+    return out
+
+
+def cusum_flag(s: Series, path: CusumPath, h: float) -> DriftFlag | None:
+    """The first night the CUSUM reaches ``h`` with ``MIN_PERSIST`` nights in its excursion."""
+    for t in range(len(path.s)):
+        k = int(path.since[t])
+        if not path.s[t] >= h or k < 0 or t - k + 1 < MIN_PERSIST:
+            continue
+        ref = s.logs[:, path.ref_start[t]:path.ref_end[t]]
+        post = s.logs[:, k:t + 1]
+        sigma = night_sigma(s, int(path.ref_start[t]), int(path.ref_end[t]) - 1)
+        with np.errstate(invalid="ignore"):
+            diff = np.nanmean(post, axis=1) - np.nanmean(ref, axis=1)
+            var = 1 / (~np.isnan(post)).sum(axis=1) + 1 / (~np.isnan(ref)).sum(axis=1)
+        ok = ~np.isnan(diff) & np.isfinite(var)
+        d = float(np.mean(s.sign * diff[ok]))
+        z = d / (sigma * math.sqrt(float(np.sum(var[ok]))) / int(ok.sum()))
+        return DriftFlag(s.key, s.factor, math.expm1(s.sign * d), k, t, z)
+    return None

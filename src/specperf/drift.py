@@ -2,23 +2,31 @@
 
 A KV-cache or kernel drift of 3 % never fails a night against a 10 % tolerance, but it
 moves every night after it began, and (a step-time drift) every case. So the history is
-scanned per factor — step time over every case, avg commit per text class — and per case:
+watched per factor — step time over every case, avg commit per text class — and per case.
+Each cell's nightly median is taken in logs; the *reference* is the nights since the last
+boundary (a new baseline or server fingerprint, :func:`specperf.trend.boundaries`: a
+deploy restarts it); σ is the night-to-night spread of one cell, from every cell of the
+metric (:func:`night_sigma`).
 
-- each cell's nightly median is taken in logs; a night's shift is measured against the
-  *reference*: the nights since the last boundary (a new baseline or server fingerprint,
-  :func:`specperf.trend.boundaries`), up to the candidate start;
-- for the night ``t`` and every candidate start ``k`` with at least ``MIN_PERSIST`` nights
-  ``k..t`` (a persistent shift, not one odd night) and ``MIN_REFERENCE`` reference nights,
-  ``z = D / se`` where ``D`` is the mean over cells of (mean after − mean before), signed so
-  that positive is worse, and ``se² = Σ_c σ²(1/n_after + 1/n_before) / C²`` with the
-  night-to-night spread σ of every cell of the metric (:func:`night_sigma`);
-- the first night with ``max_k z ≥ threshold`` raises a flag naming the factor, the size,
-  the night ``k`` the shift began (the maximising start) and the night it was seen.
+**Factors: Page's CUSUM** (:func:`cusum`), the quickest detector of a shift of known size
+(``SHIFT``, 3 %). Night ``t``'s statistic is its cells' mean log against the mean of the
+reference nights before it, standardised (a self-starting recursive residual: without a
+shift, independent N(0, 1) night to night); ``S_t = max(0, S_{t−1} + z_t − k)`` with ``k``
+half the shift in the night's standard errors; a flag when ``S_t ≥ h`` after at least
+``MIN_PERSIST`` nights of the excursion (a persistent shift, not one odd night). It names
+the excursion's first night as the night the shift began, its size against the reference
+nights before that night, and that size's z.
 
-This is the two-sample scan statistic for a step change at an unknown night (the same
-split-and-compare idea as E-divisive / Apache Otava, online and with a threshold chosen
-for a stated false-alarm rate). Thresholds are calibrated by ``benchmarks/drift_power.py``
-on 30-night histories: ≤ 1 % of histories without a shift raise any flag.
+**Single cases: the two-sample scan** (:func:`detect`): for night ``t`` and every
+candidate start ``k`` among the last ``SCAN_NIGHTS`` with ≥ ``MIN_PERSIST`` nights ``k..t``
+and ``MIN_REFERENCE`` reference nights, ``z = D/se`` with ``D`` the mean over cells of
+(mean after − mean before), signed so that positive is worse, ``se² = Σ_c σ²(1/n_after +
+1/n_before)/C²``; the first night with ``max_k z ≥ threshold`` flags (the split-and-compare
+idea of E-divisive / Apache Otava, online). It was the factors' detector too until the
+CUSUM caught more shifts in time at the same false-alarm rate (docs/benchmarks.md §6).
+
+Both are calibrated by ``benchmarks/drift_power.py`` on 30-night histories: ≤ 1 % of
+histories without a shift raise a factor flag, ~1 % a per-case one.
 """
 
 from __future__ import annotations
@@ -162,93 +170,109 @@ def detect(s: Series, threshold: float, boundaries: Sequence[int] = ()) -> Drift
 
 def detect_all(cells: Mapping[str, Sequence[float | None]], boundaries: Sequence[int] = ()
                ) -> list[DriftFlag]:
-    """Every factor's flag, then every single case's (its own, stricter threshold)."""
-    flags = [f for s in series(cells) if (f := detect(s, FACTOR_THRESHOLD, boundaries))]
+    """Every factor's flag (Page's CUSUM), then every single case's (the scan, stricter)."""
+    flags = [f for s in series(cells) if (f := detect_cusum(s, FACTOR_ARL, boundaries))]
     flags += [f for s in series(cells, per_case=True)
               if (f := detect(s, CASE_THRESHOLD, boundaries))]
     return flags
 
 
+
+
 # -- Page's CUSUM: the quickest detector of a shift of known size ------------------------------
-# The shift the nightly job must catch (log of 1.03): the CUSUM's reference value is half of
-# it, which minimises the delay to detect a shift of this size for a given false-alarm rate.
+# The shift the nightly job must catch: the CUSUM's reference value k is half of it, which
+# makes the CUSUM the quickest detector of a shift of this size at a given false-alarm rate.
 SHIFT = math.log(1.03)
-# Decision intervals h (in units of the night's standardised statistic), calibrated by
-# benchmarks/drift_power.py for ≤ 1 % flagged histories without a shift (30 nights, every
-# factor together; the per-case CUSUMs on their own).
-CUSUM_FACTOR_H = 2.6
-CUSUM_CASE_H = 4.0
-SELF_START_ALL = True
+# The run length without a shift, in nights, that sets each night's decision interval h by
+# Siegmund's approximation (so a factor of 4 cells and one of 8, and a night whose σ came
+# out high or low, are held to one rate). The approximation assumes a known σ, so this is a
+# knob, not a promise: calibrated by benchmarks/drift_power.py for ≤ 1 % flagged 30-night
+# histories without a shift (every factor together).
+FACTOR_ARL = 9000.0
+
+
+def decision_interval(k: float, arl: float) -> float:
+    """h with Siegmund's ARL₀ ≈ (e^{2kb} − 2kb − 1)/(2k²), b = h + 1.166, equal to ``arl``."""
+    def run_length(h: float) -> float:
+        x = 2 * k * (h + 1.166)
+        return (math.exp(min(x, 700.0)) - x - 1) / (2 * k * k)
+    low, high = 0.0, 50.0
+    for _ in range(60):  # bisection: the run length grows with h
+        mid = (low + high) / 2
+        low, high = (mid, high) if run_length(mid) < arl else (low, mid)
+    return high
 
 
 @dataclass(frozen=True)
-class CusumPath:
-    """Per night: the CUSUM (NaN before it runs), the night its excursion began (−1 at 0),
-    and the reference window ``[ref_start, ref_end)`` it was measured against."""
+class CusumNight:
+    """One night of a CUSUM: its value, decision interval, and the excursion's first night."""
 
-    s: np.ndarray
-    since: np.ndarray
-    ref_start: np.ndarray
-    ref_end: np.ndarray
+    t: int
+    value: float
+    k: float  # the reference value: half the shift, in the night's standard errors
+    h: float
+    since: int  # −1 when the CUSUM is at 0
+    start: int  # the last boundary: the reference begins there
 
 
-def night_stat(s: Series, ref: tuple[int, int], t: int, sigma: float) -> tuple[float, float]:
-    """Night ``t`` against the reference nights: (z of the night's mean over cells, k)."""
-    ref_logs = s.logs[:, ref[0]:ref[1]]
-    seen = ~np.isnan(ref_logs)
+def night_stat(s: Series, start: int, t: int) -> tuple[float, float]:
+    """Night ``t``'s recursive residual: (z, k) of its cells' mean log against the mean of
+    the nights ``start..t−1``, standardised by σ/√cells · √(1 + 1/n_ref). Without a shift
+    these are independent N(0, 1) night to night (self-starting: no level is assumed)."""
+    ref = s.logs[:, start:t]
+    seen = ~np.isnan(ref)
     n_ref = seen.sum(axis=1)
     ok = (n_ref >= 2) & ~np.isnan(s.logs[:, t])
     cells = int(ok.sum())
-    if cells == 0:
+    sigma = night_sigma(s, start, t - 1)  # the nights before: independent of night t
+    if cells == 0 or not math.isfinite(sigma):
         return (math.nan, math.nan)
-    ref_mean = np.where(seen, ref_logs, 0.0).sum(axis=1)[ok] / n_ref[ok]
+    ref_mean = np.where(seen, ref, 0.0).sum(axis=1)[ok] / n_ref[ok]
     d = float(np.mean(s.sign * (s.logs[ok, t] - ref_mean)))
-    # The night's own spread and the reference means' (their error is shared by the nights
-    # of an excursion, so it is counted per night, conservatively).
     sd = sigma / math.sqrt(cells) * math.sqrt(1 + float(np.mean(1 / n_ref[ok])))
     return (d / sd, SHIFT / 2 / sd)
 
 
-def cusum_path(s: Series, boundaries: Sequence[int] = ()) -> CusumPath:
-    """Page's one-sided CUSUM of the per-night pooled statistic, self-starting.
-
-    The reference is every night since the last boundary up to the excursion's first night
-    (so a shift under way never dilutes its own reference); it restarts at a boundary.
-    """
-    nights = s.logs.shape[1]
-    out = CusumPath(np.full(nights, math.nan), np.full(nights, -1), np.zeros(nights, int),
-                    np.zeros(nights, int))
+def cusum(s: Series, arl: float, boundaries: Sequence[int] = ()) -> list[CusumNight]:
+    """Page's one-sided CUSUM of the nightly residuals, restarted at every boundary."""
+    out: list[CusumNight] = []
     total, since, start = 0.0, -1, 0
-    for t in range(nights):
+    for t in range(s.logs.shape[1]):
         b = max([x for x in boundaries if x <= t], default=0)
         if b != start:
             total, since, start = 0.0, -1, b
-        ref_end = t if SELF_START_ALL else (since if since >= 0 else t)
-        if ref_end - start < MIN_REFERENCE:
+        if t - start < MIN_REFERENCE:
             continue
-        z, k = night_stat(s, (start, ref_end), t, night_sigma(s, start, ref_end - 1))
+        z, k = night_stat(s, start, t)
         if math.isnan(z):
             continue
         total = max(0.0, total + z - k)
-        since = (since if since >= 0 else t) if total > 0 else -1
-        out.s[t], out.since[t], out.ref_start[t], out.ref_end[t] = total, since, start, ref_end
+        since = -1 if total <= 0 else (since if since >= 0 else t)
+        out.append(CusumNight(t, total, k, decision_interval(k, arl), since, start))
     return out
 
 
-def cusum_flag(s: Series, path: CusumPath, h: float) -> DriftFlag | None:
-    """The first night the CUSUM reaches ``h`` with ``MIN_PERSIST`` nights in its excursion."""
-    for t in range(len(path.s)):
-        k = int(path.since[t])
-        if not path.s[t] >= h or k < 0 or t - k + 1 < MIN_PERSIST:
+def cusum_flag(s: Series, nights: Sequence[CusumNight]) -> DriftFlag | None:
+    """The first night the CUSUM reaches h with ``MIN_PERSIST`` nights in its excursion;
+    the size and z compare the excursion's nights with the reference nights before it."""
+    for night in nights:
+        if night.value < night.h or night.since < 0 or \
+                night.t - night.since + 1 < MIN_PERSIST:
             continue
-        ref = s.logs[:, path.ref_start[t]:path.ref_end[t]]
-        post = s.logs[:, k:t + 1]
-        sigma = night_sigma(s, int(path.ref_start[t]), int(path.ref_end[t]) - 1)
-        with np.errstate(invalid="ignore"):
-            diff = np.nanmean(post, axis=1) - np.nanmean(ref, axis=1)
-            var = 1 / (~np.isnan(post)).sum(axis=1) + 1 / (~np.isnan(ref)).sum(axis=1)
-        ok = ~np.isnan(diff) & np.isfinite(var)
-        d = float(np.mean(s.sign * diff[ok]))
-        z = d / (sigma * math.sqrt(float(np.sum(var[ok]))) / int(ok.sum()))
-        return DriftFlag(s.key, s.factor, math.expm1(s.sign * d), k, t, z)
+        ref = s.logs[:, night.start:night.since]
+        post = s.logs[:, night.since:night.t + 1]
+        n_ref, n_post = (~np.isnan(ref)).sum(axis=1), (~np.isnan(post)).sum(axis=1)
+        ok = (n_ref >= 2) & (n_post >= 1)
+        if not ok.any():
+            continue
+        diff = np.nanmean(post[ok], axis=1) - np.nanmean(ref[ok], axis=1)
+        d = float(np.mean(s.sign * diff))
+        sigma = night_sigma(s, night.start, night.t)
+        se = sigma * math.sqrt(float(np.sum(1 / n_post[ok] + 1 / n_ref[ok]))) / int(ok.sum())
+        return DriftFlag(s.key, s.factor, math.expm1(s.sign * d), night.since, night.t, d / se)
     return None
+
+
+def detect_cusum(s: Series, arl: float, boundaries: Sequence[int] = ()) -> DriftFlag | None:
+    """The CUSUM's first flag of ``s``; None if it never reaches its decision interval."""
+    return cusum_flag(s, cusum(s, arl, boundaries))

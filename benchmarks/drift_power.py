@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import drift_cusum
 import numpy as np
 
 from specperf import drift
@@ -67,19 +68,11 @@ def first_at(z: np.ndarray, threshold: float) -> int | None:
     return int(hits[0]) if len(hits) else None
 
 
-def cusum_nights(cells: dict[str, list[float | None]], per_case: bool, key: str | None = None
-                 ) -> list[list[drift.CusumNight]]:
-    """Every chosen series' CUSUM nights (the run length only sets h, so one pass serves all)."""
-    return [drift.cusum(s, drift.FACTOR_ARL) for s in drift.series(cells, per_case=per_case)
-            if key in (None, s.key)]
-
-
-def cusum_first(paths: list[list[drift.CusumNight]], arl: float) -> int | None:
-    """The first night any series' CUSUM flags at run length ``arl`` (drift.cusum_flag's rule)."""
-    hits = [n.t for path in paths for n in path
-            if n.since >= 0 and n.t - n.since + 1 >= drift.MIN_PERSIST
-            and n.value >= drift.decision_interval(n.k, arl)]
-    return min(hits) if hits else None
+def cusum_nights(cells: dict[str, list[float | None]], key: str | None = None
+                 ) -> dict[str, list[drift_cusum.CusumNight]]:
+    """Every factor's (or only ``key``'s) CUSUM; h is applied afterwards, so one pass serves
+    every setting."""
+    return {s.key: drift_cusum.cusum(s) for s in drift.series(cells) if key in (None, s.key)}
 
 
 def rates(firsts: list[int | None], null: list[bool], starts: list[int]) -> dict[str, float]:
@@ -98,32 +91,39 @@ def run(args: argparse.Namespace, common: float) -> dict[str, Any]:
         cells = history(rng, args.nights, args.noise, 0.0, args.nights, common)
         null_f.append(night_z(cells, False))
         null_c.append(night_z(cells, True))
-        cu_null_f.append(cusum_nights(cells, False))
+        cu_null_f.append(cusum_nights(cells))
         start = int(rng.integers(drift.MIN_REFERENCE, args.nights - 3))
         starts.append(start)
         moved = history(rng, args.nights, args.noise, args.shift, start, common)
         shifted.append(night_z(moved, False, "step"))
-        cu_shifted.append(cusum_nights(moved, False, "step"))
+        cu_shifted.append(cusum_nights(moved, "step"))
     out: dict[str, Any] = {"histories": args.histories, "nights": args.nights,
                            "noise": args.noise, "common": common, "shift": args.shift,
                            "threshold_factor_p99": float(np.quantile([z.max() for z in null_f],
                                                                      0.99)),
                            "threshold_case_p99": float(np.quantile([z.max() for z in null_c],
                                                                    0.99)),
-                           "scan": {}, "cusum": {}}
+                           "scan": {}, "cusum_arl": {}, "cusum_h": {}}
     for h in THRESHOLDS:
         out["scan"][h] = rates([first_at(z, h) for z in shifted],
                                [bool(z.max() >= h) for z in null_f], starts)
     for arl in ARLS:
-        out["cusum"][arl] = rates([cusum_first(p, arl) for p in cu_shifted],
-                                  [cusum_first(p, arl) is not None for p in cu_null_f], starts)
+        out["cusum_arl"][arl] = rates(
+            [drift_cusum.first_flag(p, arl=arl) for p in cu_shifted],
+            [drift_cusum.first_flag(p, arl=arl) is not None for p in cu_null_f], starts)
+    for step_h, acc_h in FIXED_H:
+        hs = {"step": step_h, "acceptance": acc_h}
+        out["cusum_h"][f"{step_h:g}/{acc_h:g}"] = rates(
+            [drift_cusum.first_flag(p, h=hs) for p in cu_shifted],
+            [drift_cusum.first_flag(p, h=hs) is not None for p in cu_null_f], starts)
     out["scan_case_false_alarm"] = float(np.mean([z.max() >= drift.CASE_THRESHOLD
                                                   for z in null_c]))
     return out
 
 
 THRESHOLDS = (3.5, 4.0, 4.25, 4.5)
-ARLS = (2000.0, 4000.0, 6000.0, 9000.0, 13000.0, 20000.0, 50000.0)
+ARLS = (2000.0, 9000.0, 20000.0, 50000.0)
+FIXED_H = ((2.25, 4.0), (2.5, 4.0), (2.75, 4.5))  # (step, acceptance) decision intervals
 
 
 def bound(args: argparse.Namespace, cells: int = len(CELLS)) -> dict[str, float]:
@@ -161,21 +161,23 @@ def main() -> None:
     parser.add_argument("--noise", type=float, default=0.03)
     parser.add_argument("--shift", type=float, default=0.03)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-common", action="store_true",
+                        help="skip the histories with noise common to a night's cells")
     args = parser.parse_args()
     started = time.perf_counter()
-    rows = [run(args, 0.0), run(args, 0.015)]
+    rows = [run(args, 0.0)] + ([] if args.no_common else [run(args, 0.015)])
     print(f"{args.histories} histories of {args.nights} nights, {args.noise:.0%} night-to-night "
           f"noise, step shift {args.shift:.0%}; scan thresholds factor "
-          f"{drift.FACTOR_THRESHOLD}, case {drift.CASE_THRESHOLD}; factor CUSUM run length "
-          f"{drift.FACTOR_ARL:g}")
+          f"{drift.FACTOR_THRESHOLD}, case {drift.CASE_THRESHOLD}")
     for r in rows:
         print(f"common noise {r['common']:.1%}: scan p99 of a no-shift history's largest z: "
               f"factor {r['threshold_factor_p99']:.2f}, case {r['threshold_case_p99']:.2f}; "
               f"per-case flags (scan at {drift.CASE_THRESHOLD}): "
               f"{r['scan_case_false_alarm']:.3f} of histories")
-        for name, label in (("scan", "scan z"), ("cusum", "CUSUM ARL")):
+        for name, label in (("scan", "scan z"), ("cusum_arl", "CUSUM, Siegmund h, ARL"),
+                            ("cusum_h", "CUSUM, fixed h step/acceptance")):
             for h, v in r[name].items():
-                print(f"  {label} {h:g}: no-shift flagged {v['false_alarm']:.3f}; shift flagged "
+                print(f"  {label} {h}: no-shift flagged {v['false_alarm']:.3f}; shift flagged "
                       f"within 3 nights {v['within_3']:.3f} (within 2 {v['within_2']:.3f}, "
                       f"before its start {v['early']:.3f})")
     b = bound(args)
@@ -185,7 +187,8 @@ def main() -> None:
           f"third of the 1 % {b['threshold_third']:.2f}, ceiling {b['ceiling_third']:.3f}")
     print(f"wall {time.perf_counter() - started:.0f} s")
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "drift_power.json").write_text(json.dumps({"rows": rows, "bound": b},
+    name = "drift_power" + ("" if args.noise == 0.03 else f"_noise{args.noise:g}") + ".json"
+    (RESULTS / name).write_text(json.dumps({"rows": rows, "bound": b},
                                                          indent=2) + "\n")
 
 

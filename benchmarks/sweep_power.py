@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from specperf import sweeprun
 from specperf.baseline import CaseBaseline
 from specperf.compare import pair_decider
 from specperf.limits import DEFAULT_TOLERANCES
@@ -63,6 +64,7 @@ METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
 MIN_R, MAX_R, WARMUP = 3, 8, 1
 BASE_R = [5]  # --baseline-repeats (the default 5)
 TOP_UPS_PER_CASE = [4]  # the sweep test's budget of extra requests, per case of the sweep
+# (and at least sweeprun.MIN_TOP_UPS per sweep, as sweeprun.budget takes it)
 STORE_VALUES = [True]  # the baseline keeps per-request values (False: medians only, as before)
 
 
@@ -238,15 +240,24 @@ def main() -> None:
     parser.add_argument("--baseline-repeats", type=int, default=5)
     parser.add_argument("--commit-sd", type=float, default=COMMIT_SD,
                         help="per-request spread of avg commit (0.0017 calibrated)")
+    parser.add_argument("--medians-only", action="store_true",
+                        help="baselines without per-request values (files written before)")
+    parser.add_argument("--top-ups-per-case", type=int, default=sweeprun.TOP_UPS_PER_CASE)
+    parser.add_argument("--min-top-ups", type=int, default=sweeprun.MIN_TOP_UPS,
+                        help="the sweep's budget floor (0: per case only, as before)")
+    parser.add_argument("--only", choices=("smoke",), help="only the baseline smoke rows")
     args = parser.parse_args()
     started = time.perf_counter()
     BASE_R[0] = args.baseline_repeats
+    STORE_VALUES[0] = not args.medians_only
+    TOP_UPS_PER_CASE[0] = args.top_ups_per_case
+    sweeprun.MIN_TOP_UPS = args.min_top_ups
     rows = []
     print(f"{'mode':<8} {'subset':<6} {'rep':>3} {'scenario':<11} {'today':>6} {'sweep':>6} "
           f"{'s.only':>6} {'GPU today':>9} {'GPU new':>8} {'extra':>5}  power")
-    for mode, subset, repeats in (("baseline", "sweep", 3), ("baseline", "smoke", 3),
-                                  ("A/B", "smoke", 3), ("A/B", "sweep", 3),
-                                  ("baseline", "sweep", 2)):
+    plan = [("baseline", "sweep", 3), ("baseline", "smoke", 3), ("A/B", "smoke", 3),
+            ("A/B", "sweep", 3), ("baseline", "sweep", 2)]
+    for mode, subset, repeats in plan if args.only is None else plan[1:2]:
         for name, cond in SCENARIOS:
             cond = Condition(cond.sigma, cond.step, cond.acc, args.commit_sd)
             r = row(mode, subset, repeats, name, cond, args.trials, args.seed)
@@ -258,7 +269,11 @@ def main() -> None:
     print(f"wall {time.perf_counter() - started:.0f} s")
     RESULTS.mkdir(exist_ok=True)
     name = "sweep_power" + ("" if args.commit_sd == COMMIT_SD else f"_commit{args.commit_sd:g}") \
-        + ("" if args.baseline_repeats == 5 else f"_base{args.baseline_repeats}") + ".json"
+        + ("" if args.baseline_repeats == 5 else f"_base{args.baseline_repeats}") \
+        + ("_medians" if args.medians_only else "") + ("" if args.only is None else "_smoke") \
+        + ("" if (args.top_ups_per_case, args.min_top_ups) == (sweeprun.TOP_UPS_PER_CASE,
+                                                           sweeprun.MIN_TOP_UPS)
+           else f"_topups{args.top_ups_per_case}-{args.min_top_ups}") + ".json"
     (RESULTS / name).write_text(json.dumps({"trials": args.trials, "rows": rows},
                                            indent=2) + "\n")
 

@@ -2,31 +2,23 @@
 
 A KV-cache or kernel drift of 3 % never fails a night against a 10 % tolerance, but it
 moves every night after it began, and (a step-time drift) every case. So the history is
-watched per factor — step time over every case, avg commit per text class — and per case.
-Each cell's nightly median is taken in logs; the *reference* is the nights since the last
-boundary (a new baseline or server fingerprint, :func:`specperf.trend.boundaries`: a
-deploy restarts it); σ is the night-to-night spread of one cell, from every cell of the
-metric (:func:`night_sigma`).
+scanned per factor — step time over every case, avg commit per text class — and per case:
 
-**Factors: Page's CUSUM** (:func:`cusum`), the quickest detector of a shift of known size
-(``SHIFT``, 3 %). Night ``t``'s statistic is its cells' mean log against the mean of the
-reference nights before it, standardised (a self-starting recursive residual: without a
-shift, independent N(0, 1) night to night); ``S_t = max(0, S_{t−1} + z_t − k)`` with ``k``
-half the shift in the night's standard errors; a flag when ``S_t ≥ h`` after at least
-``MIN_PERSIST`` nights of the excursion (a persistent shift, not one odd night). It names
-the excursion's first night as the night the shift began, its size against the reference
-nights before that night, and that size's z.
+- each cell's nightly median is taken in logs; a night's shift is measured against the
+  *reference*: the nights since the last boundary (a new baseline or server fingerprint,
+  :func:`specperf.trend.boundaries`), up to the candidate start;
+- for the night ``t`` and every candidate start ``k`` with at least ``MIN_PERSIST`` nights
+  ``k..t`` (a persistent shift, not one odd night) and ``MIN_REFERENCE`` reference nights,
+  ``z = D / se`` where ``D`` is the mean over cells of (mean after − mean before), signed so
+  that positive is worse, and ``se² = Σ_c σ²(1/n_after + 1/n_before) / C²`` with the
+  night-to-night spread σ of every cell of the metric (:func:`night_sigma`);
+- the first night with ``max_k z ≥ threshold`` raises a flag naming the factor, the size,
+  the night ``k`` the shift began (the maximising start) and the night it was seen.
 
-**Single cases: the two-sample scan** (:func:`detect`): for night ``t`` and every
-candidate start ``k`` among the last ``SCAN_NIGHTS`` with ≥ ``MIN_PERSIST`` nights ``k..t``
-and ``MIN_REFERENCE`` reference nights, ``z = D/se`` with ``D`` the mean over cells of
-(mean after − mean before), signed so that positive is worse, ``se² = Σ_c σ²(1/n_after +
-1/n_before)/C²``; the first night with ``max_k z ≥ threshold`` flags (the split-and-compare
-idea of E-divisive / Apache Otava, online). It was the factors' detector too until the
-CUSUM caught more shifts in time at the same false-alarm rate (docs/benchmarks.md §6).
-
-Both are calibrated by ``benchmarks/drift_power.py`` on 30-night histories: ≤ 1 % of
-histories without a shift raise a factor flag, ~1 % a per-case one.
+This is the two-sample scan statistic for a step change at an unknown night (the same
+split-and-compare idea as E-divisive / Apache Otava, online and with a threshold chosen
+for a stated false-alarm rate). Thresholds are calibrated by ``benchmarks/drift_power.py``
+on 30-night histories: ≤ 1 % of histories without a shift raise any flag.
 """
 
 from __future__ import annotations
@@ -170,109 +162,8 @@ def detect(s: Series, threshold: float, boundaries: Sequence[int] = ()) -> Drift
 
 def detect_all(cells: Mapping[str, Sequence[float | None]], boundaries: Sequence[int] = ()
                ) -> list[DriftFlag]:
-    """Every factor's flag (Page's CUSUM), then every single case's (the scan, stricter)."""
-    flags = [f for s in series(cells) if (f := detect_cusum(s, FACTOR_ARL, boundaries))]
+    """Every factor's flag, then every single case's (its own, stricter threshold)."""
+    flags = [f for s in series(cells) if (f := detect(s, FACTOR_THRESHOLD, boundaries))]
     flags += [f for s in series(cells, per_case=True)
               if (f := detect(s, CASE_THRESHOLD, boundaries))]
     return flags
-
-
-
-
-# -- Page's CUSUM: the quickest detector of a shift of known size ------------------------------
-# The shift the nightly job must catch: the CUSUM's reference value k is half of it, which
-# makes the CUSUM the quickest detector of a shift of this size at a given false-alarm rate.
-SHIFT = math.log(1.03)
-# The run length without a shift, in nights, that sets each night's decision interval h by
-# Siegmund's approximation (so a factor of 4 cells and one of 8, and a night whose σ came
-# out high or low, are held to one rate). The approximation assumes a known σ, so this is a
-# knob, not a promise: calibrated by benchmarks/drift_power.py for ≤ 1 % flagged 30-night
-# histories without a shift (every factor together).
-FACTOR_ARL = 9000.0
-
-
-def decision_interval(k: float, arl: float) -> float:
-    """h with Siegmund's ARL₀ ≈ (e^{2kb} − 2kb − 1)/(2k²), b = h + 1.166, equal to ``arl``."""
-    def run_length(h: float) -> float:
-        x = 2 * k * (h + 1.166)
-        return (math.exp(min(x, 700.0)) - x - 1) / (2 * k * k)
-    low, high = 0.0, 50.0
-    for _ in range(60):  # bisection: the run length grows with h
-        mid = (low + high) / 2
-        low, high = (mid, high) if run_length(mid) < arl else (low, mid)
-    return high
-
-
-@dataclass(frozen=True)
-class CusumNight:
-    """One night of a CUSUM: its value, decision interval, and the excursion's first night."""
-
-    t: int
-    value: float
-    k: float  # the reference value: half the shift, in the night's standard errors
-    h: float
-    since: int  # −1 when the CUSUM is at 0
-    start: int  # the last boundary: the reference begins there
-
-
-def night_stat(s: Series, start: int, t: int) -> tuple[float, float]:
-    """Night ``t``'s recursive residual: (z, k) of its cells' mean log against the mean of
-    the nights ``start..t−1``, standardised by σ/√cells · √(1 + 1/n_ref). Without a shift
-    these are independent N(0, 1) night to night (self-starting: no level is assumed)."""
-    ref = s.logs[:, start:t]
-    seen = ~np.isnan(ref)
-    n_ref = seen.sum(axis=1)
-    ok = (n_ref >= 2) & ~np.isnan(s.logs[:, t])
-    cells = int(ok.sum())
-    sigma = night_sigma(s, start, t - 1)  # the nights before: independent of night t
-    if cells == 0 or not math.isfinite(sigma):
-        return (math.nan, math.nan)
-    ref_mean = np.where(seen, ref, 0.0).sum(axis=1)[ok] / n_ref[ok]
-    d = float(np.mean(s.sign * (s.logs[ok, t] - ref_mean)))
-    sd = sigma / math.sqrt(cells) * math.sqrt(1 + float(np.mean(1 / n_ref[ok])))
-    return (d / sd, SHIFT / 2 / sd)
-
-
-def cusum(s: Series, arl: float, boundaries: Sequence[int] = ()) -> list[CusumNight]:
-    """Page's one-sided CUSUM of the nightly residuals, restarted at every boundary."""
-    out: list[CusumNight] = []
-    total, since, start = 0.0, -1, 0
-    for t in range(s.logs.shape[1]):
-        b = max([x for x in boundaries if x <= t], default=0)
-        if b != start:
-            total, since, start = 0.0, -1, b
-        if t - start < MIN_REFERENCE:
-            continue
-        z, k = night_stat(s, start, t)
-        if math.isnan(z):
-            continue
-        total = max(0.0, total + z - k)
-        since = -1 if total <= 0 else (since if since >= 0 else t)
-        out.append(CusumNight(t, total, k, decision_interval(k, arl), since, start))
-    return out
-
-
-def cusum_flag(s: Series, nights: Sequence[CusumNight]) -> DriftFlag | None:
-    """The first night the CUSUM reaches h with ``MIN_PERSIST`` nights in its excursion;
-    the size and z compare the excursion's nights with the reference nights before it."""
-    for night in nights:
-        if night.value < night.h or night.since < 0 or \
-                night.t - night.since + 1 < MIN_PERSIST:
-            continue
-        ref = s.logs[:, night.start:night.since]
-        post = s.logs[:, night.since:night.t + 1]
-        n_ref, n_post = (~np.isnan(ref)).sum(axis=1), (~np.isnan(post)).sum(axis=1)
-        ok = (n_ref >= 2) & (n_post >= 1)
-        if not ok.any():
-            continue
-        diff = np.nanmean(post[ok], axis=1) - np.nanmean(ref[ok], axis=1)
-        d = float(np.mean(s.sign * diff))
-        sigma = night_sigma(s, night.start, night.t)
-        se = sigma * math.sqrt(float(np.sum(1 / n_post[ok] + 1 / n_ref[ok]))) / int(ok.sum())
-        return DriftFlag(s.key, s.factor, math.expm1(s.sign * d), night.since, night.t, d / se)
-    return None
-
-
-def detect_cusum(s: Series, arl: float, boundaries: Sequence[int] = ()) -> DriftFlag | None:
-    """The CUSUM's first flag of ``s``; None if it never reaches its decision interval."""
-    return cusum_flag(s, cusum(s, arl, boundaries))

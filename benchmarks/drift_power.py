@@ -55,12 +55,14 @@ def history(rng: np.random.Generator, nights: int, noise: float, shift: float, s
     return out
 
 
-def night_z(cells: dict[str, list[float | None]], per_case: bool, key: str | None = None
-            ) -> np.ndarray:
-    """Per night, the largest scan z over the series (only ``key`` when given)."""
+def night_z(cells: dict[str, list[float | None]], per_case: bool, key: str | None = None,
+            window: int | None = drift.WINDOW) -> np.ndarray:
+    """Per night, the largest decision z over the series (only ``key`` when given);
+    ``window`` None: the previous scan's, the best of every candidate start."""
     chosen = [s for s in drift.series(cells, per_case=per_case) if key in (None, s.key)]
     nights = chosen[0].logs.shape[1]
-    return np.array([max(drift.scan_night(s, 0, t)[0] for s in chosen) for t in range(nights)])
+    return np.array([max(drift.scan_night(s, 0, t, window)[0] for s in chosen)
+                     for t in range(nights)])
 
 
 def first_at(z: np.ndarray, threshold: float) -> int | None:
@@ -86,16 +88,20 @@ def rates(firsts: list[int | None], null: list[bool], starts: list[int]) -> dict
 def run(args: argparse.Namespace, common: float) -> dict[str, Any]:
     rng = np.random.default_rng([args.seed, int(common * 1000)])
     null_f, null_c, shifted, starts = [], [], [], []
+    old_f, old_c, old_shifted = [], [], []
     cu_null_f, cu_shifted = [], []
     for _ in range(args.histories):
         cells = history(rng, args.nights, args.noise, 0.0, args.nights, common)
         null_f.append(night_z(cells, False))
         null_c.append(night_z(cells, True))
+        old_f.append(night_z(cells, False, window=None))
+        old_c.append(night_z(cells, True, window=None))
         cu_null_f.append(cusum_nights(cells))
         start = int(rng.integers(drift.MIN_REFERENCE, args.nights - 3))
         starts.append(start)
         moved = history(rng, args.nights, args.noise, args.shift, start, common)
         shifted.append(night_z(moved, False, "step"))
+        old_shifted.append(night_z(moved, False, "step", window=None))
         cu_shifted.append(cusum_nights(moved, "step"))
     out: dict[str, Any] = {"histories": args.histories, "nights": args.nights,
                            "noise": args.noise, "common": common, "shift": args.shift,
@@ -103,10 +109,15 @@ def run(args: argparse.Namespace, common: float) -> dict[str, Any]:
                                                                      0.99)),
                            "threshold_case_p99": float(np.quantile([z.max() for z in null_c],
                                                                    0.99)),
-                           "scan": {}, "cusum_arl": {}, "cusum_h": {}}
+                           "scan": {}, "previous": {}, "cusum_arl": {}, "cusum_h": {}}
     for h in THRESHOLDS:
         out["scan"][h] = rates([first_at(z, h) for z in shifted],
                                [bool(z.max() >= h) for z in null_f], starts)
+    for h in PREVIOUS_THRESHOLDS:
+        out["previous"][h] = rates([first_at(z, h) for z in old_shifted],
+                                   [bool(z.max() >= h) for z in old_f], starts)
+    out["previous_case_false_alarm"] = float(np.mean([z.max() >= PREVIOUS_CASE
+                                                      for z in old_c]))
     for arl in ARLS:
         out["cusum_arl"][arl] = rates(
             [drift_cusum.first_flag(p, arl=arl) for p in cu_shifted],
@@ -121,7 +132,9 @@ def run(args: argparse.Namespace, common: float) -> dict[str, Any]:
     return out
 
 
-THRESHOLDS = (3.5, 4.0, 4.25, 4.5)
+THRESHOLDS = (3.5, 3.75, 3.85, 4.0, 4.25)
+# The scan before WINDOW (the best of every candidate start, per night) and its thresholds.
+PREVIOUS_THRESHOLDS, PREVIOUS_CASE = (3.5, 4.0, 4.25, 4.5), 5.1
 ARLS = (2000.0, 9000.0, 20000.0, 50000.0)
 FIXED_H = ((2.25, 4.0), (2.5, 4.0), (2.75, 4.5))  # (step, acceptance) decision intervals
 
@@ -174,7 +187,10 @@ def main() -> None:
               f"factor {r['threshold_factor_p99']:.2f}, case {r['threshold_case_p99']:.2f}; "
               f"per-case flags (scan at {drift.CASE_THRESHOLD}): "
               f"{r['scan_case_false_alarm']:.3f} of histories")
-        for name, label in (("scan", "scan z"), ("cusum_arl", "CUSUM, Siegmund h, ARL"),
+        print(f"  previous scan: per-case flags at {PREVIOUS_CASE}: "
+              f"{r['previous_case_false_alarm']:.3f} of histories")
+        for name, label in (("scan", "window scan z"), ("previous", "previous scan z"),
+                            ("cusum_arl", "CUSUM, Siegmund h, ARL"),
                             ("cusum_h", "CUSUM, fixed h step/acceptance")):
             for h, v in r[name].items():
                 print(f"  {label} {h}: no-shift flagged {v['false_alarm']:.3f}; shift flagged "

@@ -15,7 +15,8 @@ Every rule sees the same samples of one trial:
   while unstable); each case's repeats until ``decide_repeats`` stops (3–8), then
   ``judge_case``; the sweep alarms when any case fails.
 - **sweep test**: the same per-case rule and verdicts, plus :func:`specperf.sweep.judge_sweep`
-  on the same requests, with sequential top-ups (at most one per case); the sweep alarms
+  on the same requests, with sequential top-ups (``sweeprun.budget``: 4 per case, at least
+  32 per sweep) against the baseline's stored requests; the sweep alarms
   when any case or the sweep test fails. "sweep test only" is its own alarm rate.
 - **A/B**: both arms per case interleaved (``compare.pair_decider``), the per-case verdict
   against production's medians, the sweep test on the pairs (a top-up is a pair).
@@ -23,7 +24,11 @@ Every rule sees the same samples of one trial:
 GPU seconds count every request at the incident's physics (time scale 1), warm-ups and both
 arms of an A/B pair included; the baseline run is not counted (it is paid once).
 
-    python benchmarks/sweep_power.py [--trials 2000] [--seed 1]
+    python benchmarks/sweep_power.py [--trials 2000] [--seed 1] [--only smoke]
+        [--baseline-repeats N] [--medians-only] [--top-ups-per-case N] [--min-top-ups N]
+
+``--medians-only`` judges against a baseline file written before baselines kept their
+requests; ``--min-top-ups 0`` drops the budget floor (the per-case budget only).
 
 Writes benchmarks/results/sweep_power.json.
 """

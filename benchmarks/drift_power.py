@@ -132,7 +132,7 @@ def run(args: argparse.Namespace, common: float) -> dict[str, Any]:
     return out
 
 
-THRESHOLDS = (3.5, 3.75, 3.85, 4.0, 4.25)
+THRESHOLDS = (3.5, 3.6, 3.7, 3.85, 4.0)
 # The scan before WINDOW (the best of every candidate start, per night) and its thresholds.
 PREVIOUS_THRESHOLDS, PREVIOUS_CASE = (3.5, 4.0, 4.25, 4.5), 5.1
 ARLS = (2000.0, 9000.0, 20000.0, 50000.0)

@@ -53,3 +53,21 @@ def test_a_flag_names_the_start_from_the_candidate_scan_not_the_window() -> None
                              if s.key == "step"), drift.FACTOR_THRESHOLD)
     assert flag is not None and flag.began == 9 and 10 <= flag.seen <= 12
     assert flag.change == pytest.approx(0.05, abs=0.01)
+
+
+def test_night_sigma_is_the_rms_of_differences_and_one_wild_night_is_clipped() -> None:
+    cells = _cells(0.0, 99, nights=12)
+    step = next(s for s in drift.series(cells) if s.key == "step")
+    diffs = np.diff(step.spread_logs, axis=1).ravel()
+    centre = float(np.median(diffs))
+    robust = 1.4826 * float(np.median(np.abs(diffs - centre)))
+    assert np.all(np.abs(diffs - centre) < drift.CLIP * robust)  # nothing to clip here
+    quiet = drift.night_sigma(step, 0, 11)
+    assert quiet == pytest.approx(float(np.sqrt(np.mean((diffs - centre) ** 2)) / math.sqrt(2)))
+    for cell in CELLS:  # one night 40 % slower on every cell: an outage-like night
+        cells[f"step_ms|{cell}"][6] = 1.4 * float(cells[f"step_ms|{cell}"][6] or 0)
+    wild_step = next(s for s in drift.series(cells) if s.key == "step")
+    wild = drift.night_sigma(wild_step, 0, 11)
+    raw = np.diff(wild_step.spread_logs, axis=1).ravel()
+    unclipped = float(np.sqrt(np.mean((raw - np.median(raw)) ** 2))) / math.sqrt(2)
+    assert quiet < wild < unclipped / 3  # the night counts, but as CLIP robust σ, not 34 %

@@ -7,12 +7,14 @@ nights can clear; the night the shift began is still found among the candidate s
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from specperf import drift
+from specperf import drift, trend
 
 CELLS = [f"padding-ctx{x}" for x in (13, 1663, 3333, 5553)]
 
@@ -71,3 +73,16 @@ def test_night_sigma_is_the_rms_of_differences_and_one_wild_night_is_clipped() -
     raw = np.diff(wild_step.spread_logs, axis=1).ravel()
     unclipped = float(np.sqrt(np.mean((raw - np.median(raw)) ** 2))) / math.sqrt(2)
     assert quiet < wild < unclipped / 3  # the night counts, but as CLIP robust σ, not 34 %
+
+
+def test_the_trend_page_says_what_no_flag_means(tmp_path: Path) -> None:
+    history = tmp_path / "history.jsonl"
+    cells = _cells(0.0, 99, nights=8)
+    lines = [json.dumps({"run_id": f"r{n}", "created": f"2026-11-{n + 1:02d}", "cells": {
+        c: {m: cells[f"{m}|{c}"][n] for m in ("step_ms", "avg_commit")} for c in CELLS}})
+        for n in range(8)]
+    history.write_text("\n".join(lines) + "\n")
+    assert trend.drift_lines(trend.build(trend.load_history(history))) == []
+    assert trend._drift_list(trend.build(trend.load_history(history))) == (
+        "<p>No persistent shift: no factor or case moved over its last 4 runs against the "
+        "runs before them (drift.py).</p>")

@@ -15,7 +15,8 @@ Every rule sees the same samples of one trial:
   while unstable); each case's repeats until ``decide_repeats`` stops (3–8), then
   ``judge_case``; the sweep alarms when any case fails.
 - **sweep test**: the same per-case rule and verdicts, plus :func:`specperf.sweep.judge_sweep`
-  on the same requests, with sequential top-ups (at most one per case); the sweep alarms
+  on the same requests, with sequential top-ups (``sweeprun.budget``: 4 per case, at least
+  32 per sweep) against the baseline's stored requests; the sweep alarms
   when any case or the sweep test fails. "sweep test only" is its own alarm rate.
 - **A/B**: both arms per case interleaved (``compare.pair_decider``), the per-case verdict
   against production's medians, the sweep test on the pairs (a top-up is a pair).
@@ -23,7 +24,11 @@ Every rule sees the same samples of one trial:
 GPU seconds count every request at the incident's physics (time scale 1), warm-ups and both
 arms of an A/B pair included; the baseline run is not counted (it is paid once).
 
-    python benchmarks/sweep_power.py [--trials 2000] [--seed 1]
+    python benchmarks/sweep_power.py [--trials 2000] [--seed 1] [--only smoke]
+        [--baseline-repeats N] [--medians-only] [--top-ups-per-case N] [--min-top-ups N]
+
+``--medians-only`` judges against a baseline file written before baselines kept their
+requests; ``--min-top-ups 0`` drops the budget floor (the per-case budget only).
 
 Writes benchmarks/results/sweep_power.json.
 """
@@ -40,12 +45,14 @@ from typing import Any
 
 import numpy as np
 
+from specperf import sweeprun
 from specperf.baseline import CaseBaseline
 from specperf.compare import pair_decider
 from specperf.limits import DEFAULT_TOLERANCES
 from specperf.repeats import decide_repeats
 from specperf.stats import summarize
 from specperf.sweep import CaseData, judge_sweep
+from specperf.sweeprun import budget
 from specperf.verdict import judge_case
 from specperf.workload import Case
 
@@ -62,6 +69,8 @@ METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
 MIN_R, MAX_R, WARMUP = 3, 8, 1
 BASE_R = [5]  # --baseline-repeats (the default 5)
 TOP_UPS_PER_CASE = [4]  # the sweep test's budget of extra requests, per case of the sweep
+# (and at least sweeprun.MIN_TOP_UPS per sweep, as sweeprun.budget takes it)
+STORE_VALUES = [True]  # the baseline keeps per-request values (False: medians only, as before)
 
 
 @dataclass(frozen=True)
@@ -123,8 +132,10 @@ def baseline(stream: Stream, case: Case) -> CaseBaseline:
     got = take(stream, lambda v: decide_repeats(v, None, DEFAULT_TOLERANCES, min_repeats=BASE_R[0],
                                                 max_repeats=max(MAX_R, BASE_R[0])).action,
                BASE_R[0], max(MAX_R, BASE_R[0]))
+    vals = values(got)
     return CaseBaseline(case.text_class, case.context, TOKENS,
-                        {m: summarize(v) for m, v in values(got).items()}, {})
+                        {m: summarize(v) for m, v in vals.items()}, {},
+                        values=vals if STORE_VALUES[0] else {})
 
 
 def baseline_trial(cases: Sequence[Physics], cond: Condition, seed: int,
@@ -143,7 +154,8 @@ def baseline_trial(cases: Sequence[Physics], cond: Condition, seed: int,
         fails += judge_case(ph.case.id, summaries, base, DEFAULT_TOLERANCES).status == "fail"
         cost = sum(s["wall_s"] for s in got) / len(got)
         gpu += (WARMUP + len(got)) * cost
-        data.append((CaseData(ph.case, values(got), dict(base.metrics), None, cost), now))
+        data.append((CaseData(ph.case, values(got), dict(base.metrics), None, cost,
+                              base_requests=dict(base.values) or None), now))
     return _conclude(data, fails, gpu, budget)
 
 
@@ -209,7 +221,7 @@ def row(mode: str, subset: str, repeats: int, name: str, cond: Condition, trials
         seed: int) -> dict[str, Any]:
     cases = [physics(*c) for c in (SWEEP if subset == "sweep" else SMOKE)]
     fn = MODES[mode]
-    runs = [fn(cases, cond, seed * 10**6 + t, TOP_UPS_PER_CASE[0] * len(cases), repeats)
+    runs = [fn(cases, cond, seed * 10**6 + t, budget(len(cases), TOP_UPS_PER_CASE[0]), repeats)
             for t in range(trials)]
     out: dict[str, Any] = {"mode": mode, "subset": subset, "repeats": repeats,
                            "scenario": name, "sigma": cond.sigma, "commit_sd": cond.commit_sd,
@@ -233,15 +245,24 @@ def main() -> None:
     parser.add_argument("--baseline-repeats", type=int, default=5)
     parser.add_argument("--commit-sd", type=float, default=COMMIT_SD,
                         help="per-request spread of avg commit (0.0017 calibrated)")
+    parser.add_argument("--medians-only", action="store_true",
+                        help="baselines without per-request values (files written before)")
+    parser.add_argument("--top-ups-per-case", type=int, default=sweeprun.TOP_UPS_PER_CASE)
+    parser.add_argument("--min-top-ups", type=int, default=sweeprun.MIN_TOP_UPS,
+                        help="the sweep's budget floor (0: per case only, as before)")
+    parser.add_argument("--only", choices=("smoke",), help="only the baseline smoke rows")
     args = parser.parse_args()
     started = time.perf_counter()
     BASE_R[0] = args.baseline_repeats
+    STORE_VALUES[0] = not args.medians_only
+    TOP_UPS_PER_CASE[0] = args.top_ups_per_case
+    sweeprun.MIN_TOP_UPS = args.min_top_ups
     rows = []
     print(f"{'mode':<8} {'subset':<6} {'rep':>3} {'scenario':<11} {'today':>6} {'sweep':>6} "
           f"{'s.only':>6} {'GPU today':>9} {'GPU new':>8} {'extra':>5}  power")
-    for mode, subset, repeats in (("baseline", "sweep", 3), ("baseline", "smoke", 3),
-                                  ("A/B", "smoke", 3), ("A/B", "sweep", 3),
-                                  ("baseline", "sweep", 2)):
+    plan = [("baseline", "sweep", 3), ("baseline", "smoke", 3), ("A/B", "smoke", 3),
+            ("A/B", "sweep", 3), ("baseline", "sweep", 2)]
+    for mode, subset, repeats in plan if args.only is None else plan[1:2]:
         for name, cond in SCENARIOS:
             cond = Condition(cond.sigma, cond.step, cond.acc, args.commit_sd)
             r = row(mode, subset, repeats, name, cond, args.trials, args.seed)
@@ -253,7 +274,11 @@ def main() -> None:
     print(f"wall {time.perf_counter() - started:.0f} s")
     RESULTS.mkdir(exist_ok=True)
     name = "sweep_power" + ("" if args.commit_sd == COMMIT_SD else f"_commit{args.commit_sd:g}") \
-        + ("" if args.baseline_repeats == 5 else f"_base{args.baseline_repeats}") + ".json"
+        + ("" if args.baseline_repeats == 5 else f"_base{args.baseline_repeats}") \
+        + ("_medians" if args.medians_only else "") + ("" if args.only is None else "_smoke") \
+        + ("" if (args.top_ups_per_case, args.min_top_ups) == (sweeprun.TOP_UPS_PER_CASE,
+                                                           sweeprun.MIN_TOP_UPS)
+           else f"_topups{args.top_ups_per_case}-{args.min_top_ups}") + ".json"
     (RESULTS / name).write_text(json.dumps({"trials": args.trials, "rows": rows},
                                            indent=2) + "\n")
 

@@ -25,7 +25,7 @@ from . import determinism
 from .errors import BaselineError, ConfigError
 from .limits import DEFAULT_TOLERANCES, DIRECTION
 from .lock import write_lock
-from .measure import METRICS, Measurement
+from .measure import METRICS, Measurement, sample_values
 from .model import ContextFit
 from .stats import Summary
 
@@ -55,6 +55,9 @@ class CaseBaseline:
     # identities; whether the server repeated itself when this was written.
     prompts: dict[int, determinism.PromptRecord] = field(default_factory=dict)
     deterministic: bool | None = None
+    # Each metric's per-request values (files written before they were stored have none):
+    # the sweep test compares means of logs, whose error is a mean's, not a median's.
+    values: dict[str, list[float]] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -62,8 +65,12 @@ class CaseBaseline:
 
     def to_dict(self, file_tolerances: Mapping[str, float]) -> dict[str, Any]:
         limits = {**DEFAULT_TOLERANCES, **file_tolerances, **self.tolerances}
+        metrics: dict[str, dict[str, Any]]
         metrics = {m: {**s.to_dict(), "direction": DIRECTION_NAMES[DIRECTION[m]],
                        "tolerance": limits[m]} for m, s in self.metrics.items()}
+        for m, vals in self.values.items():
+            if m in metrics:
+                metrics[m]["values"] = list(vals)
         out = {"text_class": self.text_class, "context": self.context,
                "output_tokens": self.output_tokens, "metrics": metrics,
                "tolerances": dict(self.tolerances)}
@@ -104,7 +111,8 @@ class Baseline:
         cases = {m.case.id: CaseBaseline(m.case.text_class, m.case.context,
                                          m.case.output_tokens, m.summaries(), {},
                                          determinism.records(m.samples) if prompt_seed else {},
-                                         determinism.deterministic(m.samples))
+                                         determinism.deterministic(m.samples),
+                                         sample_values(m.measured))
                  for m in measurements}
         created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         return cls(deployment, version, created, suite_version, git_revision, dict(fingerprint),
@@ -192,7 +200,9 @@ class _Reader:
             {m: self.summary(m, s, f"{where}.metrics") for m, s in metrics.items()},
             self.tolerances(data.get("tolerances", {}), f"{where}.tolerances"),
             self.prompts(data.get("prompts", {}), f"{where}.prompts"),
-            self.get(data, "deterministic", bool, where) if "deterministic" in data else None)
+            self.get(data, "deterministic", bool, where) if "deterministic" in data else None,
+            {m: self.values(s, f"{where}.metrics.{m}") for m, s in metrics.items()
+             if isinstance(s, dict) and "values" in s})
         if case.id != case_id:
             raise self.fail(where, f"describes case {case.id}, not {case_id}")
         return case
@@ -209,6 +219,14 @@ class _Reader:
                                                self.get(entry, "prompt", str, here),
                                                self.get(entry, "output", str, here))
         return out
+
+    def values(self, data: Mapping[str, Any], where: str) -> list[float]:
+        """A metric's stored per-request values (optional: older files have none)."""
+        vals = data["values"]
+        if not isinstance(vals, list) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in vals):
+            raise self.fail(f"{where}.values", "should be a list of non-negative numbers")
+        return [float(v) for v in vals]
 
     def summary(self, metric: str, data: Any, where: str) -> Summary:
         here = f"{where}.{metric}"

@@ -7,13 +7,15 @@ scanned per factor — step time over every case, avg commit per text class — 
 - each cell's nightly median is taken in logs; a night's shift is measured against the
   *reference*: the nights since the last boundary (a new baseline or server fingerprint,
   :func:`specperf.trend.boundaries`), up to the candidate start;
-- for the night ``t`` and every candidate start ``k`` with at least ``MIN_PERSIST`` nights
-  ``k..t`` (a persistent shift, not one odd night) and ``MIN_REFERENCE`` reference nights,
+- for the night ``t`` and a start ``k`` with ``MIN_REFERENCE`` reference nights before it,
   ``z = D / se`` where ``D`` is the mean over cells of (mean after − mean before), signed so
   that positive is worse, and ``se² = Σ_c σ²(1/n_after + 1/n_before) / C²`` with the
   night-to-night spread σ of every cell of the metric (:func:`night_sigma`);
-- the first night with ``max_k z ≥ threshold`` raises a flag naming the factor, the size,
-  the night ``k`` the shift began (the maximising start) and the night it was seen.
+- the decision looks once a night, at ``k = t − WINDOW + 1``: the last four nights (a shift
+  must be flagged by its start night + 3, and one look a night keeps the threshold low);
+  the first night with ``z ≥ threshold`` raises a flag naming the factor, the night the
+  shift began (the best start among the last ``SCAN_NIGHTS`` with ``MIN_PERSIST`` nights
+  after it), the size since then and the night it was seen.
 
 This is the two-sample scan statistic for a step change at an unknown night (the same
 split-and-compare idea as E-divisive / Apache Otava, online and with a threshold chosen
@@ -31,14 +33,19 @@ import numpy as np
 
 MIN_REFERENCE = 5  # nights before a start: the level and the spread need a few nights
 MIN_PERSIST = 2  # nights a shift must last before it is called persistent
-# Candidate starts within the last SCAN_NIGHTS nights only: an older shift was either flagged
-# then or is judged against the nights since; fewer looks per night keep the threshold low.
+# The decision compares the last WINDOW nights with every night before them: the nightly job
+# must flag a shift by its start night + 3, and one look per night (not one per candidate
+# start) keeps the threshold low — the most a 3 % shift's 4 nights can give (§6's bound).
+WINDOW = 4
+# The night a flagged shift began: the best candidate start within the last SCAN_NIGHTS
+# nights with at least MIN_PERSIST nights after it.
 SCAN_NIGHTS = 6
 # Scan thresholds (z), calibrated by benchmarks/drift_power.py for ≤ 1 % flagged histories
 # without a shift (30 nights, every factor together; the per-case scan on its own).
-FACTOR_THRESHOLD = 4.25
-CASE_THRESHOLD = 5.1
+FACTOR_THRESHOLD = 3.7
+CASE_THRESHOLD = 4.4
 SIGMA_FLOOR = 0.002  # relative night-to-night spread below which σ is resolution, not data
+CLIP = 4.0  # differences beyond this many robust σ count as this many (a wild night)
 
 
 @dataclass(frozen=True)
@@ -107,16 +114,20 @@ def _log_rows(cells: Mapping[str, Sequence[float | None]], names: Sequence[str])
 def night_sigma(s: Series, start: int, t: int) -> float:
     """Night-to-night σ of one cell's log median, from every cell of the metric.
 
-    From consecutive nights' differences (σ_diff = √2 σ) by the MAD: one shift inside the
-    window is one outlying difference per cell and barely moves it, and pooling every cell
-    gives a few dozen differences where one cell's five reference nights give four.
+    From consecutive nights' differences (σ_diff = √2 σ), pooled over every cell: a few
+    dozen differences where one cell's five reference nights give four. Their root mean
+    square, each clipped at ``CLIP`` robust σ (MAD) from the median: one wild night cannot
+    inflate it, and unlike the MAD alone (37 % efficient) it uses what the few nights hold —
+    a σ that comes out low is what sets the threshold a stated false-alarm rate needs.
     """
     diffs = np.diff(s.spread_logs[:, start:t + 1], axis=1).ravel()
     diffs = diffs[~np.isnan(diffs)]
     if len(diffs) < 4:
         return math.inf
-    mad = float(np.median(np.abs(diffs - np.median(diffs))))
-    return max(1.4826 * mad / math.sqrt(2), SIGMA_FLOOR)
+    centre = float(np.median(diffs))
+    robust = 1.4826 * float(np.median(np.abs(diffs - centre)))
+    clipped = np.clip(diffs - centre, -CLIP * robust, CLIP * robust)
+    return max(float(np.sqrt(np.mean(clipped**2))) / math.sqrt(2), SIGMA_FLOOR)
 
 
 def _prefix(logs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -127,9 +138,14 @@ def _prefix(logs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.hstack([pad, np.cumsum(seen, axis=1)]), np.hstack([pad, np.cumsum(x, axis=1)])
 
 
-def scan_night(s: Series, start: int, t: int) -> tuple[float, int, float]:
-    """The largest z on night ``t`` over candidate starts; (z, start, D)."""
-    ks = np.arange(max(start + MIN_REFERENCE, t - SCAN_NIGHTS + 1), t - MIN_PERSIST + 2)
+def scan_night(s: Series, start: int, t: int, window: int | None = None
+               ) -> tuple[float, int, float]:
+    """The largest z on night ``t`` over candidate starts; (z, start, D). With ``window``,
+    the one start that leaves exactly ``window`` nights (the decision statistic)."""
+    if window is not None:
+        ks = np.arange(max(start + MIN_REFERENCE, t - window + 1), t - window + 2)
+    else:
+        ks = np.arange(max(start + MIN_REFERENCE, t - SCAN_NIGHTS + 1), t - MIN_PERSIST + 2)
     if len(ks) == 0:
         return (-math.inf, -1, 0.0)
     n, sx = _prefix(s.logs)
@@ -150,12 +166,17 @@ def scan_night(s: Series, start: int, t: int) -> tuple[float, int, float]:
 
 
 def detect(s: Series, threshold: float, boundaries: Sequence[int] = ()) -> DriftFlag | None:
-    """The first night a persistent shift of ``s`` crosses ``threshold``; None if none does."""
+    """The first night the last ``WINDOW`` nights' z against every night before them
+    crosses ``threshold``; then the night the shift began is the best of the candidate
+    starts (the scan over the last ``SCAN_NIGHTS``), and its size is measured from there."""
     nights = s.logs.shape[1]
     for t in range(nights):
         start = max([b for b in boundaries if b <= t], default=0)
-        z, k, d = scan_night(s, start, t)
+        z, k, d = scan_night(s, start, t, WINDOW)
         if k >= 0 and z >= threshold:
+            _, began, size = scan_night(s, start, t)
+            if began >= 0:
+                k, d = began, size
             return DriftFlag(s.key, s.factor, math.expm1(s.sign * d), k, t, z)
     return None
 

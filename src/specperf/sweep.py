@@ -7,17 +7,19 @@ and a drafter regression lowers the commit of every case of a text class. So eac
 is tested once, on all its cases pooled:
 
 - per case ``d_i = mean log(value now) − log(centre before)``, signed so that positive is
-  worse (step time up, commit down); the centre before is the stored baseline's median, or
-  in A/B mode the mean log of production's requests of the same run. Means of logs, not
+  worse (step time up, commit down); the centre before is the mean log of the stored
+  baseline's requests (files written before baselines kept them: its median), or in A/B
+  mode the mean log of production's requests of the same run. Means of logs, not
   medians, where the requests are at hand: for normal noise a median needs π/2 ≈ 1.57× the
   requests for the same precision, and here precision is GPU time. (A single wild request
   raises the pooled spread with it, so it widens the interval rather than faking a shift;
   the per-case verdicts keep their medians.)
 - the per-request spread ``σ`` of the metric's logarithm, pooled over the run's requests of
-  every case (``df = Σ (n_i − 1)``); a stored baseline's side uses the larger of that and its
-  own MADs (a MAD of 3–5 requests runs low); in A/B mode production's requests join the pool;
-- ``se_i² = σ²/n_now + k · σ_before²/n_before`` with k = 1.2533² for a stored median (the
-  standard error of a median) and 1 for production's mean, and the inverse-variance mean
+  every case (``df = Σ (n_i − 1)``); a stored baseline's side has its own, pooled over its
+  requests (Welch's df for the two), or, with medians only, the larger of the run's and its
+  MADs (a MAD of 3–5 requests runs low); in A/B mode production's requests join the pool;
+- ``se_i² = σ²/n_now + k · σ_before²/n_before`` with k = 1 for a mean of requests and
+  1.2533² for a stored median (the standard error of a median), and the inverse-variance mean
   ``D = Σ d_i/se_i² / Σ 1/se_i²`` with ``se = (Σ 1/se_i²)^−½``.
 
 The tests of one sweep are step time (every case) and acceptance (each text class); the
@@ -59,6 +61,7 @@ class CaseData:
     base: dict[str, Summary]
     base_values: dict[str, list[float]] | None = None  # A/B: production's requests
     cost_s: float = 0.0  # server seconds of one more request (both arms in A/B)
+    base_requests: dict[str, list[float]] | None = None  # a stored baseline's requests
     extra: int = 0  # requests added by the sweep test
 
 
@@ -143,29 +146,52 @@ def estimate(factor: Factor, cases: Mapping[str, CaseData]) -> Estimate:
     m = factor.metric
     run_logs = [_logs(c.run[m]) for c in chosen]
     sigma, df = _pooled_sd(run_logs)
-    paired = all(c.base_values is not None for c in chosen)
-    if paired:
-        base_logs = [_logs((c.base_values or {})[m]) for c in chosen]
-        sigma_b, df_b = _pooled_sd(base_logs)
-        sigma = sigma_b = math.sqrt((sigma**2 * df + sigma_b**2 * df_b) / max(df + df_b, 1))
-        df += df_b
-        base_n = [len(g) for g in base_logs]
-        centre = [float(np.mean(g)) for g in base_logs]
+    before = _before_side(m, chosen)
+    df_b = 0.0
+    if isinstance(before, list):
+        sigma_b, df_b = _pooled_sd(before)
+        if all(c.base_values is not None for c in chosen):  # A/B: one spread, both arms
+            sigma = sigma_b = math.sqrt((sigma**2 * df + sigma_b**2 * df_b) / max(df + df_b, 1))
+        base_n = [len(g) for g in before]
+        centre = [float(np.mean(g)) for g in before]
+        k = 1.0
     else:
         mads = [MAD_TO_SIGMA * c.base[m].mad / c.base[m].median for c in chosen]
         sigma_b = max(sigma, math.sqrt(float(np.mean(np.square(mads)))))
         base_n = [c.base[m].n for c in chosen]
         centre = [math.log(c.base[m].median) for c in chosen]
+        k = MEDIAN_SE**2
     sigma, sigma_b = max(sigma, SIGMA_FLOOR), max(sigma_b, SIGMA_FLOOR)
-    k = 1.0 if paired else MEDIAN_SE**2
     d = np.array([factor.sign * (float(np.mean(g)) - b)
                   for g, b in zip(run_logs, centre, strict=True)])
-    var = np.array([sigma**2 / len(g) + k * sigma_b**2 / n
-                    for g, n in zip(run_logs, base_n, strict=True)])
-    weights = 1.0 / var
+    now = np.array([sigma**2 / len(g) for g in run_logs])
+    then = np.array([k * sigma_b**2 / n for n in base_n])
+    weights = 1.0 / (now + then)
     pooled = float(np.sum(weights * d) / np.sum(weights))
+    if df_b and not all(c.base_values is not None for c in chosen):
+        # Two spreads estimated apart (a stored baseline's requests, this run's): Welch.
+        a, b = float(np.sum(weights**2 * now)), float(np.sum(weights**2 * then))
+        df = (a + b) ** 2 / (a**2 / max(df, 1.0) + b**2 / df_b)
+    else:
+        df += df_b
     return Estimate(factor, pooled, float(1.0 / math.sqrt(np.sum(weights))), max(df, 1.0),
                     {c.case.id: float(x) for c, x in zip(chosen, d, strict=True)})
+
+
+def _before_side(metric: str, chosen: Sequence[CaseData]) -> list[np.ndarray] | None:
+    """The reference's requests as logs: production's (A/B) or a stored baseline's
+    per-request values; None when only the stored medians are at hand (older files)."""
+    if all(c.base_values is not None for c in chosen):
+        return [_logs((c.base_values or {})[metric]) for c in chosen]
+    if all(len(_stored(c, metric)) >= 2 for c in chosen):
+        return [_logs(_stored(c, metric)) for c in chosen]
+    return None
+
+
+def _stored(data: CaseData, metric: str) -> list[float]:
+    """A stored baseline's requests of ``metric``; none if any is not positive (no log)."""
+    vals = (data.base_requests or {}).get(metric, [])
+    return vals if all(v > 0 for v in vals) else []
 
 
 def information_gain(factor: Factor, data: CaseData) -> float:
@@ -179,8 +205,10 @@ def information_gain(factor: Factor, data: CaseData) -> float:
     m = factor.metric
     n = len(data.run[m])
     paired = data.base_values is not None
-    nb = len((data.base_values or {})[m]) if paired else data.base[m].n
-    k = 1.0 if paired else MEDIAN_SE**2
+    stored = len(_stored(data, m)) >= 2
+    nb = len((data.base_values or {})[m]) if paired else (
+        len(_stored(data, m)) if stored else data.base[m].n)
+    k = 1.0 if paired or stored else MEDIAN_SE**2
     now = 1.0 / (1.0 / n + k / nb)
     after = 1.0 / (1.0 / (n + 1) + k / (nb + int(paired)))
     return (after - now) / max(data.cost_s, 1e-9)

@@ -21,6 +21,14 @@ from .verdict import NotJudged
 from .workload import Case
 
 TOP_UPS_PER_CASE = 4  # the sweep test's budget: at most this many extra requests per case
+# ... but never less than the default 8-case sweep's: the precision a test needs is a total
+# over its cases, so a small subset (the gate's 3-case smoke) needs more requests per case.
+MIN_TOP_UPS = 32
+
+
+def budget(cases: int, per_case: int = TOP_UPS_PER_CASE) -> int:
+    """The extra requests a sweep of ``cases`` cases may take (docs/benchmarks.md §6)."""
+    return max(per_case * cases, MIN_TOP_UPS)
 
 
 def gather(state: RunState, cases: Sequence[Case]) -> list[CaseData] | NotJudged:
@@ -36,7 +44,7 @@ def gather(state: RunState, cases: Sequence[Case]) -> list[CaseData] | NotJudged
         cost = sum(s.wall_s for s in spent) / max(1, len(measured.measured))
         out.append(CaseData(case, sample_values(measured.measured), dict(base.metrics),
                             None if reference is None else sample_values(reference.measured),
-                            cost))
+                            cost, base_requests=dict(base.values) or None))
     return out
 
 
@@ -74,4 +82,4 @@ def judge(state: RunState, cases: Sequence[Case], label: str) -> SweepResult | N
     if len(data) < 2:
         return NotJudged(f"the {label} has {len(data)} case: a sweep-level test needs at least "
                          f"two.")
-    return judge_sweep(data, label, top_up(state), TOP_UPS_PER_CASE * len(data))
+    return judge_sweep(data, label, top_up(state), budget(len(data)))

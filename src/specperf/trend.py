@@ -213,6 +213,6 @@ def drift_lines(trend: Trend) -> list[str]:
 def _drift_list(trend: Trend) -> str:
     lines = drift_lines(trend)
     if not lines:
-        return (f"<p>No persistent shift: no factor or case moved for {drift.MIN_PERSIST}+ "
-                "runs against the runs before it (drift.py).</p>")
+        return (f"<p>No persistent shift: no factor or case moved over its last "
+                f"{drift.WINDOW} runs against the runs before them (drift.py).</p>")
     return '<ul class="drift">' + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>"

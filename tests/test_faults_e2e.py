@@ -338,14 +338,19 @@ def test_chaos_sweep_with_faults_on_a_tenth_of_requests(perf_project, start_sim,
                json={"drop_rate": 0.1, "error_rate": 0.05, "error_status": 503}
                ).raise_for_status()
     xml = tmp_path / "chaos.xml"
-    chaos = project.run(*args, f"--junitxml={xml}")
+    chaos = project.run(*args, f"--junitxml={xml}", "-rs")
     out = chaos.stdout.str()
     outcomes = chaos.parseoutcomes()
     # Every case passes its numbers against the fault-free baseline, or errors with the
-    # message of a transient fault that outlasted its retries; nothing fails or crashes.
+    # message of a transient fault that outlasted its retries; nothing fails or crashes. A
+    # slope over two contexts may be undetermined on a loaded box: a skip that says so.
     outcomes.pop("deselected", None)
-    assert set(outcomes) <= {"passed", "errors"}, out
-    assert outcomes.get("passed", 0) + outcomes.get("errors", 0) == 6
+    assert set(outcomes) <= {"passed", "errors", "skipped"}, out
+    assert sum(outcomes.values()) == 6
+    skipped = [line for line in out.splitlines() if line.startswith("SKIPPED")]
+    assert len(skipped) == outcomes.get("skipped", 0), out
+    assert all("per 1k context" in line and "neither a pass nor a fail" in line
+               for line in skipped), skipped
     assert outcomes.get("passed", 0) >= 2, out  # enough healthy cases to compare numbers
     lines = out.splitlines()
     errors = [lines[i + 1] for i, line in enumerate(lines) if " ERROR at setup of " in line]

@@ -47,16 +47,24 @@ def check_attributed(text: str, hint: str, other: str) -> None:
         print(f"{case}: {sentence}")
 
 
+def baseline_then_run(project, before, after, tmp_path):
+    """Write a baseline against ``before`` (a started llama-server), stop it, then start
+    ``after`` (a callable) and run the suite against that baseline: (server, result)."""
+    run_suite(project, before.url, tmp_path / "r1", tmp_path / "b",
+              "--update-baselines", *CONTEXTS).stdout.fnmatch_lines(["specperf: wrote baseline *"])
+    before.stop()
+    server = after()
+    return server, run_suite(project, server.url, tmp_path / "r2", tmp_path / "b", "-rA",
+                             *CONTEXTS)
+
+
 def test_a_worse_draft_fails_every_case_as_an_acceptance_regression(
         perf_project, start_llama, tiny, tmp_path):
     project = perf_project()
-    good = start_llama(tiny.target, draft=tiny.draft)
-    run_suite(project, good.url, tmp_path / "r1", tmp_path / "b",
-              "--update-baselines", *CONTEXTS).stdout.fnmatch_lines(["specperf: wrote baseline *"])
-    good.stop()
     # the same target restarted with a draft of the same size whose weights are noisy
-    worse = start_llama(tiny.target, draft=tiny.noisy)
-    result = run_suite(project, worse.url, tmp_path / "r2", tmp_path / "b", "-rA", *CONTEXTS)
+    worse, result = baseline_then_run(project, start_llama(tiny.target, draft=tiny.draft),
+                                      lambda: start_llama(tiny.target, draft=tiny.noisy),
+                                      tmp_path)
     check_attributed(result.stdout.str(), ACCEPTANCE_HINT, STEP_HINT)
     # The same prompts as the baseline's: one request per case names the prompts whose
     # verify steps changed, with no statistics needed.
@@ -74,10 +82,7 @@ def test_a_larger_target_fails_every_case_as_a_step_time_regression(
     project = perf_project()
     # Each target drafts for itself, so every draft is accepted on both sides (avg commit
     # is the draft length + 1) and only the cost of a verify step changes.
-    small = start_llama(tiny.target, draft=tiny.target)
-    run_suite(project, small.url, tmp_path / "r1", tmp_path / "b",
-              "--update-baselines", *CONTEXTS).stdout.fnmatch_lines(["specperf: wrote baseline *"])
-    small.stop()
-    big = start_llama(large.target, draft=large.target)
-    result = run_suite(project, big.url, tmp_path / "r2", tmp_path / "b", "-rA", *CONTEXTS)
+    _, result = baseline_then_run(project, start_llama(tiny.target, draft=tiny.target),
+                                  lambda: start_llama(large.target, draft=large.target),
+                                  tmp_path)
     check_attributed(result.stdout.str(), STEP_HINT, ACCEPTANCE_HINT)

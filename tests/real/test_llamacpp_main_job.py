@@ -24,7 +24,16 @@ def test_main_job_passes_against_its_baseline_and_prints_every_case(
     first.stdout.fnmatch_lines(["specperf: wrote baseline */tiny-llama/v1.json"])
     second = run_suite(project, server.url, tmp_path / "r2", tmp_path / "b", "-rA")
     out = second.stdout.str()
-    second.assert_outcomes(passed=6)  # 4 context cases, the fit and the padding-vs-prose check
+    # 4 context cases and the padding-vs-prose check pass. A CPU server on 2 shared cores can
+    # move its slope by a third between runs (3.8 → 5.1 ms per 1k once in CI); each slope
+    # then passes or skips as undetermined with its sentence -- never fails (issue 13).
+    outcomes = second.parseoutcomes()
+    assert "failed" not in outcomes and "errors" not in outcomes, outcomes
+    assert outcomes.get("passed", 0) >= 4 and \
+        outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 6, outcomes
+    skipped = [line for line in out.splitlines() if line.startswith("SKIPPED")]
+    assert all("per 1k context" in line and "neither a pass nor a fail" in line
+               for line in skipped), skipped
     assert re.search(rf"^specperf — {re.escape(server.url)}; llama\.cpp b\S+; acceptance from "
                      r"response;", out, re.M), out
     # Exact acceptance: the run repeats the baseline's prompts (cache_prompt false keeps the

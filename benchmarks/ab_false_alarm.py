@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from specperf.measure.session import SimProcess
 
-from specperf.config import resolve
-from specperf.errors import SpecperfError
-from specperf.run import RunState
-from specperf.session import SimProcess
-from specperf.verdict import NotJudged
-from specperf.workload import Case, load_text_classes
+from specperf.core.errors import SpecperfError
+from specperf.judge.verdict import NotJudged
+from specperf.plan.workload import Case, load_text_classes
+from specperf.plugin.runstate import RunState
+from specperf.settings.config import resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SMOKE = (("reasoning", 3333), ("padding", 3333), ("padding", 13))

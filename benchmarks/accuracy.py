@@ -34,11 +34,11 @@ from typing import Any
 
 import httpx
 import numpy as np
+from specperf.measure.session import PerfSession
 
-from specperf.config import resolve
-from specperf.model import fit_context
-from specperf.session import PerfSession
-from specperf.workload import Case
+from specperf.core.model import fit_context
+from specperf.plan.workload import Case
+from specperf.settings.config import resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FIGURES = ("step_ms", "avg_commit", "decode_tok_s")

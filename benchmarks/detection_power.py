@@ -49,15 +49,15 @@ from typing import Any
 
 import httpx
 import numpy as np
+from specperf.measure.repeats import decide_repeats
+from specperf.measure.session import PerfSession
 
-from specperf.baseline import CaseBaseline
-from specperf.config import resolve
-from specperf.limits import DEFAULT_TOLERANCES
-from specperf.repeats import decide_repeats
-from specperf.session import PerfSession
-from specperf.stats import summarize
-from specperf.verdict import judge_case
-from specperf.workload import Case
+from specperf.baselines.store import CaseBaseline
+from specperf.core.limits import DEFAULT_TOLERANCES
+from specperf.core.stats import summarize
+from specperf.judge.verdict import judge_case
+from specperf.plan.workload import Case
+from specperf.settings.config import resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NOISES = (0.01, 0.03, 0.05)
@@ -276,7 +276,7 @@ def calibrate(time_scale: float, requests: int) -> Calibration:
 
 
 def _fixed(values: Mapping[str, Sequence[float]], count: int) -> Any:
-    from specperf.repeats import RepeatDecision
+    from specperf.measure.repeats import RepeatDecision
     n = min(len(v) for v in values.values())
     return RepeatDecision("stop" if n >= count else "more", "fixed")
 

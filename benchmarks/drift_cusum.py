@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specperf import drift
+from specperf.core import drift
 
 SHIFT = math.log(1.03)
 

@@ -34,7 +34,7 @@ from typing import Any
 import drift_cusum
 import numpy as np
 
-from specperf import drift
+from specperf.core import drift
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CELLS = [f"{c}-ctx{x}" for c in ("padding", "reasoning") for x in (13, 1663, 3333, 5553)]

@@ -1,7 +1,7 @@
 """GPU time of a sweep with exact acceptance vs today's statistics, at the same step-time power.
 
 Against one simulator process (incident profile), through the run machinery itself
-(:class:`specperf.run.RunState`, adaptive repeats and verdicts as in pytest):
+(:class:`specperf.plugin.runstate.RunState`, adaptive repeats and verdicts as in pytest):
 
 1. a baseline run (--update-baselines: 5 repeats per case), with reproducible prompts;
 2. per scenario, two judged sweeps: **exact** (the baseline's prompts, /flush_cache before
@@ -28,14 +28,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from specperf.measure.session import SimProcess
 
-from specperf.config import resolve
-from specperf.errors import SpecperfError
-from specperf.reuse import PromptPlan
-from specperf.run import RunState
-from specperf.session import SimProcess
-from specperf.verdict import NotJudged
-from specperf.workload import load_text_classes
+from specperf.core.errors import SpecperfError
+from specperf.judge.verdict import NotJudged
+from specperf.plan.reuse import PromptPlan
+from specperf.plan.workload import load_text_classes
+from specperf.plugin.runstate import RunState
+from specperf.settings.config import resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCENARIOS = {"clean": {}, "acceptance -3 %": {"acceptance_mult": 0.97},

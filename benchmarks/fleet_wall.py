@@ -28,8 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from specperf.session import SimProcess
+from specperf.measure.session import SimProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results" / "fleet_wall.json"

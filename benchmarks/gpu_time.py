@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from specperf.measure.repeats import RepeatDecision, decide_repeats
+from specperf.measure.session import PerfSession
 
-from specperf.baseline import CaseBaseline
-from specperf.config import resolve
-from specperf.limits import DEFAULT_TOLERANCES
-from specperf.repeats import RepeatDecision, decide_repeats
-from specperf.session import PerfSession
-from specperf.verdict import judge_case
-from specperf.workload import Case
+from specperf.baselines.store import CaseBaseline
+from specperf.core.limits import DEFAULT_TOLERANCES
+from specperf.judge.verdict import judge_case
+from specperf.plan.workload import Case
+from specperf.settings.config import resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SMOKE = ("reasoning-ctx3333", "padding-ctx3333", "padding-ctx13")

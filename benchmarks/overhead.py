@@ -34,10 +34,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from specperf import acceptance
-from specperf.config import resolve
-from specperf.session import PerfSession
-from specperf.workload import Case
+from specperf.measure.session import PerfSession
+
+from specperf.plan.workload import Case
+from specperf.servers import acceptance
+from specperf.settings.config import resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CASES = (("padding", 13), ("reasoning", 3333))

@@ -21,14 +21,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from specperf import page, results
-from specperf.baseline import Baseline
-from specperf.limits import DEFAULT_TOLERANCES
-from specperf.measure import Measurement, Sample
-from specperf.model import fit_context
-from specperf.run import RunState
-from specperf.verdict import judge_case
-from specperf.workload import Case
+from specperf.measure.loop import Measurement, Sample
+
+from specperf.baselines.store import Baseline
+from specperf.core.limits import DEFAULT_TOLERANCES
+from specperf.core.model import fit_context
+from specperf.judge.verdict import judge_case
+from specperf.plan.workload import Case
+from specperf.plugin.runstate import RunState
+from specperf.record import results
+from specperf.views import page
 
 TARGET_S = 5.0
 OUTPUT = 600

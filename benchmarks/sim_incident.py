@@ -69,7 +69,7 @@ def prose_sources() -> dict[str, str]:
     if gpl.is_file():
         sources["gpl3-prose"] = gpl.read_text(encoding="utf-8")
     try:
-        from specperf.workload import generate
+        from specperf.plan.workload import generate
     except ImportError:
         return sources
     sources["workload-prose"] = generate("prose", 1, 40_000)

@@ -14,7 +14,7 @@ Every rule sees the same samples of one trial:
 - **today**: the baseline as --update-baselines writes it (``--baseline-repeats`` 5, more
   while unstable); each case's repeats until ``decide_repeats`` stops (3–8), then
   ``judge_case``; the sweep alarms when any case fails.
-- **sweep test**: the same per-case rule and verdicts, plus :func:`specperf.sweep.judge_sweep`
+- **sweep test**: the same per-case rule and verdicts, plus :func:`specperf.judge.sweep.judge_sweep`
   on the same requests, with sequential top-ups (``sweeprun.budget``: 4 per case, at least
   32 per sweep) against the baseline's stored requests; the sweep alarms
   when any case or the sweep test fails. "sweep test only" is its own alarm rate.
@@ -44,17 +44,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from specperf.measure.repeats import decide_repeats
 
-from specperf import sweeprun
-from specperf.baseline import CaseBaseline
-from specperf.compare import pair_decider
-from specperf.limits import DEFAULT_TOLERANCES
-from specperf.repeats import decide_repeats
-from specperf.stats import summarize
-from specperf.sweep import CaseData, judge_sweep
-from specperf.sweeprun import budget
-from specperf.verdict import judge_case
-from specperf.workload import Case
+from specperf.baselines.store import CaseBaseline
+from specperf.core.limits import DEFAULT_TOLERANCES
+from specperf.core.stats import summarize
+from specperf.judge.ab import pair_decider
+from specperf.judge.sweep import CaseData, judge_sweep
+from specperf.judge.verdict import judge_case
+from specperf.plan.workload import Case
+from specperf.plugin import sweeprun
+from specperf.plugin.sweeprun import budget
 
 RESULTS = Path(__file__).resolve().parent / "results"
 A_MS, B_MS, PREFILL_MS_PER_TOKEN, TOKENS = 27.25, 0.01772, 0.15, 600

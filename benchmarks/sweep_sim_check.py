@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from specperf.measure.session import SimProcess
 
-from specperf import sweeprun
-from specperf.baseline import CaseBaseline
-from specperf.config import resolve
-from specperf.run import RunState
-from specperf.session import SimProcess
-from specperf.verdict import NotJudged
-from specperf.workload import Case, load_text_classes
+from specperf.baselines.store import CaseBaseline
+from specperf.judge.verdict import NotJudged
+from specperf.plan.workload import Case, load_text_classes
+from specperf.plugin import sweeprun
+from specperf.plugin.runstate import RunState
+from specperf.settings.config import resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SWEEP = [("padding", x) for x in (13, 1663, 3333, 5553)] + \

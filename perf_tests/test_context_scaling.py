@@ -9,7 +9,7 @@ pytestmark = pytest.mark.context_scaling
 
 def test_context_scaling(perf_case, measurement, specperf):
     """Each case against its baseline; the failure names acceptance or step time."""
-    specperf.compare(measurement)
+    specperf.judge.ab(measurement)
 
 
 def test_context_fit(text_class, class_measurements, specperf):

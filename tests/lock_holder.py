@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from specperf.lock import GpuLock
+from specperf.measure.lock import GpuLock
 
 
 def main(argv: list[str]) -> int:

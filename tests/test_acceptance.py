@@ -6,7 +6,7 @@ from datetime import datetime
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from specperf.acceptance import avg_commit_from_windows, parse_decode_log, parse_metrics
+from specperf.servers.acceptance import avg_commit_from_windows, parse_decode_log, parse_metrics
 
 EXPOSITION = """\
 # HELP sglang:spec_verify_calls_total Verify forward passes

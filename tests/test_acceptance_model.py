@@ -8,12 +8,12 @@ import asyncio
 
 import pytest
 
+from specperf.plan.workload import generate
 from specperf.sim.faults import Faults
 from specperf.sim.profile import load_profile
 from specperf.sim.request import GenerationSpec
 from specperf.sim.scheduler import Scheduler
 from specperf.sim.tokenizer import Tokenizer
-from specperf.workload import generate
 
 # The incident's padding: avg commit per context (tokens).
 INCIDENT = {1663: 7.17, 3333: 7.90, 5553: 7.85}

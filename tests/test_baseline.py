@@ -12,21 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from specperf.measure.loop import Measurement, Sample
 
 import specperf
-from specperf.baseline import (
-    SCHEMA_VERSION,
-    Baseline,
-    BaselineStore,
-    CaseBaseline,
-)
-from specperf.baselinediff import describe_changes
-from specperf.errors import BaselineError, ConfigError
-from specperf.fingerprint import deployment_slug, fingerprint_differences
-from specperf.measure import Measurement, Sample
-from specperf.model import ContextFit
-from specperf.stats import Summary
-from specperf.workload import Case
+from specperf.baselines.diff import describe_changes
+from specperf.baselines.store import SCHEMA_VERSION, Baseline, BaselineStore, CaseBaseline
+from specperf.core.errors import BaselineError, ConfigError
+from specperf.core.model import ContextFit
+from specperf.core.stats import Summary
+from specperf.plan.workload import Case
+from specperf.servers.fingerprint import deployment_slug, fingerprint_differences
 
 FINGERPRINT: dict[str, Any] = {
     "model": "moonshotai/Kimi-K2.6", "speculative_algorithm": "DDTREE",
@@ -205,7 +200,7 @@ def test_concurrent_threads_get_distinct_versions(tmp_path: Path) -> None:
 WRITER = """
 import sys
 from pathlib import Path
-from specperf.baseline import Baseline, BaselineStore
+from specperf.baselines.store import Baseline, BaselineStore
 base = Baseline.from_json(Path(sys.argv[2]).read_text(), sys.argv[2])
 print(BaselineStore(Path(sys.argv[1])).write_next(base).name)
 """

@@ -12,8 +12,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from specperf.client import Client, TimeoutPolicy
-from specperf.errors import (
+from specperf.core.errors import (
     BadStatus,
     EndpointError,
     EndpointTimeout,
@@ -21,6 +20,7 @@ from specperf.errors import (
     MalformedResponse,
     SpecperfError,
 )
+from specperf.servers.client import Client, TimeoutPolicy
 
 KEY = "sk-planted-4f1c2b9e8d7a"
 Action = Callable[[http.server.BaseHTTPRequestHandler], None]

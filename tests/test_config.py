@@ -6,10 +6,10 @@ import re
 from pathlib import Path
 
 import pytest
+from specperf.measure.session import PerfSession
 
-from specperf.config import OPTIONS, resolve
-from specperf.errors import ConfigError
-from specperf.session import PerfSession
+from specperf.core.errors import ConfigError
+from specperf.settings.config import OPTIONS, resolve
 
 
 def test_defaults_are_the_incident_experiment():
@@ -105,7 +105,7 @@ def test_unknown_text_class_is_a_usage_error(pytester):
 
 
 def test_a_baseline_run_takes_at_least_baseline_repeats():
-    from specperf.config import for_baseline
+    from specperf.settings.config import for_baseline
 
     plain = resolve({"repeats": "3"}, {}, {})
     assert for_baseline(plain) == plain

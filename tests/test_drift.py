@@ -8,8 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from specperf import drift, trend
 from specperf.cli import main
+from specperf.core import drift
+from specperf.views import trend
 
 CELLS = [f"{c}-ctx{x}" for c in ("padding", "reasoning") for x in (13, 3333)]
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from specperf import drift, trend
+from specperf.core import drift
+from specperf.views import trend
 
 CELLS = [f"padding-ctx{x}" for x in (13, 1663, 3333, 5553)]
 

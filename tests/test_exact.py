@@ -8,14 +8,16 @@ from typing import Any
 
 import httpx
 import pytest
+from specperf.measure.determinism import PromptRecord
+from specperf.measure.loop import Measurement, Sample
 
-from specperf import digest, exact, guard, reuse
-from specperf.baseline import Baseline, CaseBaseline
-from specperf.determinism import PromptRecord
-from specperf.measure import Measurement, Sample
-from specperf.stats import Summary
-from specperf.verdict import Verdict
-from specperf.workload import Case, TextClass
+from specperf.baselines.store import Baseline, CaseBaseline
+from specperf.core.stats import Summary
+from specperf.judge import exact
+from specperf.judge.verdict import Verdict
+from specperf.measure.loop import guard
+from specperf.plan import digest, reuse
+from specperf.plan.workload import Case, TextClass
 
 
 # -- nonces -------------------------------------------------------------------------------------
@@ -236,7 +238,7 @@ def test_sim_flush_keeps_a_repeated_prompt_out_of_the_prefix_cache(start_sim):
 
 @pytest.mark.parametrize("status", [200])
 def test_client_post_status_reads_flush_cache(start_sim, status):
-    from specperf.client import Client
+    from specperf.servers.client import Client
     sim = start_sim(time_scale=0.01)
     with_client = Client(sim.url)
     try:

@@ -24,14 +24,14 @@ from xml.etree import ElementTree
 import httpcore  # noqa: F401  (imported before any pytester snapshot; see the note below)
 import httpx
 import pytest
+from specperf.measure.session import PerfSession
 
-from specperf import guard
-from specperf.acceptance import MetricsSnapshot
-from specperf.client import TimeoutPolicy
-from specperf.config import resolve
-from specperf.errors import ContaminatedMeasurement, EndpointTimeout
-from specperf.session import PerfSession
-from specperf.workload import Case, TextClass
+from specperf.core.errors import ContaminatedMeasurement, EndpointTimeout
+from specperf.measure.loop import guard
+from specperf.plan.workload import Case, TextClass
+from specperf.servers.acceptance import MetricsSnapshot
+from specperf.servers.client import TimeoutPolicy
+from specperf.settings.config import resolve
 
 # Note: pytester restores sys.modules after each test; httpx imports httpcore lazily, so a
 # first import inside a pytester test would leave two httpcore copies whose exceptions httpx

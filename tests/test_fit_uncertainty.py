@@ -9,11 +9,11 @@ import math
 
 import pytest
 
-from specperf.baseline import CaseBaseline
-from specperf.limits import DEFAULT_TOLERANCES
-from specperf.model import CASE_DRIFT, ContextFit, fit_repeats, predict_tok_s
-from specperf.stats import Summary, summarize
-from specperf.verdict import base_rest, judge_case, judge_fit, observe, reconcile
+from specperf.baselines.store import CaseBaseline
+from specperf.core.limits import DEFAULT_TOLERANCES
+from specperf.core.model import CASE_DRIFT, ContextFit, fit_repeats, predict_tok_s
+from specperf.core.stats import Summary, summarize
+from specperf.judge.verdict import base_rest, judge_case, judge_fit, observe, reconcile
 
 # Mean contexts (prompt + output/2 at 600 output tokens) of the default contexts.
 BASE = fit_repeats([(313, [33.0, 33.05, 32.98]), (1963, [61.9, 62.0, 62.1]),

@@ -5,18 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from specperf.config import Settings, resolve
-from specperf.errors import ConfigError
-from specperf.fleet import (
+from specperf.fleet.endpoints import (
     Endpoint,
     check_combination,
     endpoint_settings,
     from_flags,
     load_endpoints,
 )
-from specperf.fleetsched import scope_of
-from specperf.gate import CaseOutcome, GateExit, GateResult, fleet_result, fleet_summary_lines
+from specperf.fleet.schedule import scope_of
+
+from specperf.cli.gate import CaseOutcome, GateExit, GateResult, fleet_result, fleet_summary_lines
+from specperf.core.errors import ConfigError
+from specperf.settings.config import Settings, resolve
 
 
 def _file(tmp_path: Path, text: str) -> Path:

@@ -190,7 +190,7 @@ def test_the_stopped_endpoint_errors_with_one_sentence(fleet_run):
 
 def test_one_document_with_a_part_per_endpoint(fleet_run):
     doc = fleet_run.doc
-    from specperf import results
+    from specperf.record import results
 
     assert results.validate(doc, results.schema()) == []
     for part in doc["endpoints"]:

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from specperf.fleet import load_endpoints
+from specperf.fleet.endpoints import load_endpoints
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "ci" / "nightly.yml"

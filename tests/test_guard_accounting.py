@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from specperf import acceptance, guard
-from specperf.acceptance import MetricsSnapshot, parse_metrics
+from specperf.measure.loop import guard
+from specperf.servers import acceptance
+from specperf.servers.acceptance import MetricsSnapshot, parse_metrics
 
 VLLM = """\
 # TYPE vllm:prompt_tokens_total counter

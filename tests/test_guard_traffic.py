@@ -23,12 +23,12 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from specperf.measure.loop import Sample
+from specperf.measure.session import PerfSession
 
-from specperf.config import resolve
-from specperf.errors import ContaminatedMeasurement
-from specperf.measure import Sample
-from specperf.session import PerfSession
-from specperf.workload import Case
+from specperf.core.errors import ContaminatedMeasurement
+from specperf.plan.workload import Case
+from specperf.settings.config import resolve
 
 # At time scale 0.2 our request (64 tokens at context 13, ~13 verify steps of ~28 simulated
 # ms) takes ~75 ms of wall time; the foreign ones below are sized against that.

@@ -11,8 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from specperf.lock import GpuLock, lock_path_for
+from specperf.measure.lock import GpuLock, lock_path_for
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
 pytestmark = pytest.mark.slow

@@ -7,12 +7,12 @@ print_timings). The real-server tier (tests/real) runs the same code against the
 from __future__ import annotations
 
 import pytest
+from specperf.measure.guard import Disturbed, TrafficGuard
 
-from specperf import llamacpp, routes
-from specperf.acceptance import parse_metrics
-from specperf.errors import MalformedResponse
-from specperf.guard import Disturbed, TrafficGuard
-from specperf.workload import Prompt
+from specperf.core.errors import MalformedResponse
+from specperf.plan.workload import Prompt
+from specperf.servers import llamacpp, routes
+from specperf.servers.acceptance import parse_metrics
 
 TIMINGS = {"cache_n": 0, "prompt_n": 16, "prompt_ms": 5.0, "prompt_per_token_ms": 0.31,
            "prompt_per_second": 3200.0, "predicted_n": 64, "predicted_ms": 90.0,

@@ -13,9 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from specperf.errors import ConfigError, GpuLockTimeout
-from specperf.lock import (
+from specperf.measure.lock import (
     GpuLock,
     Holder,
     default_lock_dir,
@@ -23,6 +21,8 @@ from specperf.lock import (
     lock_path_for,
     read_holder,
 )
+
+from specperf.core.errors import ConfigError, GpuLockTimeout
 
 HOLDER_SCRIPT = Path(__file__).with_name("lock_holder.py")
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -232,7 +232,7 @@ def test_lock_path_for_bad_endpoint(tmp_path: Path, endpoint: str) -> None:
 
 
 def test_an_xdist_worker_is_named_as_such_in_the_holder_record(monkeypatch):
-    from specperf.lock import Holder
+    from specperf.measure.lock import Holder
 
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw2")
     assert Holder.current().command == f"pytest-xdist worker gw2 of pid {os.getppid()}"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import specperf.sim
-from specperf.acceptance import LogSource
+from specperf.servers.acceptance import LogSource
 
 PROFILES = Path(specperf.sim.__file__).parent / "profiles"
 

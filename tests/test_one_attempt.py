@@ -11,14 +11,16 @@ from typing import Any
 
 import httpx
 import pytest
+from specperf.measure.paths import Path, PathSampler, chat_path, deployed_parsers, native_path
+from specperf.measure.session import PerfSession
 
-from specperf import guard, page, routes
-from specperf.client import Client
-from specperf.config import resolve
-from specperf.errors import ContaminatedMeasurement, DegenerateOutput, EndpointError
-from specperf.paths import Path, PathSampler, chat_path, deployed_parsers, native_path
-from specperf.session import PerfSession
-from specperf.workload import Case, Prompt
+from specperf.core.errors import ContaminatedMeasurement, DegenerateOutput, EndpointError
+from specperf.measure.loop import guard
+from specperf.plan.workload import Case, Prompt
+from specperf.servers import routes
+from specperf.servers.client import Client
+from specperf.settings.config import resolve
+from specperf.views import page
 
 # The default profile names kimi_k2's reasoning and tool-call parsers: the chat route engages
 # both, and a loop in the thinking they split out counts. The reasoning class's own text

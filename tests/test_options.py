@@ -12,14 +12,14 @@ import signal
 from pathlib import Path
 
 import pytest
+from specperf.measure.loop import Sample
 
 from specperf import cli
-from specperf.baselinediff import _small_percent
-from specperf.config import parse_tolerances, resolve
-from specperf.errors import ConfigError
-from specperf.measure import Sample
+from specperf.baselines.diff import _small_percent
+from specperf.core.errors import ConfigError
 from specperf.plugin import _StopOnce
-from specperf.summary import sample_line
+from specperf.settings.config import parse_tolerances, resolve
+from specperf.views.summary import sample_line
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 PERF_TEST = "import pytest\n\n@pytest.mark.context_scaling\ndef test_x(perf_case):\n    pass\n"
@@ -88,7 +88,7 @@ def _readme_block(language: str) -> str:
 def test_readme_ini_examples_are_valid_where_they_say(pytester, ini_name, language):
     _project(pytester, ini_name, _readme_block(language))
     pytester.makeconftest(
-        "from specperf.fixtures import STATE\n\n"
+        "from specperf.plugin.fixtures import STATE\n\n"
         "def pytest_collection_finish(session):\n"
         "    print('TOLERANCES', sorted(session.config.stash[STATE].ini_tolerances.items()))\n")
     result = pytester.runpytest_subprocess("-p", "specperf.plugin", "--collect-only", "-s")

@@ -15,8 +15,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specperf import acceptance, routes
-from specperf.errors import SpecperfError
+from specperf.core.errors import SpecperfError
+from specperf.servers import acceptance, routes
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

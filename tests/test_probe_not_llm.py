@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from specperf.client import Client
-from specperf.errors import EndpointError
-from specperf.probe import check_reachable
+from specperf.core.errors import EndpointError
+from specperf.servers.client import Client
+from specperf.servers.probe import check_reachable
 
 PROXY_PAGE = (b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center>"
               b"<h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n"

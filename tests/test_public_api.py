@@ -13,7 +13,7 @@ def test_every_public_name_resolves_to_its_module_attribute() -> None:
     assert sorted(specperf.__all__) == sorted(["__version__", *specperf._PUBLIC])
     for name in specperf.__all__:
         assert getattr(specperf, name) is not None, name
-    assert specperf.load_results.__module__ == "specperf.results"
+    assert specperf.load_results.__module__ == "specperf.record.results"
     assert sorted(dir(specperf)) == sorted(specperf.__all__)
 
 
@@ -27,8 +27,8 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_importing_the_package_loads_neither_numpy_nor_httpx() -> None:
-    code = ("import sys, specperf; print(sorted(m for m in ('numpy', 'httpx', 'specperf.run') "
-            "if m in sys.modules))")
+    code = ("import sys, specperf; print(sorted(m for m in "
+            "('numpy', 'httpx', 'specperf.plugin.runstate') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"

@@ -12,8 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from specperf import cli, trend
-from specperf.results import history_entry
+from specperf import cli
+from specperf.record.results import history_entry
+from specperf.views import trend
 
 # At 0.5 a request of these 64-token cases lasts 0.1-0.5 s of wall time, long against the
 # scheduling delays of a loaded 2-core box, so no cell errors as unstable.

@@ -9,16 +9,18 @@ import json
 import re
 
 import pytest
+from specperf.measure.loop import Measurement, Sample
 
-from specperf import cli, page, results, trend
-from specperf.baseline import Baseline
-from specperf.errors import ConfigError
-from specperf.limits import DEFAULT_TOLERANCES
-from specperf.measure import Measurement, Sample
-from specperf.model import fit_context
-from specperf.run import RunState
-from specperf.verdict import judge_case
-from specperf.workload import Case
+from specperf import cli
+from specperf.baselines.store import Baseline
+from specperf.core.errors import ConfigError
+from specperf.core.limits import DEFAULT_TOLERANCES
+from specperf.core.model import fit_context
+from specperf.judge.verdict import judge_case
+from specperf.plan.workload import Case
+from specperf.plugin.runstate import RunState
+from specperf.record import results
+from specperf.views import page, trend
 
 FINGERPRINT = {"model": "kimi-k2.6", "draft_model": "drafter-a", "speculative_algorithm": "DDTREE"}
 HOSTILE = '<script>alert("x")</script>'

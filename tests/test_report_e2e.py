@@ -21,7 +21,8 @@ import pytest
 
 from browser import chromium, needs_chromium
 from perf_project import FAST, ROOT
-from specperf import cli, results
+from specperf import cli
+from specperf.record import results
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
 pytestmark = pytest.mark.slow

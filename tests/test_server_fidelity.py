@@ -10,10 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
-from specperf import acceptance, routes
-from specperf.client import Client, StreamEvent
-from specperf.probe import ServerTokenizer
-from specperf.serverkind import Detected, detect, release_notes, timings_note
+from specperf.servers import acceptance, routes
+from specperf.servers.client import Client, StreamEvent
+from specperf.servers.probe import ServerTokenizer
+from specperf.servers.serverkind import Detected, detect, release_notes, timings_note
 
 TEXT = {"text": "Distributed systems require careful reasoning. " * 20,
         "sampling_params": {"max_new_tokens": 40, "ignore_eos": True, "temperature": 0}}

@@ -13,10 +13,10 @@ import httpx
 import pytest
 
 from slow_proxy import SlowProxy
-from specperf.client import Client
-from specperf.errors import BadStatus, EndpointUnreachable, MalformedResponse
-from specperf.routes import Chunk
-from specperf.streaming import stream_stats
+from specperf.core.errors import BadStatus, EndpointUnreachable, MalformedResponse
+from specperf.servers.client import Client
+from specperf.servers.routes import Chunk
+from specperf.servers.streaming import stream_stats
 from test_parser_e2e import ARGS, project_with_paths
 
 EVENT = b'data: {"text": "x", "meta_info": {"completion_tokens": 5}}\n\n'

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from specperf.sequential import Sprt, t_quantile
-from specperf.stats import summarize
-from specperf.sweep import CaseData, judge_sweep
-from specperf.workload import Case
+from specperf.core.sequential import Sprt, t_quantile
+from specperf.core.stats import summarize
+from specperf.judge.sweep import CaseData, judge_sweep
+from specperf.plan.workload import Case
 
 SPREAD = (0.97, 1.0, 1.03)  # three requests, ±3 %
 

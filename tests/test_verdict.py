@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import pytest
+from specperf.measure.repeats import decide_repeats
 
-from specperf.baseline import CaseBaseline
-from specperf.errors import ConfigError
-from specperf.limits import DEFAULT_TOLERANCES, format_percent, format_value, resolve_tolerances
-from specperf.model import ContextFit
-from specperf.repeats import decide_repeats
-from specperf.stats import Summary
-from specperf.verdict import Observed, judge_case, judge_fit, reconcile
+from specperf.baselines.store import CaseBaseline
+from specperf.core.errors import ConfigError
+from specperf.core.limits import (
+    DEFAULT_TOLERANCES,
+    format_percent,
+    format_value,
+    resolve_tolerances,
+)
+from specperf.core.model import ContextFit
+from specperf.core.stats import Summary
+from specperf.judge.verdict import Observed, judge_case, judge_fit, reconcile
 
 TOL = dict(DEFAULT_TOLERANCES)
 

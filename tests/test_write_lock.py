@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from specperf.measure.lock import write_lock
 
-from specperf.errors import BaselineError
-from specperf.lock import write_lock
+from specperf.core.errors import BaselineError
 
 HOLD = ("import sys, time, filelock\n"
         "lock = filelock.FileLock(sys.argv[1]); lock.acquire()\n"

@@ -28,38 +28,38 @@ __version__ = "0.1.0"
 # name -> (module, attribute): the one documented API.
 _PUBLIC: dict[str, tuple[str, str]] = {
     # settings
-    "Settings": ("config", "Settings"),
-    "resolve": ("config", "resolve"),
+    "Settings": ("settings.config", "Settings"),
+    "resolve": ("settings.config", "resolve"),
     # what is measured, and measuring it
-    "Case": ("workload", "Case"),
-    "TextClass": ("workload", "TextClass"),
-    "load_text_classes": ("workload", "load_text_classes"),
-    "plan": ("workload", "plan"),
-    "PerfSession": ("session", "PerfSession"),
-    "Measurement": ("measure", "Measurement"),
-    "Sample": ("measure", "Sample"),
-    "step_repeats": ("measure", "step_repeats"),
+    "Case": ("plan.workload", "Case"),
+    "TextClass": ("plan.workload", "TextClass"),
+    "load_text_classes": ("plan.workload", "load_text_classes"),
+    "plan": ("plan.workload", "plan"),
+    "PerfSession": ("measure.session", "PerfSession"),
+    "Measurement": ("measure.loop", "Measurement"),
+    "Sample": ("measure.loop", "Sample"),
+    "step_repeats": ("measure.loop", "step_repeats"),
     # the model: throughput = avg commit / step time
-    "ContextFit": ("model", "ContextFit"),
-    "fit_repeats": ("model", "fit_repeats"),
-    "attribute": ("model", "attribute"),
-    "predict_tok_s": ("model", "predict_tok_s"),
+    "ContextFit": ("core.model", "ContextFit"),
+    "fit_repeats": ("core.model", "fit_repeats"),
+    "attribute": ("core.model", "attribute"),
+    "predict_tok_s": ("core.model", "predict_tok_s"),
     # verdicts
-    "DEFAULT_TOLERANCES": ("limits", "DEFAULT_TOLERANCES"),
-    "Verdict": ("verdict", "Verdict"),
-    "NotJudged": ("verdict", "NotJudged"),
-    "judge_case": ("verdict", "judge_case"),
-    "judge_fit": ("verdict", "judge_fit"),
+    "DEFAULT_TOLERANCES": ("core.limits", "DEFAULT_TOLERANCES"),
+    "Verdict": ("judge.verdict", "Verdict"),
+    "NotJudged": ("judge.verdict", "NotJudged"),
+    "judge_case": ("judge.verdict", "judge_case"),
+    "judge_fit": ("judge.verdict", "judge_fit"),
     # baselines and results
-    "Baseline": ("baseline", "Baseline"),
-    "CaseBaseline": ("baseline", "CaseBaseline"),
-    "BaselineStore": ("baseline", "BaselineStore"),
-    "load_results": ("results", "load"),
+    "Baseline": ("baselines.store", "Baseline"),
+    "CaseBaseline": ("baselines.store", "CaseBaseline"),
+    "BaselineStore": ("baselines.store", "BaselineStore"),
+    "load_results": ("record.results", "load"),
     # errors (infrastructure problems; a regression is a verdict, never an exception)
-    "SpecperfError": ("errors", "SpecperfError"),
-    "ConfigError": ("errors", "ConfigError"),
-    "EndpointError": ("errors", "EndpointError"),
-    "BaselineError": ("errors", "BaselineError"),
+    "SpecperfError": ("core.errors", "SpecperfError"),
+    "ConfigError": ("core.errors", "ConfigError"),
+    "EndpointError": ("core.errors", "EndpointError"),
+    "BaselineError": ("core.errors", "BaselineError"),
 }
 
 __all__ = [  # the names of _PUBLIC, spelled out for linters and type checkers
@@ -86,13 +86,13 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
-    from .baseline import Baseline, BaselineStore, CaseBaseline
-    from .config import Settings, resolve
-    from .errors import BaselineError, ConfigError, EndpointError, SpecperfError
-    from .limits import DEFAULT_TOLERANCES
-    from .measure import Measurement, Sample, step_repeats
-    from .model import ContextFit, attribute, fit_repeats, predict_tok_s
-    from .results import load as load_results
-    from .session import PerfSession
-    from .verdict import NotJudged, Verdict, judge_case, judge_fit
-    from .workload import Case, TextClass, load_text_classes, plan
+    from .baselines.store import Baseline, BaselineStore, CaseBaseline
+    from .core.errors import BaselineError, ConfigError, EndpointError, SpecperfError
+    from .core.limits import DEFAULT_TOLERANCES
+    from .core.model import ContextFit, attribute, fit_repeats, predict_tok_s
+    from .judge.verdict import NotJudged, Verdict, judge_case, judge_fit
+    from .measure.loop import Measurement, Sample, step_repeats
+    from .measure.session import PerfSession
+    from .plan.workload import Case, TextClass, load_text_classes, plan
+    from .record.results import load as load_results
+    from .settings.config import Settings, resolve

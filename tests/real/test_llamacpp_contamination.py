@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from specperf.acceptance import parse_metrics
+from specperf.servers.acceptance import parse_metrics
 
 from .helpers import run_suite
 

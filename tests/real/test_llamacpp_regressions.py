@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from specperf.verdict import ACCEPTANCE_HINT, STEP_HINT
+from specperf.judge.verdict import ACCEPTANCE_HINT, STEP_HINT
 
 from .helpers import run_suite
 

@@ -75,7 +75,7 @@ def train_vocab(size: int) -> Vocab:
     """A byte-level BPE vocabulary trained on the suite's own text classes."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-    from specperf.workload import generate, load_text_classes
+    from specperf.plan.workload import generate, load_text_classes
 
     corpus = [generate("prose", seed, 20000) for seed in range(1, 4)]
     corpus += [generate("code", seed, 20000) for seed in range(1, 3)]

@@ -1,0 +1,147 @@
+"""What a regression is, per metric, and how a move is written.
+
+Each metric has a direction (:data:`DIRECTION`: +1 must not fall, −1 must not rise) and a
+default tolerance, a fraction of the baseline median. The formatting here is shared by every
+sentence the suite prints (verdicts, baselines, fingerprints, digests), so a number reads the
+same wherever it appears. This module sits at the bottom of the package: it imports only
+:mod:`specperf.core.errors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .errors import ConfigError
+
+DEFAULT_TOLERANCES: dict[str, float] = {
+    "tok_s": 0.10, "avg_commit": 0.10, "step_ms": 0.10, "decode_tok_s": 0.10, "slope": 0.15,
+}
+DIRECTION: dict[str, int] = {"tok_s": +1, "avg_commit": +1, "decode_tok_s": +1, "step_ms": -1}
+LABELS: dict[str, str] = {
+    "tok_s": "tok/s", "decode_tok_s": "decode tok/s", "avg_commit": "avg commit",
+    "step_ms": "step time",
+}
+
+# Skip reasons that start with this are about the deployment, not a failed measurement:
+# the gate counts such a case as fine (no parser deployed → no parser case to judge).
+NOT_APPLICABLE = "not applicable:"
+
+MINUS = "\u2212"
+ARROW = "\u2192"
+
+
+def _signed(value: float, decimals: int) -> str:
+    text = f"{abs(value):.{decimals}f}"
+    # A value that rounds to zero reads as +0.0, never as −0.0.
+    negative = value < 0 and float(text) != 0.0
+    return (MINUS if negative else "+") + text
+
+
+def format_percent(fraction: float) -> str:
+    """A relative change as a signed percentage with one decimal, e.g. −30.1%."""
+    return _signed(100.0 * fraction, 1) + "%"
+
+
+def format_limit(metric: str, tolerance: float) -> str:
+    """The limit in the metric's bad direction, e.g. −10% for tok/s, +10% for step time."""
+    sign = MINUS if DIRECTION.get(metric, -1) > 0 else "+"
+    return f"{sign}{round(100.0 * tolerance, 1):g}%"
+
+
+def format_value(metric: str, value: float) -> str:
+    """A metric value at the precision people compare it at (ms carries its unit)."""
+    if metric == "avg_commit":
+        return f"{value:.2f}"
+    if metric == "step_ms":
+        return f"{value:.1f}" if abs(value) < 10 else f"{value:.0f}"
+    return f"{value:.1f}"
+
+
+def format_move(metric: str, base: float, new: float) -> str:
+    """'step time 144 → 148 ms' — label, both values and unit."""
+    unit = " ms" if metric == "step_ms" else ""
+    return (f"{LABELS.get(metric, metric)} {format_value(metric, base)} {ARROW} "
+            f"{format_value(metric, new)}{unit}")
+
+
+def resolve_tolerances(*layers: Mapping[str, float]) -> dict[str, float]:
+    """Merge tolerance layers, later ones overriding (defaults < ini < file < case < marker)."""
+    merged: dict[str, float] = {}
+    for layer in layers:
+        for key, value in layer.items():
+            merged[key] = _checked_tolerance(key, value)
+    return merged
+
+
+def _checked_tolerance(key: str, value: object) -> float:
+    if key not in DEFAULT_TOLERANCES:
+        accepted = ", ".join(sorted(DEFAULT_TOLERANCES))
+        raise ConfigError(f"unknown tolerance {key!r}: use one of {accepted}.")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"tolerance {key}={value!r} is not a number: give a fraction "
+                          f"in (0, 1], e.g. 0.10 for 10%.")
+    if not 0.0 < float(value) <= 1.0:
+        raise ConfigError(f"tolerance {key}={value!r} is out of range: give a fraction "
+                          f"in (0, 1], e.g. 0.10 for 10%.")
+    return float(value)
+
+
+def tolerance(tolerances: Mapping[str, float], metric: str) -> float:
+    """The tolerance in force for ``metric``: the given one, else the default."""
+    return tolerances.get(metric, DEFAULT_TOLERANCES[metric])
+
+
+@dataclass(frozen=True)
+class Move:
+    """One figure before and after — a baseline and this run, or two paths of one case —
+    judged against its tolerance in its metric's direction. Case verdicts and path verdicts
+    both speak through it, so a move reads the same in every sentence."""
+
+    metric: str
+    base: float
+    new: float
+    tolerance: float
+    label: str = ""  # default: the metric's name in LABELS
+    unit: str | None = None  # default: " ms" for step time, none otherwise
+
+    @property
+    def direction(self) -> int:
+        return DIRECTION.get(self.metric, +1)
+
+    @property
+    def change(self) -> float:
+        return self.new / self.base - 1.0 if self.base else 0.0
+
+    @property
+    def good_change(self) -> float:
+        """The change signed so that positive is better."""
+        return self.direction * self.change
+
+    @property
+    def regressed(self) -> bool:
+        return self.good_change < -self.tolerance
+
+    @property
+    def improved(self) -> bool:
+        return self.good_change > self.tolerance
+
+    @property
+    def noise(self) -> bool:
+        return abs(self.change) < self.tolerance
+
+    def text(self, *, vs: str = "", limit: bool = False, noise: bool = False) -> str:
+        """'avg commit 7.85 → 5.64 (−28.2%)', optionally with the limit or 'within noise';
+        ``vs`` names what the new value is compared with."""
+        extra = f", limit {format_limit(self.metric, self.tolerance)}" if limit else \
+            (", within noise" if noise and self.noise else "")
+        name = self.label or LABELS.get(self.metric, self.metric)
+        unit = self.unit if self.unit is not None else (" ms" if self.metric == "step_ms"
+                                                         else "")
+        return (f"{name} {format_value(self.metric, self.base)} {ARROW} "
+                f"{format_value(self.metric, self.new)}{unit}{vs} "
+                f"({format_percent(self.change)}{extra})")
+
+    def detail(self) -> dict[str, float]:
+        return {"base": self.base, "new": self.new, "change": self.change,
+                "limit": -self.direction * self.tolerance}

@@ -1,0 +1,335 @@
+"""The sweep-level test: is step time up, or acceptance down, across all cases at once?
+
+A per-case verdict judges each case alone against a 10 % tolerance; a 5 % regression hides
+inside it. But the two factors of tok/s = avg commit / step time move many cases together:
+a kernel or KV-cache regression raises the step time of *every* case (the context fit),
+and a drafter regression lowers the commit of every case of a text class. So each factor
+is tested once, on all its cases pooled:
+
+- per case ``d_i = mean log(value now) − log(centre before)``, signed so that positive is
+  worse (step time up, commit down); the centre before is the mean log of the stored
+  baseline's requests (files written before baselines kept them: its median), or in A/B
+  mode the mean log of production's requests of the same run. Means of logs, not
+  medians, where the requests are at hand: for normal noise a median needs π/2 ≈ 1.57× the
+  requests for the same precision, and here precision is GPU time. (A single wild request
+  raises the pooled spread with it, so it widens the interval rather than faking a shift;
+  the per-case verdicts keep their medians.)
+- the per-request spread ``σ`` of the metric's logarithm, pooled over the run's requests of
+  every case (``df = Σ (n_i − 1)``); a stored baseline's side has its own, pooled over its
+  requests (Welch's df for the two), or, with medians only, the larger of the run's and its
+  MADs (a MAD of 3–5 requests runs low); in A/B mode production's requests join the pool;
+- ``se_i² = σ²/n_now + k · σ_before²/n_before`` with k = 1 for a mean of requests and
+  1.2533² for a stored median (the standard error of a median), and the inverse-variance mean
+  ``D = Σ d_i/se_i² / Σ 1/se_i²`` with ``se = (Σ 1/se_i²)^−½``.
+
+The tests of one sweep are step time (every case) and acceptance (each text class); the
+sweep's false-alarm rate ``alpha`` is split evenly over them (Bonferroni), and each is a
+:class:`specperf.core.sequential.Sprt` of H0 "no change" against H1 "a change of ``effect``".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.limits import format_percent
+from ..core.sequential import Sprt, t_quantile
+from ..core.stats import Summary
+from ..plan.workload import Case
+from .verdict import ACCEPTANCE_HINT, STEP_HINT, Verdict
+
+SWEEP_ALPHA = 0.01   # false alarms per sweep, all its tests together
+SWEEP_BETA = 0.05    # misses of a regression of SWEEP_EFFECT
+SWEEP_EFFECT = 0.05  # the regression every sweep must catch (H1)
+MEDIAN_SE = 1.2533   # se of a median = 1.2533 · σ/√n for normal data (a stored baseline)
+MAD_TO_SIGMA = 1.4826
+# Below this a relative spread is quantisation (commits are (N−1)/S for integer S) or clock
+# resolution, not evidence of a perfectly quiet box: it keeps one quiet case from weighing
+# infinitely.
+SIGMA_FLOOR = 0.002
+
+
+@dataclass
+class CaseData:
+    """One case's requests now, its baseline, and what one more request costs."""
+
+    case: Case
+    run: dict[str, list[float]]
+    base: dict[str, Summary]
+    base_values: dict[str, list[float]] | None = None  # A/B: production's requests
+    cost_s: float = 0.0  # server seconds of one more request (both arms in A/B)
+    base_requests: dict[str, list[float]] | None = None  # a stored baseline's requests
+    extra: int = 0  # requests added by the sweep test
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One test of the sweep: a metric over a set of cases, with its bad direction."""
+
+    name: str  # "step" or "acceptance"
+    metric: str
+    sign: int  # +1: a rise is worse (step time); −1: a fall is worse (commit)
+    scope: str  # "" for every case, else the text class
+    case_ids: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        return self.name if not self.scope else f"{self.name}:{self.scope}"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The pooled log-ratio of one factor (positive: worse) and its uncertainty."""
+
+    factor: Factor
+    d: float
+    se: float
+    df: float
+    per_case: dict[str, float] = field(default_factory=dict)
+
+    def ci(self, level: float = 0.95) -> tuple[float, float]:
+        """The relative change's confidence interval, in the metric's own direction."""
+        half = t_quantile(0.5 + level / 2, self.df) * self.se
+        low, high = self.factor.sign * (self.d - half), self.factor.sign * (self.d + half)
+        return math.expm1(min(low, high)), math.expm1(max(low, high))
+
+    @property
+    def change(self) -> float:
+        """The relative change in the metric's own direction (e.g. −0.05: commit fell 5 %)."""
+        return math.expm1(self.factor.sign * self.d)
+
+
+def factors(cases: Sequence[CaseData]) -> list[Factor]:
+    """Step time over every case with a step time; acceptance per text class."""
+    out = []
+    stepped = tuple(c.case.id for c in cases if _has(c, "step_ms"))
+    if stepped:
+        out.append(Factor("step", "step_ms", +1, "", stepped))
+    for text_class in sorted({c.case.text_class for c in cases}):
+        ids = tuple(c.case.id for c in cases
+                    if c.case.text_class == text_class and _has(c, "avg_commit"))
+        if ids:
+            out.append(Factor("acceptance", "avg_commit", -1, text_class, ids))
+    return out
+
+
+def _has(data: CaseData, metric: str) -> bool:
+    summary = data.base.get(metric)
+    return len(data.run.get(metric, [])) >= 1 and summary is not None and summary.median > 0 \
+        and all(v > 0 for v in data.run[metric])
+
+
+def tests_for(found: Sequence[Factor], alpha: float = SWEEP_ALPHA, beta: float = SWEEP_BETA,
+              effect: float = SWEEP_EFFECT) -> Sprt:
+    """Each factor's SPRT: the sweep's alpha split evenly over its tests."""
+    return Sprt(alpha / max(1, len(found)), beta, effect)
+
+
+def _logs(values: Sequence[float]) -> np.ndarray:
+    logs: np.ndarray = np.log(np.asarray(values, dtype=float))
+    return logs
+
+
+def _pooled_sd(groups: Sequence[np.ndarray]) -> tuple[float, float]:
+    """Pooled standard deviation of the groups about their own means, and its df."""
+    ss = sum(float(np.sum((g - g.mean()) ** 2)) for g in groups if len(g) > 1)
+    df = sum(len(g) - 1 for g in groups if len(g) > 1)
+    return (math.sqrt(ss / df) if df else 0.0), float(df)
+
+
+def estimate(factor: Factor, cases: Mapping[str, CaseData]) -> Estimate:
+    """Pool one factor's cases into D ± se (see the module docstring)."""
+    chosen = [cases[cid] for cid in factor.case_ids]
+    m = factor.metric
+    run_logs = [_logs(c.run[m]) for c in chosen]
+    sigma, df = _pooled_sd(run_logs)
+    before = _before_side(m, chosen)
+    df_b = 0.0
+    if isinstance(before, list):
+        sigma_b, df_b = _pooled_sd(before)
+        if all(c.base_values is not None for c in chosen):  # A/B: one spread, both arms
+            sigma = sigma_b = math.sqrt((sigma**2 * df + sigma_b**2 * df_b) / max(df + df_b, 1))
+        base_n = [len(g) for g in before]
+        centre = [float(np.mean(g)) for g in before]
+        k = 1.0
+    else:
+        mads = [MAD_TO_SIGMA * c.base[m].mad / c.base[m].median for c in chosen]
+        sigma_b = max(sigma, math.sqrt(float(np.mean(np.square(mads)))))
+        base_n = [c.base[m].n for c in chosen]
+        centre = [math.log(c.base[m].median) for c in chosen]
+        k = MEDIAN_SE**2
+    sigma, sigma_b = max(sigma, SIGMA_FLOOR), max(sigma_b, SIGMA_FLOOR)
+    d = np.array([factor.sign * (float(np.mean(g)) - b)
+                  for g, b in zip(run_logs, centre, strict=True)])
+    now = np.array([sigma**2 / len(g) for g in run_logs])
+    then = np.array([k * sigma_b**2 / n for n in base_n])
+    weights = 1.0 / (now + then)
+    pooled = float(np.sum(weights * d) / np.sum(weights))
+    if df_b and not all(c.base_values is not None for c in chosen):
+        # Two spreads estimated apart (a stored baseline's requests, this run's): Welch.
+        a, b = float(np.sum(weights**2 * now)), float(np.sum(weights**2 * then))
+        df = (a + b) ** 2 / (a**2 / max(df, 1.0) + b**2 / df_b)
+    else:
+        df += df_b
+    return Estimate(factor, pooled, float(1.0 / math.sqrt(np.sum(weights))), max(df, 1.0),
+                    {c.case.id: float(x) for c, x in zip(chosen, d, strict=True)})
+
+
+def _before_side(metric: str, chosen: Sequence[CaseData]) -> list[np.ndarray] | None:
+    """The reference's requests as logs: production's (A/B) or a stored baseline's
+    per-request values; None when only the stored medians are at hand (older files)."""
+    if all(c.base_values is not None for c in chosen):
+        return [_logs((c.base_values or {})[metric]) for c in chosen]
+    if all(len(_stored(c, metric)) >= 2 for c in chosen):
+        return [_logs(_stored(c, metric)) for c in chosen]
+    return None
+
+
+def _stored(data: CaseData, metric: str) -> list[float]:
+    """A stored baseline's requests of ``metric``; none if any is not positive (no log)."""
+    vals = (data.base_requests or {}).get(metric, [])
+    return vals if all(v > 0 for v in vals) else []
+
+
+def information_gain(factor: Factor, data: CaseData) -> float:
+    """How much one more request of ``data`` adds to the factor's weight, per second.
+
+    A case weighs 1/se_i² ∝ 1/(1/n_now + k/n_before) (one common σ assumed on both sides);
+    one more request raises n_now by one, and n_before too in A/B mode, where a request is a
+    pair. Divided by the request's cost, so the sweep buys precision where it is cheapest:
+    a step-time change moves a 4-second case as much as a 28-second one.
+    """
+    m = factor.metric
+    n = len(data.run[m])
+    paired = data.base_values is not None
+    stored = len(_stored(data, m)) >= 2
+    nb = len((data.base_values or {})[m]) if paired else (
+        len(_stored(data, m)) if stored else data.base[m].n)
+    k = 1.0 if paired or stored else MEDIAN_SE**2
+    now = 1.0 / (1.0 / n + k / nb)
+    after = 1.0 / (1.0 / (n + 1) + k / (nb + int(paired)))
+    return (after - now) / max(data.cost_s, 1e-9)
+
+
+# -- judging, with sequential top-ups --------------------------------------------------------
+More = Callable[[CaseData], None]
+
+
+@dataclass(frozen=True)
+class FactorResult:
+    """One factor's outcome: its estimate, how the SPRT ended and the power it reached."""
+
+    estimate: Estimate
+    ended: str  # "regressed", "clean" (the SPRT decided) or "budget" (fixed-sample rule)
+    regressed: bool
+    power: float
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """The sweep's tests, the requests they added, and the verdict sentence."""
+
+    label: str
+    results: tuple[FactorResult, ...]
+    extra: int
+    extra_s: float
+    alpha: float
+    effect: float
+
+    @property
+    def regressed(self) -> bool:
+        return any(r.regressed for r in self.results)
+
+    def verdict(self) -> Verdict:
+        """The sweep's own verdict: 'fail' naming each regressed factor, else 'pass'."""
+        details = {r.estimate.factor.key: _detail(r) for r in self.results}
+        failing = [r for r in self.results if r.regressed]
+        power = self._power_clause()
+        if failing:
+            message = " ".join(_regression_sentence(r, self.label) for r in failing)
+            return Verdict(self.label, "fail", f"{message} {power}", None, details)
+        moves = ", ".join(_move_text(r) for r in self.results)
+        return Verdict(self.label, "pass",
+                       f"no regression across the {self.label}: {moves}. {power}", None, details)
+
+    def _power_clause(self) -> str:
+        size = f"{100 * self.effect:g}%"
+        step = [r.power for r in self.results if r.estimate.factor.name == "step"]
+        acc = [f"{r.power:.2f} on {r.estimate.factor.scope}" for r in self.results
+               if r.estimate.factor.name == "acceptance"]
+        parts = [f"a {size} step-time rise with probability {step[0]:.2f}"] if step else []
+        if acc:
+            parts.append(f"a {size} acceptance fall with {' and '.join(acc)}")
+        return (f"Would have caught {', '.join(parts)} ({self.extra} extra requests, "
+                f"{self.extra_s:.0f} s; false alarms \u2264 {100 * self.alpha:g}% per sweep).")
+
+
+def judge_sweep(cases: Sequence[CaseData], label: str, more: More | None = None,
+                budget: int = 0, *, alpha: float = SWEEP_ALPHA, beta: float = SWEEP_BETA,
+                effect: float = SWEEP_EFFECT) -> SweepResult:
+    """Test every factor; while a test is undecided and ``budget`` requests remain, ``more``
+    takes one request of the case that adds the most evidence per second to the open tests."""
+    by_id = {c.case.id: c for c in cases}
+    found = factors(cases)
+    sprt = tests_for(found, alpha, beta, effect)
+    extra, extra_s = 0, 0.0
+    while True:
+        estimates = [estimate(f, by_id) for f in found]
+        open_ = [e for e in estimates if sprt.decide(e.d, e.se) == "more"]
+        if not open_ or more is None or extra >= budget:
+            break
+        target = max(by_id.values(), key=lambda c: sum(
+            information_gain(e.factor, c) for e in open_ if c.case.id in e.factor.case_ids))
+        more(target)
+        target.extra += 1
+        extra, extra_s = extra + 1, extra_s + target.cost_s
+    results = tuple(_result(sprt, e) for e in estimates)
+    return SweepResult(label, results, extra, extra_s, alpha, effect)
+
+
+def _result(sprt: Sprt, est: Estimate) -> FactorResult:
+    ended = sprt.decide(est.d, est.se)
+    regressed = ended == "regressed" or (ended == "more" and sprt.final(est.d, est.se, est.df))
+    return FactorResult(est, "budget" if ended == "more" else ended, regressed,
+                        sprt.power(est.se, est.df))
+
+
+# -- sentences ---------------------------------------------------------------------------------
+def _ci_text(est: Estimate) -> str:
+    low, high = est.ci()
+    return f"95% CI {format_percent(low)} to {format_percent(high)}"
+
+
+def _move_text(result: FactorResult) -> str:
+    est = result.estimate
+    what = "step time" if est.factor.name == "step" else f"avg commit {est.factor.scope}"
+    return f"{what} {format_percent(est.change)} ({_ci_text(est)})"
+
+
+def _where(est: Estimate) -> str:
+    """Every case moved the bad way, or which did: a change at some contexts only is a
+    different regression (the slope: attention, KV cache) than one at every context."""
+    worse = [cid for cid, d in est.per_case.items() if d > 0]
+    if len(worse) == len(est.per_case):
+        return "every context" if est.factor.name == "step" else "every case"
+    return f"{len(worse)} of {len(est.per_case)} cases: {', '.join(worse)}"
+
+
+def _regression_sentence(result: FactorResult, label: str) -> str:
+    est = result.estimate
+    size = f"{100 * abs(est.change):.1f}%"
+    if est.factor.name == "step":
+        return (f"step time rose {size} across the {label} ({_ci_text(est)}, {_where(est)}) "
+                f"\u2014 {STEP_HINT}.")
+    return (f"avg commit fell {size} on {est.factor.scope} text across the {label} "
+            f"({_ci_text(est)}, {_where(est)}) \u2014 {ACCEPTANCE_HINT}.")
+
+
+def _detail(result: FactorResult) -> dict[str, float]:
+    est = result.estimate
+    low, high = est.ci()
+    return {"change": est.change, "low": low, "high": high, "se": est.se, "df": est.df,
+            "power": result.power, "regressed": float(result.regressed)}

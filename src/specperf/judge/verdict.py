@@ -1,0 +1,365 @@
+"""Verdicts: compare a case with its baseline and say, in one sentence, what moved and why.
+
+A :class:`Verdict` is a small value whose :meth:`Verdict.fails` returns the sentence
+a person acts on (or None). Regressions are attributed with the log identity of
+:mod:`specperf.core.model`: tok/s = avg commit / step time, so a tok/s drop splits into
+an acceptance share, a step-time share and an unexplained rest.
+
+Tolerances are fractions of the baseline median; each metric has a direction
+(:data:`DIRECTION`): +1 must not fall, −1 must not rise. A metric regresses when
+its median moves past ``baseline · (1 ∓ tolerance)`` in its bad direction.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..core.limits import (
+    ARROW,
+    DIRECTION,
+    Move,
+    format_move,
+    format_percent,
+    format_value,
+    tolerance,
+)
+from ..core.model import Attribution, ContextFit, attribute, predict_tok_s, rel_se, rest_ratio, t95
+from ..core.stats import Summary
+
+if TYPE_CHECKING:  # baseline imports this module's tables, so only a type-time import here
+    from ..baselines.store import CaseBaseline
+
+STATUSES = ("pass", "fail", "improved", "no-baseline", "undetermined")
+
+# Attribution thresholds. A part "explains" a drop when the other part's share is
+# below SECONDARY_SHARE (it is then noise-sized next to the main cause); when both
+# reach it, both are named with their shares. The drop is unexplained when the rest
+# (prefill, transport, client) carries at least half of it.
+SECONDARY_SHARE = 0.25
+UNEXPLAINED_SHARE = 0.5
+
+ACCEPTANCE_HINT = "acceptance regression: check the drafter and the text"
+STEP_HINT = "step-time regression: check the kernels, attention backend and KV cache"
+REFRESH_HINT = "refresh it with --update-baselines if this is intended"
+
+Details = dict[str, dict[str, float]]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one comparison, with the sentence that explains it."""
+
+    case_id: str
+    status: str
+    message: str
+    attribution: Attribution | None = None
+    details: Details = field(default_factory=dict)
+    # The exact acceptance comparison (exact.ExactResult.to_dict()), when one was made.
+    exact: dict[str, Any] | None = None
+
+    def fails(self) -> str | None:
+        """The sentence to fail the case with, or None when it did not regress."""
+        return self.message if self.status == "fail" else None
+
+
+@dataclass(frozen=True)
+class NotJudged:
+    """Why a case, slope or sweep has no verdict (no baseline entry, an undetermined slope):
+    its test skips with ``reason``, never passes or fails."""
+
+    reason: str
+
+
+def _change(base: float, new: float) -> float:
+    return new / base - 1.0 if base else 0.0
+
+
+# --- case verdicts --------------------------------------------------------------------
+
+
+def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
+               tolerances: Mapping[str, float]) -> Verdict:
+    """Compare one case's medians with its baseline; tolerances are the resolved layers."""
+    moves = _moves(current, base, tolerances)
+    details = {m: mv.detail() for m, mv in moves.items()}
+    if not moves:
+        return Verdict(case_id, "no-baseline",
+                       f"{case_id}: the baseline has no metric this run measured, so "
+                       f"nothing can be compared — write a new version with --update-baselines.")
+    attribution = _attribution(moves)
+    broken = [m for m in ("tok_s", "decode_tok_s", "avg_commit", "step_ms")
+              if m in moves and moves[m].regressed]
+    if broken:
+        message = _regression_message(moves, broken[0], attribution)
+        return Verdict(case_id, "fail", message, attribution, details)
+    summary = _pass_summary(moves)
+    if any(mv.improved for mv in moves.values()):
+        faster = any(moves[m].improved for m in ("tok_s", "decode_tok_s", "step_ms") if m in moves)
+        word = "faster" if faster else "better"
+        message = f"{summary} — {word} than the baseline: {REFRESH_HINT}."
+        return Verdict(case_id, "improved", message, attribution, details)
+    return Verdict(case_id, "pass", f"{summary} — within tolerance.", attribution, details)
+
+
+def _moves(current: Mapping[str, Summary], base: CaseBaseline,
+           tolerances: Mapping[str, float]) -> dict[str, Move]:
+    return {m: Move(m, base.metrics[m].median, current[m].median, tolerance(tolerances, m))
+            for m in DIRECTION if m in current and m in base.metrics and base.metrics[m].median}
+
+
+def _attribution(moves: Mapping[str, Move]) -> Attribution | None:
+    if not all(m in moves for m in ("tok_s", "avg_commit", "step_ms")):
+        return None
+    ratios = [moves[m].new / moves[m].base for m in ("tok_s", "avg_commit", "step_ms")]
+    if min(ratios) <= 0:  # a zero median has no logarithm; nothing to split
+        return None
+    return attribute(*ratios)
+
+
+def _pass_summary(moves: Mapping[str, Move]) -> str:
+    parts = []
+    if "tok_s" in moves:
+        parts.append(moves["tok_s"].text(limit=True))
+    parts += [format_move(m, moves[m].base, moves[m].new)
+              for m in ("avg_commit", "step_ms") if m in moves]
+    return "; ".join(parts)
+
+
+def _regression_message(moves: Mapping[str, Move], first: str,
+                        attribution: Attribution | None) -> str:
+    head = moves[first].text(limit=True)
+    if first in ("avg_commit", "step_ms"):
+        hint = ACCEPTANCE_HINT if first == "avg_commit" else STEP_HINT
+        return f"{head}{_while_tok_s(moves)} — {hint}."
+    ratio_attr = attribution if first == "tok_s" else _decode_attribution(moves)
+    if ratio_attr is None or "avg_commit" not in moves or "step_ms" not in moves:
+        return (f"{head} — acceptance or step time was not measured, so the drop cannot be "
+                f"attributed: check the acceptance source.")
+    return f"{head}: {_cause_clause(moves['avg_commit'], moves['step_ms'], ratio_attr)}"
+
+
+def _while_tok_s(moves: Mapping[str, Move]) -> str:
+    if "tok_s" not in moves:
+        return ""
+    return f" while {moves['tok_s'].text()} stayed within its limit"
+
+
+def _decode_attribution(moves: Mapping[str, Move]) -> Attribution | None:
+    """Decode tok/s splits like tok/s, without prefill (so its rest is ~0)."""
+    if not all(m in moves for m in ("decode_tok_s", "avg_commit", "step_ms")):
+        return None
+    ratios = [moves[m].new / moves[m].base for m in ("decode_tok_s", "avg_commit", "step_ms")]
+    return attribute(*ratios) if min(ratios) > 0 else None
+
+
+def _cause_clause(commit: Move, step: Move, attr: Attribution) -> str:
+    """What explains a drop: acceptance, step time, both, or neither, and what to check."""
+    acc, stp = attr.share("acceptance"), attr.share("step")
+    if attr.share("rest") >= UNEXPLAINED_SHARE or max(acc, stp) < SECONDARY_SHARE:
+        return (f"{commit.text(noise=True)}; {step.text(noise=True)} — neither acceptance nor "
+                f"step time explains it (prefill, transport or client overhead?).")
+    if stp < SECONDARY_SHARE:
+        return f"{commit.text()} explains it; {step.text(noise=True)} — {ACCEPTANCE_HINT}."
+    if acc < SECONDARY_SHARE:
+        return f"{step.text()} explains it; {commit.text(noise=True)} — {STEP_HINT}."
+    return (f"{commit.text()} and {step.text()} both moved, acceptance explains "
+            f"{acc:.0%}, step time {stp:.0%} — acceptance and step-time regression: check the "
+            f"drafter and the text, then the kernels, attention backend and KV cache.")
+
+
+# --- context fit and prediction -------------------------------------------------------------
+
+
+def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
+              slope_tolerance: float, contexts: Sequence[int] = ()) -> Verdict:
+    """Compare the context slope b (step time per 1k context) with the baseline's, judged
+    against both slopes' standard errors.
+
+    With z the 95 % t quantile of the run's repeats: fail when b − z·se is past the limit,
+    improved when b + z·se is below the lower bound, pass when b + z·se is within the limit.
+    Anything else is "undetermined" (never a pass or a fail): the errors are wider than the
+    tolerance band (the contexts lie too close together) or straddle the limit; its
+    message says which contexts to add, or to take more repeats.
+    """
+    case_id = f"{text_class}-fit"
+    old, new = base.b_ms_per_1k, current.b_ms_per_1k
+    if old <= 0:
+        return Verdict(case_id, "no-baseline",
+                       f"{text_class}: the baseline's step time does not grow with context "
+                       f"({old:.1f} ms per 1k), so its slope cannot be compared — write a new "
+                       f"version with --update-baselines.")
+    change = _change(old, new)
+    limit = old * (1.0 + slope_tolerance)
+    se_new, se_old = current.b_se_ms_per_1k or 0.0, base.b_se_ms_per_1k or 0.0
+    margin = t95(current.dof) * math.hypot(se_new, (1.0 + slope_tolerance) * se_old) \
+        if current.b_se_ms_per_token is not None else 0.0
+    head = (f"{text_class}: step time per 1k context {_pm(old, base.b_se_ms_per_1k)} {ARROW} "
+            f"{_pm(new, current.b_se_ms_per_1k)} ms ({format_percent(change)}, limit "
+            f"+{round(100 * slope_tolerance, 1):g}%)")
+    details = {"slope": {"base": old, "new": new, "change": change, "limit": slope_tolerance,
+                         "base_se": se_old, "new_se": se_new, "margin": margin}}
+    if new - margin > limit:
+        return Verdict(case_id, "fail", f"{head} — attention scaling regression: step time "
+                       f"grows faster with context than in the baseline.", None, details)
+    if new + margin < old * (1.0 - slope_tolerance):
+        return Verdict(case_id, "improved", f"{head} — flatter than the baseline: "
+                       f"{REFRESH_HINT}.", None, details)
+    if new + margin <= limit:
+        return Verdict(case_id, "pass", f"{head} — within tolerance.", None, details)
+    why = _undetermined(text_class, margin, old * slope_tolerance, se_new, se_old, contexts)
+    return Verdict(case_id, "undetermined", f"{head}: {why}", None, details)
+
+
+def _pm(value: float, se: float | None) -> str:
+    if se is None:
+        return f"{value:.1f}"
+    return f"{value:.1f} ± {se:.1f}" if se >= 0.05 else f"{value:.1f} ± {se:.2f}"
+
+
+def _undetermined(text_class: str, margin: float, band: float, se_new: float, se_old: float,
+                  contexts: Sequence[int]) -> str:
+    """Why a slope cannot be judged, and the command that would judge it."""
+    if math.isinf(margin):
+        return (f"one repeat per context gives the slope no error estimate, so it is neither "
+                f"a pass nor a fail — measure with repeats: pytest perf_tests -m "
+                f"context_scaling --text-classes {text_class} --repeats 3")
+    if margin <= band:
+        return (f"the slope sits within its uncertainty (±{margin:.1f} ms per 1k) of the "
+                f"limit, so it is neither a pass nor a fail — measure again with more repeats: "
+                f"pytest perf_tests -m context_scaling --text-classes {text_class} "
+                f"--repeats 10")
+    if se_old > se_new:
+        return (f"the baseline's slope is too uncertain (±{se_old:.1f} ms per 1k) to judge "
+                f"against a {band:.1f} ms band, so it is neither a pass nor a fail — write a "
+                f"baseline with more repeats over the default contexts: pytest perf_tests -m "
+                f"context_scaling --update-baselines --baseline-repeats 10")
+    wanted = _wider(contexts, margin / band)
+    listed = ",".join(str(c) for c in contexts)
+    return (f"contexts {listed} lie too close together to determine the slope (±{margin:.1f} "
+            f"ms per 1k against a {band:.1f} ms band), so it is neither a pass nor a fail — "
+            f"add a longer context: pytest perf_tests -m context_scaling --text-classes "
+            f"{text_class} --contexts {','.join(str(c) for c in wanted)}")
+
+
+def _wider(contexts: Sequence[int], shrink: float) -> list[int]:
+    """The contexts plus one far enough out for the slope's error to fit the band.
+
+    A slope's error falls with the spread of the contexts; aim for twice the needed span
+    (errors are themselves estimates), in whole hundreds, between the defaults 1663 and 5553
+    (the incident's longest context, which determines a slope at ordinary noise).
+    """
+    if not contexts:
+        return [13, 1663]
+    low, high = min(contexts), max(contexts)
+    span = max(high - low, 1) * shrink * 2.0
+    far = min(5553, max(1663, int(math.ceil((low + span) / 100.0)) * 100))
+    return sorted({*contexts, far})
+
+
+@dataclass(frozen=True)
+class Observed:
+    """This run's medians at one case, with the relative standard error of their ratio."""
+
+    tok_s: float
+    avg_commit: float
+    step_ms: float | None = None
+    rel_se: float = 0.0
+    z: float = 2.0
+
+
+def observe(values: Mapping[str, Sequence[float]]) -> Observed | None:
+    """This run's :class:`Observed` from its repeats' tok_s, avg_commit and step_ms values."""
+    tok, commit, step = (values.get(m) or [] for m in ("tok_s", "avg_commit", "step_ms"))
+    if not tok or not commit:
+        return None
+    errors = [rel_se(v) for v in (tok, commit, step) if v]
+    n = min(len(v) for v in (tok, commit, step) if v)
+    return Observed(statistics.median(tok), statistics.median(commit),
+                    statistics.median(step) if step else None,
+                    math.sqrt(sum(e * e for e in errors)), t95(n - 1))
+
+
+def base_rest(base: CaseBaseline | None, output_tokens: int, prefill_ms: float) -> float:
+    """The baseline case's own rest (client, transport): 1.0 when it has no step time."""
+    if base is None:
+        return 1.0
+    got = {m: base.metrics[m].median for m in ("tok_s", "avg_commit", "step_ms")
+           if m in base.metrics}
+    if len(got) < 3 or min(got.values()) <= 0:
+        return 1.0
+    return rest_ratio(got["tok_s"], got["avg_commit"], got["step_ms"], output_tokens,
+                      prefill_ms)
+
+
+def reconcile(case_id: str, observed: Observed, base_fit: ContextFit, mean_context: float,
+              output_tokens: int, tolerance: float, prefill_ms: float = 0.0,
+              base_rest: float = 1.0) -> Verdict | None:
+    """Predict tok/s from this run's acceptance and the baseline's context curve.
+
+    None when the observation agrees within ``tolerance`` plus its uncertainty (this run's
+    errors and the curve's at this context). "explained" when it does not, but this run's
+    own step time accounts for it: the model holds, the case's step-time verdict speaks.
+    "fail" (slower) or "improved" (faster) only when the model itself does not explain the
+    observation: tok/s differs from what this run's acceptance and step time predict, by
+    more than the baseline's own rest ``base_rest`` (its client and transport overhead).
+    """
+    step = base_fit.predict_step_ms(mean_context)
+    if step <= 0 or observed.avg_commit <= 0:
+        return None
+    own = _own_model(case_id, observed, output_tokens, tolerance, prefill_ms, base_rest)
+    if own is not None:
+        return own
+    # This run's own time to first token: prefill is no part of the context curve, and
+    # leaving it out would call every short-output run "unexplained".
+    predicted = predict_tok_s(observed.avg_commit, step, output_tokens, prefill_ms) * base_rest
+    change = _change(predicted, observed.tok_s)
+    curve_se = base_fit.predict_se_ms(mean_context) / step
+    if abs(change) <= tolerance + observed.z * math.hypot(observed.rel_se, curve_se):
+        return None
+    head = (f"observed tok/s {observed.tok_s:.1f} vs {predicted:.1f} predicted from this run's "
+            f"acceptance ({observed.avg_commit:.2f}) and the baseline's context curve "
+            f"({format_percent(change)})")
+    details = {"tok_s": {"base": predicted, "new": observed.tok_s, "change": change,
+                         "limit": -tolerance}}
+    if observed.step_ms is not None:
+        return Verdict(case_id, "explained", f"{head}: this run's step time "
+                       f"{format_value('step_ms', observed.step_ms)} ms vs "
+                       f"{format_value('step_ms', step)} ms on the curve explains it.",
+                       None, details)
+    if change < 0:
+        return Verdict(case_id, "fail", f"{head}: a slowdown neither acceptance nor the context "
+                       f"curve explains — look at the server (KV cache fragmentation, other "
+                       f"load, clocks).", None, details)
+    return Verdict(case_id, "improved", f"{head}: faster than acceptance and the context curve "
+                   f"predict — the baseline's fit may be stale; {REFRESH_HINT}.", None, details)
+
+
+def _own_model(case_id: str, observed: Observed, output_tokens: int, tolerance: float,
+               prefill_ms: float, base_rest: float) -> Verdict | None:
+    """A "fail"/"improved" verdict when this run's acceptance and step time do not explain
+    its tok/s (beyond the baseline's rest and the uncertainty); None when they do."""
+    if observed.step_ms is None or observed.step_ms <= 0:
+        return None
+    predicted = predict_tok_s(observed.avg_commit, observed.step_ms, output_tokens,
+                              prefill_ms) * base_rest
+    change = _change(predicted, observed.tok_s)
+    if abs(change) <= tolerance + observed.z * observed.rel_se:
+        return None
+    head = (f"observed tok/s {observed.tok_s:.1f} vs {predicted:.1f} predicted from this run's "
+            f"acceptance ({observed.avg_commit:.2f}) and step time "
+            f"({format_value('step_ms', observed.step_ms)} ms) ({format_percent(change)})")
+    details = {"tok_s": {"base": predicted, "new": observed.tok_s, "change": change,
+                         "limit": -tolerance}}
+    if change < 0:
+        return Verdict(case_id, "fail", f"{head}: a slowdown neither acceptance nor step time "
+                       f"explains — look at prefill, transport and the client (a proxy, TLS, "
+                       f"the network).", None, details)
+    return Verdict(case_id, "improved", f"{head}: faster than acceptance and step time predict "
+                   f"— less client or transport overhead than the baseline's; {REFRESH_HINT}.",
+                   None, details)
+
+

@@ -1,0 +1,131 @@
+"""What one measured request is: the :class:`Request` a path asks for, the :class:`Reply` the
+guarded exchange gives, and the checks every reply passes.
+
+:meth:`specperf.measure.loop.Measurer.attempt` is the one function that performs a measured
+request — build the prompt and body, check the server is idle, send, check exactly our
+request ran, validate, check the output, build the :class:`~specperf.measure.loop.Sample` —
+for every path the suite measures: the main job's native route, the chat route with its
+parsers, streams, and both arms of an A/B comparison. A path varies only its
+:class:`Request` (route, options, template tokens) and the :data:`ReadTiming` hook that
+reads steps and server times off the reply (the stream figures and parser checks of
+:mod:`specperf.measure.paths`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..core.errors import IgnoreEosNotHonoured, MalformedResponse
+from ..plan.workload import Case
+from ..servers import routes
+from ..servers.acceptance import MetricsSnapshot
+from ..servers.routes import Completion, RouteOptions
+
+
+@dataclass(frozen=True)
+class Request:
+    """How one kind of measured request is asked (the main job's: the probed route, plain).
+
+    ``label`` names a path in messages and timeout histories ("" for the main job);
+    ``template_tokens`` is what the chat template and tool declaration add, so the prompt is
+    built that much shorter and that much of it may come from the prefix cache;
+    ``reproducible`` lets the run's prompt plan derive the nonce (else a random one);
+    ``steps_from`` "response" reads steps from the response and else from the /metrics
+    bracket ("" follows the server's acceptance source).
+    """
+
+    api: str
+    max_tokens: int
+    options: RouteOptions = RouteOptions()
+    label: str = ""
+    template_tokens: int = 0
+    reproducible: bool = True
+    steps_from: str = ""
+
+    def where(self, case: Case) -> str:
+        """How messages name the case: its id, and the path and route when not the main job."""
+        if not self.label:
+            return case.id
+        return f"{case.id} ({self.label}, {routes.PATHS[self.api]})"
+
+    def bracket_measures(self, source: str, comp: Completion) -> bool:
+        """Whether the /metrics bracket is itself the step count (then even our own retried
+        attempts spoil it: the traffic guard's exact check)."""
+        if self.steps_from == "response":
+            return comp.verify_steps is None
+        return source == "metrics"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One guarded, validated exchange: everything a sample is made of."""
+
+    comp: Completion
+    wall_s: float  # the client's wall time, unscaled
+    retries: int
+    started: datetime
+    before: MetricsSnapshot | None
+    after: MetricsSnapshot | None
+    before_text: str  # the /metrics texts bracketing the request ("" without metrics)
+    after_text: str
+    chunks: tuple[routes.Chunk, ...] | None = None  # a stream's output events
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What a path reads off a reply: steps, server times (unscaled), extra raw fields."""
+
+    steps: int | None
+    decode_s: float | None
+    ttft_s: float | None
+    acceptance_source: str
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+ReadTiming = Callable[[Case, Reply], Timing]
+
+
+def validate(case: Case, request: Request, comp: Completion, *, calibrated: bool,
+             url: str) -> None:
+    """The reply is the request asked for: its length honoured, its prompt counted as
+    built, its fields consistent; else the error that says which and what to do."""
+    where = request.where(case)
+    if comp.completion_tokens != case.output_tokens or comp.finish != "length":
+        raise IgnoreEosNotHonoured(
+            f"{where}: asked for exactly {case.output_tokens} tokens with ignore_eos, "
+            f"got {comp.completion_tokens} (finish reason {comp.finish!r}): ignore_eos not "
+            "honoured, so tok/s would be measured on a different length. Check that the "
+            "server accepts ignore_eos on this route.", url=url)
+    _check_prompt(case, request, comp, calibrated=calibrated)
+    if comp.output_ids is not None and comp.output_ids != comp.completion_tokens:
+        raise MalformedResponse(
+            f"{where}: completion_tokens is {comp.completion_tokens} but output_ids has "
+            f"{comp.output_ids} entries.")
+    if comp.histogram_sum is not None and comp.verify_steps is not None \
+            and comp.histogram_sum != comp.verify_steps:
+        raise MalformedResponse(
+            f"{where}: the accept histogram sums to {comp.histogram_sum} steps but "
+            f"spec_verify_ct is {comp.verify_steps}: the server's spec fields disagree.")
+
+
+def _check_prompt(case: Case, request: Request, comp: Completion, *, calibrated: bool) -> None:
+    where = request.where(case)
+    if calibrated:
+        # Calibrated prompts (no /tokenize): a token either way is the nonce's doing.
+        if abs(comp.prompt_tokens - case.context) > max(2, case.context // 200):
+            raise MalformedResponse(
+                f"{where}: the prompt was calibrated to {case.context} tokens but the "
+                f"server counted {comp.prompt_tokens}: its token counts are not stable; "
+                "enable the server's /tokenize route for exact prompts.")
+    elif comp.prompt_tokens != case.context:
+        if request.template_tokens:
+            raise MalformedResponse(
+                f"{where}: the prompt was built to {case.context} tokens (chat template "
+                f"{request.template_tokens}) but the server counted {comp.prompt_tokens}: "
+                "its tokenizer, chat template and /tokenize disagree.")
+        raise MalformedResponse(
+            f"{where}: the prompt was built to {case.context} tokens but the server "
+            f"counted {comp.prompt_tokens}: its tokenizer and /tokenize disagree.")

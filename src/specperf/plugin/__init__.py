@@ -1,0 +1,291 @@
+"""The pytest plugin: registers options, ini keys, markers and fixtures, and wires the hooks.
+
+Real work lives in named modules (session, run, measure, verdict, report); this file only
+connects pytest to them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from ..baselines.preflight import Judged
+from ..core.errors import ConfigError, SpecperfError
+from ..fleet import plugin
+from ..measure.lock import GpuLock, LockMode, lock_path_for
+from ..measure.loop import Sample
+from ..plan.workload import Case, load_text_classes
+from ..settings.config import OPTIONS, Settings, for_baseline, parse_tolerances, resolve
+from ..views import summary
+from . import reporting
+from .fixtures import (  # noqa: F401  (fixtures are registered by being importable here)
+    STATE,
+    chat_stream_paths,
+    class_measurements,
+    largest_context_by_class,
+    measurement,
+    parser_paths,
+    path_sampler,
+    perf_case,
+    specperf,
+    specperf_baseline,
+    specperf_endpoint,
+    specperf_paths,
+    specperf_session,
+    specperf_settings,
+    stream_paths,
+)
+from .runstate import RunState
+from .sweepfixtures import specperf_sweep  # noqa: F401  (the sweep-level test's fixture)
+
+MARKERS = (
+    "context_scaling: step time and acceptance across context lengths (the main job)",
+    "text_class: acceptance per text class at equal context",
+    "smoke: the short deploy-gate subset",
+    "parser: the chat route with reasoning and tool-call parsers engaged",
+    "streaming: streaming measured against non-streaming",
+    "tolerance(**limits): per-test tolerance overrides, e.g. tolerance(step_ms=0.15)",
+    "perf_cases(*(text_class, context)): measure these cases instead of the planned matrix",
+)
+_TOLERANCE_INI = "specperf_tolerances"
+_PREVIOUS_SIGTERM = pytest.StashKey[Any]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("specperf", "specperf: speculative-decoding performance")
+    for opt in OPTIONS:
+        default = f" Default: {opt.default}." if opt.default and not opt.flag_only else ""
+        text = f"{opt.help}{default} [env {opt.env}, ini {opt.ini}]"
+        if opt.flag_only:
+            group.addoption(opt.flag, action="store_true", default=None,
+                            dest=f"specperf_{opt.name}", help=text)
+        elif opt.name == "endpoint":  # given more than once (NAME=URL): a fleet (fleet.py)
+            group.addoption(opt.flag, action="append", default=None,
+                            dest=f"specperf_{opt.name}", metavar=opt.name.upper(),
+                            help=text.replace(opt.help, opt.help + " Given more than once as "
+                                              "NAME=URL: a fleet (see --endpoints).", 1))
+        else:
+            group.addoption(opt.flag, default=None, dest=f"specperf_{opt.name}",
+                            metavar=opt.name.upper(), help=text)
+        parser.addini(opt.ini, help=opt.help, default="")
+    parser.addini(_TOLERANCE_INI, type="linelist", default=[],
+                  help="Tolerance overrides, 'metric = fraction' per line or comma separated "
+                       "(tok_s, avg_commit, step_ms, decode_tok_s, slope).")
+
+
+def _ini_tolerances(config: pytest.Config) -> dict[str, float]:
+    return parse_tolerances(config.getini(_TOLERANCE_INI), f"ini {_TOLERANCE_INI}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+    cli = {o.name: config.getoption(f"specperf_{o.name}") for o in OPTIONS}
+    cli["endpoint"], fleet_flags = plugin.split_endpoint_flags(cli["endpoint"])
+    ini = {o.name: str(config.getini(o.ini) or "") for o in OPTIONS}
+    workerinput = getattr(config, "workerinput", None)
+    # An xdist worker whose controller holds the session lock locks per case instead.
+    held = bool(workerinput and workerinput.get("specperf_lock_held"))
+    lock_mode: LockMode = "case" if held else "session"
+    fleet: tuple[object, ...] = ()
+    try:
+        settings = for_baseline(resolve(cli, os.environ, ini))
+        classes = load_text_classes(settings.text_class_dir)
+        state = RunState(settings, classes, _ini_tolerances(config),
+                         progress=lambda line: _write(config, line),
+                         on_sample=lambda s, total: _progress(config, s, total),
+                         lock_mode=lock_mode)
+        fleet = plugin.endpoints(settings, fleet_flags)
+        if fleet:  # several endpoints: one RunState each, measured by their own workers
+            state = plugin.configure(config, settings, fleet, classes,
+                                          _ini_tolerances(config), lambda line: _write(config,
+                                                                                      line))
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if settings.update_baselines and (workerinput is not None
+                                      or config.getoption("dist", "no") != "no"):
+        raise pytest.UsageError(
+            "--update-baselines needs the whole sweep in one process: run it without -n "
+            "(pytest-xdist), so one run writes one complete baseline.")
+    config.stash[STATE] = state
+    config.pluginmanager.register(summary.Collector(), summary.COLLECTOR_NAME)
+    if not fleet:  # a fleet writes one report over every endpoint (fleetreport.py)
+        config.pluginmanager.register(reporting.ReportPlugin(config), "specperf-report")
+    if workerinput is None and config.pluginmanager.hasplugin("xdist") and not fleet \
+            and config.getoption("dist", "no") != "no" and settings.endpoint is not None:
+        config.pluginmanager.register(XdistController(config, settings), "specperf-xdist")
+
+
+class XdistController:
+    """Under pytest-xdist the controller holds the endpoint's session GPU lock.
+
+    Taken at session start, before any worker measures, released when the session ends.
+    Workers are told (``workerinput``) and serialise among themselves per case. Only for a
+    configured endpoint: with the embedded simulator each worker runs its own simulator.
+    """
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.lock: GpuLock | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        assert self.settings.endpoint is not None
+        path = self.settings.gpu_lock or lock_path_for(self.settings.endpoint)
+        lock = GpuLock(path, timeout_s=self.settings.gpu_lock_timeout,
+                       endpoint=self.settings.endpoint,
+                       progress=lambda line: _write(self.config, line))
+        try:
+            lock.acquire()
+        except SpecperfError as exc:
+            pytest.exit(f"{type(exc).__name__}: {exc}", returncode=pytest.ExitCode.INTERNAL_ERROR)
+        self.lock = lock
+
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["specperf_lock_held"] = self.lock is not None
+
+    def pytest_sessionfinish(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
+
+
+def _write(config: pytest.Config, line: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None:
+        return
+    if capture is None:
+        reporter.write_line(line)
+        return
+    # Progress must reach the terminal while the case runs, past pytest's capture.
+    with capture.global_and_fixture_disabled():
+        reporter.write_line(line)
+
+
+def _progress(config: pytest.Config, sample: Sample, total: int) -> None:
+    if config.get_verbosity() >= 1:
+        _write(config, "  " + summary.sample_line(sample, total))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    state = metafunc.config.stash[STATE]
+    plugin.parametrize(metafunc)  # first: ids read endpoint-case, box2-reasoning-ctx3333
+    if "perf_case" in metafunc.fixturenames:
+        cases = _planned_cases(metafunc, state)
+        metafunc.parametrize("perf_case", cases, ids=[c.id for c in cases], indirect=True)
+    if "text_class" in metafunc.fixturenames:
+        names = list(state.settings.text_classes)
+        metafunc.parametrize("text_class", names, ids=names)
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected: only what will run
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Note what the run will judge against a baseline (for --require-baseline's check)."""
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return
+    cases: list[Case] = []
+    classes: list[str] = []
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "specperf_session" in names:  # a perf test: its record says what kind of run it was
+            case = params.get("perf_case")
+            item.user_properties.append(
+                ("specperf_case", case.id if isinstance(case, Case) else item.name))
+        if "specperf" not in names:
+            continue
+        if "measurement" in names and isinstance(params.get("perf_case"), Case):
+            cases.append(params["perf_case"])
+        if "class_measurements" in names and isinstance(params.get("text_class"), str):
+            classes.append(params["text_class"])
+    state.judged = Judged(tuple(cases), tuple(classes))
+    plugin.modify_items(config, items)
+
+
+def _planned_cases(metafunc: pytest.Metafunc, state: RunState) -> list[Case]:
+    """The run's matrix, or the fixed cases a ``perf_cases`` marker names (the smoke subset)."""
+    marker = metafunc.definition.get_closest_marker("perf_cases")
+    if marker is None:
+        return state.cases
+    output = state.settings.output_tokens
+    return [Case(text_class, int(context), output) for text_class, context in marker.args]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report = yield
+    # One clear sentence instead of a traceback for the suite's own errors.
+    if call.excinfo is not None and isinstance(call.excinfo.value, SpecperfError):
+        report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
+    return report
+
+
+class _StopOnce:
+    """SIGTERM (a cancelled CI job, `kill`) and SIGINT end the run like Ctrl-C: pytest then
+    finishes the session, so the lock is released and what was measured is written out.
+
+    Only the first signal interrupts. `timeout -s INT` signals the process and then its whole
+    group, so a second one arrives while the session is closing; raising again there would
+    abort the cleanup with a long traceback. Later ones are acknowledged and ignored.
+    """
+
+    def __init__(self) -> None:
+        self.stopping = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if not self.stopping:
+            self.stopping = True
+            raise KeyboardInterrupt(f"specperf: stopped by signal {signum}")
+        os.write(2, b"specperf: already stopping: releasing the GPU lock and writing the "
+                    b"report (SIGKILL ends it at once)\n")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if threading.current_thread() is threading.main_thread():
+        handler = _StopOnce()
+        session.config.stash[_PREVIOUS_SIGTERM] = [
+            (signum, signal.signal(signum, handler)) for signum in (signal.SIGTERM,
+                                                                     signal.SIGINT)]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for signum, previous in config.stash.get(_PREVIOUS_SIGTERM, None) or []:
+        signal.signal(signum, previous)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = session.config.stash.get(STATE, None)
+    if state is None:
+        return
+    collected = summary.collected(session.config)
+    if state.settings.update_baselines and state.judged:
+        try:
+            lines = state.update_baseline(clean=collected.errors == 0)
+        except SpecperfError as exc:
+            lines = [f"specperf: baseline NOT updated: {exc}"]
+        collected.footer.extend(lines)
+        if state.baseline_written is None and session.exitstatus == pytest.ExitCode.OK:
+            # Asked to write a baseline and wrote none: that run did not do its job.
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    state.close_session()
+    plugin.close(session.config)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
+                            config: pytest.Config) -> None:
+    collected = summary.collected(config)
+    state = config.stash.get(STATE, None)
+    if state is None or plugin.active(config):  # a fleet: fleetreport's block
+        return
+    # The footer (e.g. "baseline NOT updated: …") is shown even when nothing was measured.
+    lines = summary.render(collected, state) if collected.measurements else collected.footer
+    for line in lines:
+        terminalreporter.write_line(line)

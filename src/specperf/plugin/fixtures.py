@@ -1,0 +1,297 @@
+"""The fixtures perf cases use. Thin: the work is in session, measure, baseline and verdict.
+
+Scopes: the session (simulator, lock, probe, baseline) once per pytest session; a case's
+measurement per test. Infrastructure problems raise :class:`SpecperfError` from fixtures,
+so pytest reports them as *errors*; regressions are ``pytest.fail`` in the test body.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from ..baselines.store import Baseline, CaseBaseline
+from ..core.errors import BaselineError
+from ..core.limits import NOT_APPLICABLE
+from ..judge.pathverdict import (
+    COMPARISONS,
+    UNMEASURED,
+    judge_chat_stream,
+    judge_parser,
+    judge_stream,
+)
+from ..judge.verdict import NotJudged, Verdict
+from ..measure.loop import Measurement
+from ..measure.paths import PathRun, PathSampler, deployed_parsers, parser_pair, stream_pair
+from ..measure.session import PerfSession
+from ..plan.workload import Case
+from ..settings.config import Settings
+from .runstate import RunState
+
+STATE = pytest.StashKey[RunState]()
+# A fleet run (fleet.py): one RunState per endpoint name, and each one's GPU lock lines.
+FLEET = pytest.StashKey[dict[str, RunState]]()
+LOCK_LINES = pytest.StashKey[dict[str, list[str]]]()
+
+
+def _state(config: pytest.Config) -> RunState:
+    return config.stash[STATE]
+
+
+def state_for(config: pytest.Config, endpoint: str | None) -> RunState:
+    """The run state of one endpoint of a fleet; the run's own one outside a fleet."""
+    return config.stash[STATE] if endpoint is None else config.stash[FLEET][endpoint]
+
+
+def state_of(request: pytest.FixtureRequest) -> RunState:
+    """The run state of the endpoint a test measures (see ``specperf_endpoint``)."""
+    return state_for(request.config, request.getfixturevalue("specperf_endpoint"))
+
+
+@pytest.fixture(scope="session")
+def specperf_endpoint(request: pytest.FixtureRequest) -> str | None:
+    """The fleet endpoint a test measures (a session-scoped parameter), None outside a fleet."""
+    name: str | None = getattr(request, "param", None)
+    return name
+
+
+@pytest.fixture(scope="session")
+def specperf_settings(pytestconfig: pytest.Config) -> Settings:
+    """The resolved settings of this run."""
+    return _state(pytestconfig).settings
+
+
+@pytest.fixture(scope="session")
+def specperf_session(pytestconfig: pytest.Config,
+                     specperf_endpoint: str | None) -> Iterator[PerfSession]:
+    """The started measuring session (embedded simulator if no endpoint), closed at the end.
+
+    In a fleet, one per endpoint: pytest closes it (releasing that endpoint's GPU lock) when
+    the worker moves on to another endpoint's cases or ends.
+    """
+    state = state_for(pytestconfig, specperf_endpoint)
+    try:
+        yield state.started_session()
+    finally:
+        state.close_session()
+
+
+@pytest.fixture(scope="session")
+def specperf_baseline(pytestconfig: pytest.Config, specperf_endpoint: str | None,
+                      specperf_session: PerfSession) -> Baseline | None:
+    """The baseline this run compares with, or None when there is none yet."""
+    return state_for(pytestconfig, specperf_endpoint).baseline()
+
+
+@pytest.fixture
+def measurement(request: pytest.FixtureRequest, perf_case: Case,
+                specperf_session: PerfSession) -> Measurement:
+    """The case's measurement (taken once per session, adaptive repeats near a limit)."""
+    state = state_of(request)
+    tolerances = state.tolerances_for(perf_case, _marker_tolerances(request))
+    measured = state.measure(perf_case, tolerances)
+    request.node.user_properties.append(
+        ("specperf_measurement", json.dumps(measured.to_dict(), default=str)))
+    if specperf_session.server is not None:
+        request.node.user_properties.append(
+            ("specperf_server", json.dumps(specperf_session.server.to_dict(), default=str)))
+    _lock_property(request, specperf_session)
+    return measured
+
+
+def _lock_property(request: pytest.FixtureRequest, session: PerfSession) -> None:
+    """In a fleet, the endpoint's lock wait travels with the report (workers print nowhere)."""
+    endpoint = request.getfixturevalue("specperf_endpoint")
+    if endpoint is None:
+        return
+    lines = request.config.stash[LOCK_LINES].get(endpoint, [])
+    request.node.user_properties.append(
+        ("specperf_lock", json.dumps({"waited_s": session.lock_wait_s, "lines": lines})))
+
+
+@pytest.fixture
+def perf_case(request: pytest.FixtureRequest) -> Case:
+    """The case of a parametrized perf test (see the plugin's generate_tests)."""
+    case: Case = request.param
+    return case
+
+
+@pytest.fixture
+def class_measurements(pytestconfig: pytest.Config, text_class: str,
+                       specperf_endpoint: str | None,
+                       specperf_session: PerfSession) -> list[Measurement]:
+    """Every planned context of one text class, measured (or reused) during setup."""
+    state = state_for(pytestconfig, specperf_endpoint)
+    return [state.measure(case, state.tolerances_for(case, {}))
+            for case in state.cases if case.text_class == text_class]
+
+
+@pytest.fixture
+def largest_context_by_class(pytestconfig: pytest.Config, specperf_endpoint: str | None,
+                             specperf_session: PerfSession) -> dict[str, Measurement]:
+    """Each planned text class at the largest planned context, measured during setup."""
+    state = state_for(pytestconfig, specperf_endpoint)
+    context = max(state.settings.contexts)
+    return {c.text_class: state.measure(c, state.tolerances_for(c, {}))
+            for c in state.cases if c.context == context}
+
+
+@pytest.fixture
+def specperf(request: pytest.FixtureRequest, specperf_session: PerfSession) -> Checks:
+    """Checks a perf test runs: the baseline verdict of a case, the context fit of a class."""
+    return Checks(request)
+
+
+class Checks:
+    """Judgements inside the test that regressed, so the failing case is the guilty one."""
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self.request = request
+        self.state = state_of(request)
+
+    def baseline_case(self, case: Case) -> CaseBaseline:
+        found = self.state.baseline_case(case)
+        if isinstance(found, NotJudged):
+            if self.state.settings.require_baseline and not self.state.settings.update_baselines:
+                raise BaselineError(f"--require-baseline: {found.reason}")
+            pytest.skip(found.reason)
+        return found
+
+    def compare(self, measured: Measurement) -> None:
+        """Fail with the attributed sentence when the case regressed against its baseline."""
+        base = self.baseline_case(measured.case)
+        verdicts = self.state.judge(measured, base,
+                                    _marker_tolerances(self.request))
+        self._record(verdicts)
+        failing = [m for v in verdicts if (m := v.fails())]
+        if failing and not self.state.settings.update_baselines:
+            pytest.fail("\n".join(failing + self._fingerprint_lines()), pytrace=False)
+
+    def fit(self, text_class: str) -> None:
+        """Compare a class's slope with the baseline's (its cases are measured in setup)."""
+        verdict = self.state.judge_fit(text_class, _marker_tolerances(self.request))
+        if isinstance(verdict, NotJudged):
+            pytest.skip(verdict.reason)
+        self._record([verdict])
+        message = verdict.fails()
+        if message and not self.state.settings.update_baselines:
+            pytest.fail("\n".join([message, *self._fingerprint_lines()]), pytrace=False)
+
+    def _fingerprint_lines(self) -> list[str]:
+        """A regression against a different deployment may be that difference: say so."""
+        return [f"note: the server differs from the baseline's: {note}"
+                for note in self.state.fingerprint_notes]
+
+    def _record(self, verdicts: list[Verdict]) -> None:
+        if self.state.fingerprint_notes:
+            self.request.node.user_properties.append(
+                ("specperf_fingerprint_notes", json.dumps(self.state.fingerprint_notes)))
+        for v in verdicts:
+            self.request.node.user_properties.append(
+                ("specperf_verdict", json.dumps(self.state.verdict_dict(v), default=str)))
+
+
+def _marker_tolerances(request: pytest.FixtureRequest) -> dict[str, float]:
+    merged: dict[str, float] = {}
+    for marker in reversed(list(request.node.iter_markers("tolerance"))):
+        merged.update({k: float(v) for k, v in marker.kwargs.items()})
+    return merged
+
+
+# -- parser and streaming paths (paths.py, pathverdict.py) --------------------------------------
+@pytest.fixture(scope="session")
+def path_sampler(specperf_session: PerfSession) -> PathSampler:
+    """Interleaved samples of one case on several request paths (native, chat, streamed)."""
+    assert specperf_session.client is not None
+    return PathSampler(specperf_session, deployed_parsers(specperf_session.client))
+
+
+def _require_parsers(sampler: PathSampler) -> None:
+    if not sampler.parsers.any:
+        pytest.skip(f"{NOT_APPLICABLE} the server names no reasoning_parser or tool_call_parser "
+                    "in /model_info: no parser runs on the chat route, so there is nothing to "
+                    "gate there.")
+
+
+def _path_run(request: pytest.FixtureRequest, sampler: PathSampler, run: PathRun) -> PathRun:
+    request.node.user_properties.append(
+        ("specperf_server", json.dumps(sampler.server.to_dict(), default=str)))
+    native = run.measurements.get("native")
+    if native is not None:  # the case's plain measurement: the table row
+        request.node.user_properties.append(
+            ("specperf_measurement", json.dumps(native.to_dict(), default=str)))
+    request.node.user_properties.append(("specperf_paths", json.dumps(run.to_dict(),
+                                                                      default=str)))
+    return run
+
+
+@pytest.fixture
+def parser_paths(request: pytest.FixtureRequest, perf_case: Case,
+                 path_sampler: PathSampler) -> PathRun:
+    """The case on the native route and the chat route with the parsers, interleaved."""
+    _require_parsers(path_sampler)
+    pair = parser_pair(path_sampler.server.api, path_sampler.parsers)
+    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair))
+
+
+@pytest.fixture
+def chat_stream_paths(request: pytest.FixtureRequest, perf_case: Case,
+                      path_sampler: PathSampler) -> PathRun:
+    """The case streamed on the native route and on the chat route with the parsers."""
+    _require_parsers(path_sampler)
+    pair = parser_pair(path_sampler.server.api, path_sampler.parsers, stream=True)
+    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair))
+
+
+@pytest.fixture
+def stream_paths(request: pytest.FixtureRequest, perf_case: Case,
+                 path_sampler: PathSampler) -> PathRun:
+    """The case on the native route, unstreamed and streamed, interleaved."""
+    pair = stream_pair(path_sampler.server.api)
+    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair))
+
+
+@pytest.fixture
+def specperf_paths(request: pytest.FixtureRequest, specperf_session: PerfSession) -> PathChecks:
+    """Judgements between the paths of a case: chat vs native, stream vs non-stream."""
+    return PathChecks(request)
+
+
+class PathChecks:
+    """Path verdicts inside the test that measured them; recorded like baseline verdicts."""
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self.request = request
+        self.state = state_of(request)
+
+    def parser(self, run: PathRun) -> None:
+        """Chat route with parsers vs native route: tok/s and step time within tolerance."""
+        native, chat = (run.figures(p.name) for p in run.paths)
+        self._conclude(judge_parser(f"{run.case.id}{COMPARISONS[0]}", native, chat, run.parsers,
+                                    self._tolerances(run), run.case.output_tokens))
+
+    def chat_stream(self, run: PathRun) -> None:
+        """Chat stream with parsers vs native stream on the same transport."""
+        native, chat = (run.figures(p.name) for p in run.paths)
+        self._conclude(judge_chat_stream(f"{run.case.id}{COMPARISONS[1]}", native,
+                                         chat, run.parsers, self._tolerances(run),
+                                         run.case.output_tokens))
+
+    def stream(self, run: PathRun) -> None:
+        """Stream vs non-stream: the server's decode must not slow; transport is labelled."""
+        plain, stream = (run.figures(p.name) for p in run.paths)
+        self._conclude(judge_stream(f"{run.case.id}{COMPARISONS[2]}", plain, stream,
+                                    self._tolerances(run)))
+
+    def _tolerances(self, run: PathRun) -> dict[str, float]:
+        return self.state.tolerances_for(run.case, _marker_tolerances(self.request))
+
+    def _conclude(self, verdict: Verdict) -> None:
+        self.request.node.user_properties.append(
+            ("specperf_verdict", json.dumps(self.state.verdict_dict(verdict), default=str)))
+        # A comparison that could not be measured is never a pass.
+        message = verdict.fails() or (verdict.message if verdict.status == UNMEASURED else None)
+        if message:
+            pytest.fail(message, pytrace=False)

@@ -1,0 +1,208 @@
+"""The report's pytest side: at the end of a perf run, build the run's record and write it.
+
+On the controller only (never on an xdist worker) and only when the run set out to measure
+something, :class:`ReportPlugin` builds the results document (:mod:`specperf.record.results`) from
+what every worker reported (:mod:`specperf.views.summary`'s collector), hands it to the terminal
+summary, and writes results.json, the history line and report.html (:mod:`specperf.views.report`).
+When pytest-html is active (``--html``), its results table gains tok/s, step ms, avg commit
+and Δ columns, its summary names our report, and each case carries its samples and raw JSON
+as extras. This is the only module that imports pytest_html.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Generator, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+from pytest_html import extras as html_extras
+
+from .. import __version__
+from ..baselines.store import Baseline, BaselineStore
+from ..core.errors import SpecperfError
+from ..measure.session import git_revision
+from ..record import results, runkind
+from ..servers.fingerprint import deployment_name
+from ..settings.config import Settings
+from ..views import page, summary
+from ..views.report import report_dir, write_report
+from .fixtures import STATE
+from .runstate import RunState
+
+ERROR_CHARS = 2000
+
+
+class ReportPlugin:
+    """Writes the run's report at session end; see the module docstring."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.started = time.monotonic()
+        self.run_id = results.new_run_id()
+        self.errors: dict[str, str] = {}
+        self.written: Path | None = None
+        self.problem = ""
+        self.interrupted = False
+        self.kind = ""
+        if config.pluginmanager.hasplugin("html"):
+            config.pluginmanager.register(HtmlHooks(self), "specperf-report-html")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed and report.when != "call":
+            self.errors[report.nodeid] = report.longreprtext[-ERROR_CHARS:]
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if hasattr(self.config, "workerinput"):
+            return  # workers send their reports to the controller, which writes once
+        found = summary.collected(self.config)
+        # An interrupted run keeps what it measured and says what it never reached.
+        for item in getattr(session, "items", []):
+            found.outcomes.setdefault(item.nodeid, "not run")
+            case = next((v for k, v in item.user_properties if k == "specperf_case"), None)
+            if case is not None:  # the run's kind is what it set out to do
+                found.perf_outcomes.setdefault(item.nodeid, "not run")
+                if item.get_closest_marker("context_scaling") is not None:
+                    found.scaling_cases.add(str(case))
+                if item.get_closest_marker("smoke") is not None:
+                    found.smoke.add(item.nodeid)
+        self.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        state = self.config.stash.get(STATE, None)
+        # Every perf run leaves a record, also when nothing could be measured (an outage).
+        if state is None or not (found.measurements or found.perf_outcomes):
+            return
+        doc = self.document(state, found)
+        found.record = doc  # the terminal summary renders from it too
+        self.kind = str(doc["run"]["label"])
+        try:
+            where = report_dir(state.settings.report_dir, self.config.invocation_params.dir)
+            self.written = write_report(doc, where)
+        except OSError as exc:
+            self.problem = f"{exc}; point --report-dir at a writable directory"
+
+    def document(self, state: RunState, found: summary.Collector) -> dict[str, Any]:
+        """The results document of this run, secrets scrubbed."""
+        session = state.session
+        run = results.RunInfo(
+            run_id=self.run_id, created=results.utc_now(),
+            duration_s=time.monotonic() - self.started,
+            lock_wait_s=session.lock_wait_s if session is not None else None,
+            settings=state.settings.public_dict(), suite_version=__version__,
+            git_revision=git_revision(self.config.rootpath))
+        doc = results.build(
+            run, server=found.server, measurements=found.measurements, verdicts=found.verdicts,
+            outcomes=found.outcomes, errors=self.errors,
+            baseline=_baseline(state, found.server), paths=found.paths)
+        doc["interrupted"] = self.interrupted
+        doc["run"] = runkind.classify(
+            ab=state.settings.compare_endpoint is not None, interrupted=self.interrupted,
+            outcomes=found.perf_outcomes, smoke=found.smoke, scaling_cases=found.scaling_cases,
+            planned=[c.id for c in state.cases], measured=len(found.measurements)).to_dict()
+        scrubbed: dict[str, Any] = results.scrub(doc, [state.settings.api_key() or ""])
+        return scrubbed
+
+    @pytest.hookimpl(trylast=True)  # after the closing table
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.written is not None:
+            terminalreporter.write_line(f"specperf: this run: {self.kind}")
+            terminalreporter.write_line(f"specperf: report {_shown(self.written)}")
+        elif self.problem:
+            terminalreporter.write_line(f"specperf: report NOT written: {self.problem}")
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _baseline(state: RunState, server: Mapping[str, Any]) -> Baseline | None:
+    """The baseline the run compared with; read from disk when xdist workers measured."""
+    try:
+        if state.session is not None and state.session.server is not None:
+            return state.baseline()
+        if not server:
+            return None
+        return _load_baseline(state.settings, server)
+    except SpecperfError:
+        return None  # the cases already errored with the reason
+
+
+def _load_baseline(settings: Settings, server: Mapping[str, Any]) -> Baseline | None:
+    name = deployment_name(settings, server)
+    store = BaselineStore(settings.baseline_dir)
+    if store.latest(name) is None:
+        return None
+    version = None if settings.baseline_version == "latest" else int(settings.baseline_version)
+    return store.load(name, version)
+
+
+# -- pytest-html --------------------------------------------------------------------------------
+def _properties(report: pytest.TestReport) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The case's measurement and its verdict, from the report's user properties."""
+    measured = verdict = None
+    for key, value in report.user_properties:
+        if key == "specperf_measurement":
+            measured = json.loads(str(value))
+        elif key == "specperf_verdict":
+            verdict = json.loads(str(value))
+    return measured, verdict
+
+
+class Written(Protocol):
+    """Whatever wrote the run's report: a single endpoint's ReportPlugin or a fleet's."""
+
+    written: Path | None
+
+
+class HtmlHooks:
+    """pytest-html's public hooks; registered only when pytest-html is loaded."""
+
+    COLUMNS = ("tok/s", "step ms", "avg commit", "Δ tok/s vs baseline")
+
+    def __init__(self, owner: Written) -> None:
+        self.owner = owner
+
+    def pytest_html_results_table_header(self, cells: list[str]) -> None:
+        cells[2:2] = [f"<th>{page.esc(c)}</th>" for c in self.COLUMNS]
+
+    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
+        measured, verdict = _properties(report)
+        values = ["", "", "", ""]
+        if measured is not None:
+            values[:3] = [_fmt(results.median(measured, m), f) for m, f in
+                          (("tok_s", ".1f"), ("step_ms", ".1f"), ("avg_commit", ".2f"))]
+        change = ((verdict or {}).get("details") or {}).get("tok_s", {}).get("change")
+        if change is not None:
+            values[3] = f"{100 * change:+.1f}%"
+        cells[2:2] = [f'<td class="col-specperf">{page.esc(v)}</td>' for v in values]
+
+    def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
+                                    postfix: list[str], session: pytest.Session) -> None:
+        if self.owner.written is not None:
+            prefix.append(f"<p>specperf report with the table, plots and verdicts: "
+                          f"{page.esc(self.owner.written)}</p>")
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        measured, _ = _properties(report)
+        if report.when == "call" and measured is not None:
+            state = item.config.stash.get(STATE, None)
+            key = state.settings.api_key() if state is not None else None
+            clean = results.scrub(measured, [key or ""])
+            cid = clean["case"]["id"]
+            report.extras = [*getattr(report, "extras", []),  # type: ignore[attr-defined]
+                             html_extras.html(f"<h4>{page.esc(cid)}: samples</h4>"
+                                              + page.samples_table(clean)),
+                             # pytest-html encodes the object itself (a str: twice).
+                             html_extras.json(clean, name=f"{cid} raw JSON")]
+        return report
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "" if value is None else format(value, spec)

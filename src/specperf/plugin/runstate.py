@@ -1,0 +1,398 @@
+"""The state of one perf run: the session, the baseline, tolerances, verdicts and results.
+
+Pytest-free, so the plugin and the CLI share it. The plugin keeps one in ``config.stash``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..baselines import preflight
+from ..baselines.diff import describe_changes
+from ..baselines.store import REPAIR, Baseline, BaselineStore, CaseBaseline
+from ..core.errors import BaselineError, SpecperfError
+from ..core.limits import DEFAULT_TOLERANCES, resolve_tolerances
+from ..core.model import ContextFit
+from ..judge import exact
+from ..judge.ab import Comparison, measure_pair, pair_decider
+from ..judge.verdict import NotJudged, Verdict, judge_case, judge_fit
+from ..measure.lock import LockMode
+from ..measure.loop import Measurement, Sample, context_fit
+from ..measure.repeats import RepeatDecision, decide_repeats
+from ..measure.session import PerfSession, git_revision
+from ..plan import digest
+from ..plan.reuse import PromptPlan
+from ..plan.workload import Case, TextClass, plan, select_classes
+from ..servers.fingerprint import deployment_name, fingerprint_differences
+from ..settings.config import Settings
+from ..settings.hints import create_hint, update_command
+
+NOTHING_TO_FIT = "{text_class}: fewer than two contexts with a step time; nothing to fit."
+
+
+class RunState:
+    """Everything one run knows; lazily starts the session on the first measured case."""
+
+    def __init__(self, settings: Settings, classes: dict[str, TextClass],
+                 ini_tolerances: Mapping[str, float], *,
+                 progress: Callable[[str], None] = lambda _: None,
+                 on_sample: Callable[[Sample, int], None] | None = None,
+                 lock_mode: LockMode = "session") -> None:
+        self.settings = settings
+        self.lock_mode = lock_mode
+        self.classes = classes
+        self.cases = plan(select_classes(settings.text_classes, classes), settings.contexts,
+                          settings.output_tokens)
+        self.ini_tolerances = dict(ini_tolerances)
+        self.progress = progress
+        self.on_sample = on_sample
+        self.session: PerfSession | None = None
+        self._start_error: SpecperfError | None = None
+        self._baseline: Baseline | None = None
+        self._baseline_reason = ""
+        self._baseline_loaded = False
+        self.verdicts: list[Verdict] = []
+        self.fingerprint_notes: list[str] = []
+        self._case_errors: dict[str, SpecperfError] = {}
+        self.comparison: Comparison | None = None
+        self._plan: PromptPlan | None = None
+        self._digest: dict[str, Any] | None = None
+        self._refusal: str | None = None
+        self.judged = preflight.Judged()  # set by the plugin after collection
+        self.baseline_written: Path | None = None
+        self.unreadable_baseline = ""  # an --update-baselines run replacing a corrupt file
+
+    # -- session --------------------------------------------------------------------------
+    def started_session(self) -> PerfSession:
+        if self._start_error is not None:
+            raise self._start_error
+        if self.session is None:
+            self.session = PerfSession(self.settings, progress=self.progress,
+                                       on_sample=self.on_sample, lock_mode=self.lock_mode)
+            if self.settings.compare_endpoint is not None:
+                # Production's own lock, derived from its URL: one shared --gpu-lock file
+                # would make the run wait for itself.
+                production = replace(self.settings, endpoint=self.settings.compare_endpoint,
+                                     compare_endpoint=None, gpu_lock=None)
+                self.comparison = Comparison(PerfSession(production, progress=self.progress,
+                                                         lock_mode=self.lock_mode))
+        try:
+            self._require_baseline()
+            for session in self._sessions_in_lock_order():
+                session.start()
+        except SpecperfError as exc:
+            self._start_error = exc
+            self.close_session()
+            raise
+        if self.comparison is not None:
+            self.fingerprint_notes = self.comparison.notes(self.session)
+        return self.session
+
+    def _require_baseline(self) -> None:
+        """--require-baseline: every judged case has a baseline, checked before any request."""
+        s = self.settings
+        if not s.require_baseline or s.update_baselines or s.compare_endpoint is not None \
+                or not self.judged:
+            return
+        deployment = preflight.deployment_before_probe(s)
+        try:
+            preflight.check(s, self.judged, deployment)
+        except BaselineError as exc:
+            raise BaselineError(self._with_command(str(exc), deployment)) from None
+
+    def _with_command(self, message: str, deployment: str) -> str:
+        """A corrupt-baseline message whose advice is a command this run's flags complete."""
+        return message.replace(REPAIR, "restore it from git, or write a new version (this file "
+                               f"is kept) with `{update_command(self.settings, deployment)}`")
+
+    def _sessions_in_lock_order(self) -> list[PerfSession]:
+        """Both endpoints' GPU locks are always taken in one order: no A/B deadlock."""
+        assert self.session is not None
+        if self.comparison is None:
+            return [self.session]
+        return sorted([self.session, self.comparison.production], key=lambda s: s.lock_path())
+
+    def close_session(self) -> None:
+        try:
+            if self.session is not None:
+                self.session.close()
+        finally:
+            if self.comparison is not None:
+                self.comparison.production.close()
+
+    @property
+    def measurements(self) -> dict[str, Measurement]:
+        return self.session.measurements if self.session else {}
+
+    # -- baseline -------------------------------------------------------------------------
+    def deployment(self) -> str:
+        session = self.started_session()
+        assert session.server is not None
+        return deployment_name(self.settings, session.server.to_dict())
+
+    def baseline(self) -> Baseline | None:
+        """The baseline to compare with; None (with a reason) when none exists yet.
+
+        In A/B mode there is no stored baseline: production's measurements stand in.
+        """
+        if self._baseline_loaded or self.settings.compare_endpoint is not None:
+            return self._baseline
+        store = BaselineStore(self.settings.baseline_dir)
+        deployment = self.deployment()
+        version = None if self.settings.baseline_version == "latest" \
+            else int(self.settings.baseline_version)
+        if store.latest(deployment) is None:
+            self._baseline_loaded = True
+            self._baseline_reason = (f"no baseline for deployment {deployment!r} in "
+                                     f"{self.settings.baseline_dir}: "
+                                     f"{create_hint(self.settings, deployment)}.")
+            return None
+        try:
+            self._baseline = store.load(deployment, version)  # BaselineError: every case errors
+        except BaselineError as exc:
+            if not self.settings.update_baselines:
+                raise BaselineError(self._with_command(str(exc), deployment)) from None
+            # Replacing it is the fix: measure as if there were none, write the next version.
+            self.unreadable_baseline = str(exc).replace(f": {REPAIR}.", "")
+            self._baseline_loaded = True
+            self._baseline_reason = f"{exc}"
+            return None
+        self._baseline_loaded = True
+        session = self.started_session()
+        assert session.server is not None
+        self.fingerprint_notes = fingerprint_differences(self._baseline.fingerprint,
+                                                         session.server.fingerprint)
+        return self._baseline
+
+    def baseline_case(self, case: Case) -> CaseBaseline | NotJudged:
+        """The case's baseline entry, or the reason there is none."""
+        if self.comparison is not None:
+            return self.comparison.baseline_case(case)
+        base = self.baseline()
+        if base is None:
+            return NotJudged(self._baseline_reason)
+        refusal = self.digest_refusal(base)
+        if refusal is not None:
+            if self.settings.update_baselines:  # the new version is how to move on
+                return NotJudged(refusal)
+            raise BaselineError(refusal)
+        found = base.cases.get(case.id)
+        if found is None or found.output_tokens != case.output_tokens:
+            return NotJudged(f"baseline {base.deployment} v{base.version} has no {case.id} at "
+                             f"{case.output_tokens} output tokens: "
+                             f"{create_hint(self.settings, base.deployment)}.")
+        return found
+
+    # -- reproducible prompts, request digest, exact acceptance (reuse, digest, exact) ------
+    def prompt_plan(self) -> PromptPlan:
+        """How this run's prompts are made: from the baseline's prompt seed (a baseline
+        without one: a seed named after the version this run would write), where the server
+        can keep a repeated prompt out of its prefix cache."""
+        if self._plan is None:
+            session = self.started_session()
+            assert session.measurer is not None
+            base = self.baseline()
+            seed = base.prompt_seed if base is not None and base.prompt_seed else None
+            if seed is None:
+                store = BaselineStore(self.settings.baseline_dir)
+                seed = f"{self.deployment()}/v{(store.latest(self.deployment()) or 0) + 1}"
+            self._plan = session.measurer.reproduce_prompts(seed)
+        return self._plan
+
+    def request_digest(self) -> dict[str, Any]:
+        """The digest of this run's requests (digest.py), computed once."""
+        if self._digest is None:
+            session = self.started_session()
+            assert session.server is not None and session.measurer is not None
+            server = session.server
+            template = session.measurer.template_tokens(self.cases[0]) \
+                if server.api == "openai-chat" and self.cases else None
+            classes = {n: self.classes[n] for n in self.settings.text_classes}
+            self._digest = digest.request_digest(server.api, server.model,
+                                                 self.settings.output_tokens, template, classes)
+        return self._digest
+
+    def digest_refusal(self, base: Baseline) -> str | None:
+        """The sentence refusing to compare with ``base``, when its requests were others."""
+        if base.request_digest is None:
+            return None
+        if self._refusal is None:
+            changes = digest.differences(base.request_digest, self.request_digest())
+            self._refusal = digest.refusal(f"{base.deployment} v{base.version}", changes) \
+                if changes else ""
+        return self._refusal or None
+
+    def _exact_in_force(self, case: Case, base: CaseBaseline | None) -> bool:
+        """Acceptance of ``case`` is judged exactly: its repeats need not settle it."""
+        session = self.session
+        if base is None or not base.prompts or base.deterministic is False \
+                or session is None or session.measurer is None:
+            return False
+        return session.measurer.deterministic.get(case.id) is True
+
+    def _with_exact(self, measured: Measurement, base: CaseBaseline,
+                    verdict: Verdict) -> Verdict:
+        plan = self._plan or PromptPlan()
+        result = exact.compare(measured, base.prompts, base.deterministic, plan.reason)
+        return exact.combine(verdict, result)
+
+    def tolerances_for(self, case: Case, marker: Mapping[str, float]) -> dict[str, float]:
+        base = self.baseline()
+        layers: list[Mapping[str, float]] = [DEFAULT_TOLERANCES, self.ini_tolerances]
+        if base is not None:
+            layers.append(base.tolerances)
+            entry = base.cases.get(case.id)
+            if entry is not None:
+                layers.append(entry.tolerances)
+        layers.append(marker)
+        return resolve_tolerances(*layers)
+
+    # -- measuring and judging ---------------------------------------------------------------
+    def measure(self, case: Case, tolerances: Mapping[str, float]) -> Measurement:
+        """Measure a case once per run; its error, if any, is remembered and raised again."""
+        session = self.started_session()
+        if case.id in session.measurements:
+            return session.measurements[case.id]
+        if case.id in self._case_errors:
+            raise self._case_errors[case.id]
+        try:
+            return self._measure(session, case, tolerances)
+        except SpecperfError as exc:
+            self._case_errors[case.id] = exc
+            raise
+
+    def _measure(self, session: PerfSession, case: Case,
+                 tolerances: Mapping[str, float]) -> Measurement:
+        s = self.settings
+        if self.comparison is not None:
+            assert self.comparison.production.measurer is not None
+            assert session.measurer is not None
+            decider = pair_decider(tolerances, s.repeats, s.max_repeats, s.max_spread)
+            measured, reference = measure_pair(case, session.measurer,
+                                               self.comparison.production.measurer, decider)
+            session.measurements[case.id] = measured
+            self.comparison.references[case.id] = reference
+            return measured
+        self.prompt_plan()
+        entry = self.baseline_case(case)
+        base = entry if isinstance(entry, CaseBaseline) else None
+
+        def decide(values: Mapping[str, Any]) -> RepeatDecision:
+            if self._exact_in_force(case, base):  # acceptance is settled exactly
+                values = {k: v for k, v in values.items() if k != "avg_commit"}
+            return decide_repeats(values, base, tolerances, min_repeats=s.repeats,
+                                  max_repeats=s.max_repeats, max_spread=s.max_spread)
+
+        return session.measure(case, decide)
+
+    def judge(self, measured: Measurement, base: CaseBaseline,
+              marker: Mapping[str, float]) -> list[Verdict]:
+        tolerances = self.tolerances_for(measured.case, marker)
+        verdict = judge_case(measured.case.id, measured.summaries(), base, tolerances)
+        if self.comparison is not None:
+            verdict = self.comparison.label(verdict)
+        else:
+            verdict = self._with_exact(measured, base, verdict)
+        self.verdicts.append(verdict)
+        return [verdict]
+
+    def class_fit(self, text_class: str) -> ContextFit | None:
+        return context_fit(self.measure(case, self.tolerances_for(case, {}))
+                           for case in self.cases if case.text_class == text_class)
+
+    def _class_contexts(self, text_class: str) -> list[int]:
+        return sorted({c.context for c in self.cases if c.text_class == text_class})
+
+    def _fit_verdict(self, verdict: Verdict) -> Verdict | NotJudged:
+        """An undetermined slope is a skip that says what to add, never a pass or a fail."""
+        if verdict.status == "undetermined":
+            return NotJudged(verdict.message)
+        self.verdicts.append(verdict)
+        return verdict
+
+    def judge_fit(self, text_class: str, marker: Mapping[str, float]) -> Verdict | NotJudged:
+        if self.comparison is not None:
+            return self._judge_pair_fit(text_class, marker)
+        base = self.baseline()
+        if base is None:
+            return NotJudged(self._baseline_reason)
+        base_fit = base.fits.get(text_class)
+        if base_fit is None:
+            return NotJudged(f"baseline {base.deployment} v{base.version} has no {text_class} "
+                             f"fit: {create_hint(self.settings, base.deployment)}.")
+        fit = self.class_fit(text_class)
+        if fit is None:
+            return NotJudged(NOTHING_TO_FIT.format(text_class=text_class))
+        tol = resolve_tolerances(DEFAULT_TOLERANCES, self.ini_tolerances, base.tolerances,
+                                 marker)
+        return self._fit_verdict(judge_fit(text_class, fit, base_fit, tol["slope"],
+                                           self._class_contexts(text_class)))
+
+    def _judge_pair_fit(self, text_class: str,
+                        marker: Mapping[str, float]) -> Verdict | NotJudged:
+        assert self.comparison is not None
+        fit, base_fit = self.class_fit(text_class), self.comparison.fit(text_class)
+        if fit is None or base_fit is None:
+            return NotJudged(NOTHING_TO_FIT.format(text_class=text_class))
+        tol = resolve_tolerances(DEFAULT_TOLERANCES, self.ini_tolerances, marker)
+        verdict = judge_fit(text_class, fit, base_fit, tol["slope"],
+                            self._class_contexts(text_class))
+        return self._fit_verdict(self.comparison.label(verdict))
+
+    @staticmethod
+    def verdict_dict(verdict: Verdict) -> dict[str, Any]:
+        data = asdict(verdict)
+        data["attribution"] = None if verdict.attribution is None else {
+            "acceptance": verdict.attribution.share("acceptance"),
+            "step": verdict.attribution.share("step"),
+            "rest": verdict.attribution.share("rest")}
+        return data
+
+    # -- end of run -------------------------------------------------------------------------
+    def fits(self) -> dict[str, ContextFit]:
+        found = {name: context_fit(m for m in self.measurements.values()
+                                   if m.case.text_class == name)
+                 for name in self.settings.text_classes}
+        return {name: fit for name, fit in found.items() if fit is not None}
+
+    def update_baseline(self, clean: bool) -> list[str]:
+        """Write v<N+1> from this run when every case was measured cleanly; say what changed."""
+        if not self.measurements:
+            return ["specperf: baseline NOT updated: no case was measured; run the main job "
+                    f"with --update-baselines: `{update_command(self.settings)}`."]
+        if not clean:
+            return ["specperf: baseline NOT updated: some cases errored or were not measured; "
+                    f"fix them and run again: `{update_command(self.settings)}`."]
+        missing = [c.id for c in self.cases if c.id not in self.measurements]
+        if missing:
+            return [f"specperf: baseline NOT updated: {len(missing)} planned cases were not "
+                    f"measured ({', '.join(missing[:4])}…); run the full sweep: "
+                    f"`{update_command(self.settings)}`."]
+        session = self.started_session()
+        assert session.server is not None
+        store = BaselineStore(self.settings.baseline_dir)
+        deployment = self.deployment()
+        try:
+            previous = store.load(deployment) if store.latest(deployment) else None
+        except BaselineError:
+            previous = None
+        new = Baseline.from_run(
+            deployment, session.server.fingerprint, [self.measurements[c.id] for c in self.cases],
+            self.fits(), version=0, suite_version=__version__, git_revision=git_revision(),
+            provenance=(f"specperf {__version__} run against {session.server.label}: "
+                        f"{self.settings.repeats}+ repeats per case, median and MAD."),
+            simulated=session.server.simulated,
+            prompt_seed=self._plan.seed if self._plan and self._plan.reproducible else None,
+            request_digest=self.request_digest())
+        path = store.write_next(new)
+        self.baseline_written = path
+        lines = [f"specperf: wrote baseline {path}"]
+        if self.unreadable_baseline:
+            lines.append(f"  it replaces an unreadable version, kept as it was: "
+                         f"{self.unreadable_baseline}.")
+        lines += [f"  {line}" for line in describe_changes(previous, new)]
+        return lines

@@ -1,0 +1,50 @@
+"""The fixture of the sweep-level test (perf_tests/test_sweep.py); the work is in sweeprun."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from ..judge.verdict import NotJudged
+from ..measure.session import PerfSession
+from ..plan.workload import Case
+from . import sweeprun
+from .fixtures import state_of
+
+
+@pytest.fixture
+def specperf_sweep(request: pytest.FixtureRequest,
+                   specperf_session: PerfSession) -> SweepChecks:
+    """The sweep-level test: step time over every case, acceptance per text class."""
+    return SweepChecks(request)
+
+
+class SweepChecks:
+    """Judges a set of cases as one sweep and fails the test with the sweep's sentence."""
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self.request = request
+        self.state = state_of(request)
+
+    def check(self, label: str, cases: Sequence[tuple[str, int]] | None = None) -> None:
+        """Judge ``cases`` (default: the run's planned matrix) as one sweep named ``label``."""
+        if self.state.settings.update_baselines:
+            pytest.skip("a baseline-writing run judges nothing against a baseline.")
+        output = self.state.settings.output_tokens
+        chosen = self.state.cases if cases is None else [Case(c, int(x), output)
+                                                         for c, x in cases]
+        result = sweeprun.judge(self.state, chosen, label)
+        if isinstance(result, NotJudged):
+            pytest.skip(result.reason)
+        verdict = result.verdict()
+        self.state.verdicts.append(verdict)
+        self.request.node.user_properties.append(
+            ("specperf_verdict", json.dumps(self.state.verdict_dict(verdict), default=str)))
+        self.request.node.user_properties.append(
+            ("specperf_sweep", json.dumps({"label": label, "extra_requests": result.extra,
+                                           "extra_s": result.extra_s}, default=str)))
+        message = verdict.fails()
+        if message:
+            pytest.fail(message, pytrace=False)

@@ -1,0 +1,85 @@
+"""The sweep-level test inside a run: gather the cases, take top-ups, judge, record.
+
+Pytest-free (the fixture in :mod:`specperf.plugin.sweepfixtures` and the benchmarks call it). The
+cases are the run's own measurements: a case this process has measured is reused; one it
+has not (another pytest-xdist worker measured it) is measured here, as the context-fit test
+does. Top-ups are requests like any other: one more sample of a case through the same
+measuring loop (guards, validation, acceptance source), a pair in A/B mode. They are kept
+in the sweep's record, not added to the case's measurement, so a case's verdict and its row
+in the table stay what its own test judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..baselines.store import CaseBaseline
+from ..judge.sweep import CaseData, More, SweepResult, judge_sweep
+from ..judge.verdict import NotJudged
+from ..measure.loop import METRICS, Sample, sample_values
+from ..plan.workload import Case
+from .runstate import RunState
+
+TOP_UPS_PER_CASE = 4  # the sweep test's budget: at most this many extra requests per case
+# ... but never less than the default 8-case sweep's: the precision a test needs is a total
+# over its cases, so a small subset (the gate's 3-case smoke) needs more requests per case.
+MIN_TOP_UPS = 32
+
+
+def budget(cases: int, per_case: int = TOP_UPS_PER_CASE) -> int:
+    """The extra requests a sweep of ``cases`` cases may take (docs/benchmarks.md §6)."""
+    return max(per_case * cases, MIN_TOP_UPS)
+
+
+def gather(state: RunState, cases: Sequence[Case]) -> list[CaseData] | NotJudged:
+    """Every case's requests and baseline; the reason instead when one has no baseline."""
+    out = []
+    for case in cases:
+        measured = state.measure(case, state.tolerances_for(case, {}))
+        base = state.baseline_case(case)
+        if not isinstance(base, CaseBaseline):
+            return base
+        reference = state.comparison.references.get(case.id) if state.comparison else None
+        spent = list(measured.measured) + list(reference.measured if reference else ())
+        cost = sum(s.wall_s for s in spent) / max(1, len(measured.measured))
+        out.append(CaseData(case, sample_values(measured.measured), dict(base.metrics),
+                            None if reference is None else sample_values(reference.measured),
+                            cost, base_requests=dict(base.values) or None))
+    return out
+
+
+def top_up(state: RunState) -> More:
+    """One more request of a case (a candidate–production pair in A/B mode)."""
+    session = state.started_session()
+
+    def more(data: CaseData) -> None:
+        assert session.measurer is not None
+        repeat = len(data.run.get("tok_s", []))
+        if state.comparison is not None:
+            production = state.comparison.production.measurer
+            assert production is not None
+            _append(data.run, session.measurer.sample(data.case, repeat, warmup=False))
+            _append(data.base_values or {}, production.sample(data.case, repeat, warmup=False))
+            return
+        with session.case_lock():
+            _append(data.run, session.measurer.sample(data.case, repeat, warmup=False))
+
+    return more
+
+
+def _append(values: dict[str, list[float]], sample: Sample) -> None:
+    for metric in METRICS:
+        value = sample.metric(metric)
+        if value is not None and metric in values:
+            values[metric].append(value)
+
+
+def judge(state: RunState, cases: Sequence[Case], label: str) -> SweepResult | NotJudged:
+    """The sweep test of ``cases``, with sequential top-ups; a reason when it cannot run."""
+    data = gather(state, cases)
+    if isinstance(data, NotJudged):
+        return data
+    if len(data) < 2:
+        return NotJudged(f"the {label} has {len(data)} case: a sweep-level test needs at least "
+                         f"two.")
+    return judge_sweep(data, label, top_up(state), budget(len(data)))

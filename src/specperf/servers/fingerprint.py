@@ -1,0 +1,113 @@
+"""A server's fingerprint: what identifies a deployment, names its baselines, and changes
+when a drafter, kernel or parser deploy changes it.
+
+Built once by the probe from ``/server_info`` and ``/model_info``; compared with a baseline's
+(or production's, in A/B mode) and stated at the top of every report when it differs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..core.limits import ARROW
+
+if TYPE_CHECKING:
+    from ..settings.config import Settings
+
+# server_info key → fingerprint key. The fingerprint keys baselines and heads every report.
+_FINGERPRINT = {
+    "speculative_algorithm": "speculative_algorithm",
+    "speculative_draft_model_path": "draft_model",
+    "speculative_ddtree_budget": "ddtree_budget",
+    "speculative_num_steps": "num_steps",
+    "speculative_num_draft_tokens": "num_draft_tokens",
+    "attention_backend": "attention_backend",
+    "decode_attention_backend": "decode_attention_backend",
+    "page_size": "page_size",
+    "tp_size": "tp_size",
+    "version": "version",
+    "sim_profile": "sim_profile",
+}
+
+
+def fingerprint_of(server_info: dict[str, Any], model_info: dict[str, Any],
+                   simulated: bool) -> dict[str, Any]:
+    """The fingerprint of a server from its /server_info and /model_info."""
+    fp: dict[str, Any] = {
+        "model": server_info.get("served_model_name") or model_info.get("served_model_name")
+        or model_info.get("model_path") or server_info.get("model_path"),
+        "simulated": simulated,
+    }
+    for key, name in _FINGERPRINT.items():
+        fp[name] = server_info.get(key)
+    # A parser deploy is one of the two things the gate judges: it shows as a change here.
+    fp["reasoning_parser"] = model_info.get("reasoning_parser") or \
+        server_info.get("reasoning_parser")
+    fp["tool_call_parser"] = model_info.get("tool_call_parser") or \
+        server_info.get("tool_call_parser")
+    return fp
+
+
+FINGERPRINT_LABELS = {
+    "model": "model", "speculative_algorithm": "speculative algorithm",
+    "draft_model": "draft model", "ddtree_budget": "DDTree budget",
+    "attention_backend": "attention backend", "page_size": "page size",
+    "tp_size": "tensor parallel size", "version": "server version", "simulated": "simulated",
+    "reasoning_parser": "reasoning parser", "tool_call_parser": "tool-call parser",
+}
+
+
+def deployment_slug(fingerprint: Mapping[str, Any]) -> str:
+    """A readable directory name from model, speculative algorithm and draft model."""
+    parts = [_slug_part(fingerprint.get(k)) for k in
+             ("model", "speculative_algorithm", "draft_model")]
+    slug = "-".join(p for p in parts if p)
+    return slug or "unknown-deployment"
+
+
+def _slug_part(value: Any) -> str:
+    if value is None:
+        return ""
+    # Paths and hub ids differ in their prefixes only; the last component names the model.
+    base = str(value).rstrip("/").rsplit("/", 1)[-1].lower()
+    return re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9.-]", "-", base)).strip("-.")
+
+
+def fingerprint_differences(baseline_fp: Mapping[str, Any],
+                            current_fp: Mapping[str, Any]) -> list[str]:
+    """'draft model: a → b' for each key whose value differs.
+
+    None means unknown. A key only one side carries at all (a hand-written 'gpus' note,
+    or one a newer suite records) cannot be compared and is not reported.
+    """
+    keys = list(FINGERPRINT_LABELS) + sorted(set(baseline_fp) - set(FINGERPRINT_LABELS))
+    out = []
+    for key in keys:
+        if key not in current_fp or key not in baseline_fp:
+            continue
+        old, new = baseline_fp.get(key), current_fp.get(key)
+        if old != new:
+            label = FINGERPRINT_LABELS.get(key, key.replace("_", " "))
+            out.append(f"{label}: {_fp_value(old)} {ARROW} {_fp_value(new)}")
+    return out
+
+
+def _fp_value(value: Any) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def deployment_name(settings: Settings, server: Mapping[str, Any]) -> str:
+    """The baseline deployment of a run: --deployment, else named by the server it measured."""
+    if settings.deployment:
+        return settings.deployment
+    fingerprint = server.get("fingerprint") or {}
+    if server.get("simulated"):
+        # Simulator baselines must never be mistaken for the real box's.
+        return f"sim-{fingerprint.get('sim_profile') or settings.sim_profile}"
+    return deployment_slug(fingerprint)

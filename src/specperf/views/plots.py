@@ -1,0 +1,165 @@
+"""The figures of reports: matplotlib drawings as inline SVG elements.
+
+Figures are drawn on matplotlib's object API with the Agg canvas (no pyplot, no global
+backend switch, safe inside any pytest run) and saved as SVG with real ``<text>``
+elements, so axis labels are searchable and every figure's ids are prefixed so several
+SVGs can live in one HTML document. Matplotlib escapes the text it writes into SVG.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
+from ..core.model import ContextFit
+
+if TYPE_CHECKING:  # matplotlib loads when a figure is drawn: pytest workers never draw
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+Series = Mapping[str, Sequence[tuple[float, float]]]
+_RC: dict[Any, Any] = {"svg.fonttype": "none", "svg.hashsalt": "specperf", "font.size": 9.0,
+       "axes.grid": True, "grid.alpha": 0.3}
+_ID = re.compile(r'\bid="([^"]+)"')
+_LEGEND_MAX = 24  # beyond this many series a legend hides the plot; the tables name them
+BASE_LINE, BASE_ALPHA = "--", 0.6  # the baseline: dashed and lighter than this run
+
+
+def _label(text: str) -> str:
+    # A '$' would switch matplotlib to mathtext; names from servers and users are literal.
+    return text.replace("$", r"\$")
+
+
+def _style() -> AbstractContextManager[Any]:
+    import matplotlib
+
+    return matplotlib.rc_context(_RC)
+
+
+def _figure(width: float = 7.0) -> tuple[Figure, Axes]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, 3.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots()
+
+
+def to_svg(fig: Figure, prefix: str) -> str:
+    """The figure as an inline ``<svg>`` element whose ids all start with ``prefix``."""
+    buf = io.StringIO()
+    with _style():
+        fig.savefig(buf, format="svg", metadata={"Date": None})  # same input, same bytes
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]
+    ids = set(_ID.findall(text))
+    text = _ID.sub(lambda m: f'id="{prefix}-{m.group(1)}"', text)
+    return re.sub(r'(#)([A-Za-z_][\w.-]*)',
+                  lambda m: f"#{prefix}-{m.group(2)}" if m.group(2) in ids else m.group(0), text)
+
+
+def _finish(ax: Axes, xlabel: str, ylabel: str, title: str, n_series: int,
+            outside: bool = False) -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if 0 < n_series <= _LEGEND_MAX and (outside or n_series > 8):
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+    elif 0 < n_series <= _LEGEND_MAX:
+        ax.legend(loc="best", fontsize=7)
+
+
+def _colour(i: int) -> str:
+    return f"C{i % 10}"
+
+
+def context_plot(prefix: str, title: str, ylabel: str, current: Series,
+                 baseline: Series) -> str:
+    """A metric against context, one line per text class; the baseline dashed beside it."""
+    with _style():
+        fig, ax = _figure()
+        for i, (name, points) in enumerate(sorted(current.items())):
+            xs, ys = zip(*sorted(points), strict=True)
+            ax.plot(xs, ys, marker="o", color=_colour(i), label=_label(name))
+            base = sorted(baseline.get(name, ()))
+            if base:
+                bx, by = zip(*base, strict=True)
+                ax.plot(bx, by, marker="s", fillstyle="none", color=_colour(i),
+                        label=_label(f"{name} baseline"), linestyle=BASE_LINE, alpha=BASE_ALPHA)
+        _finish(ax, "context (prompt tokens)", ylabel, title, len(current) * 2)
+        return to_svg(fig, prefix)
+
+
+def fit_plot(prefix: str, points: Series, fits: Mapping[str, ContextFit],
+             base_fits: Mapping[str, ContextFit]) -> str:
+    """Step time against mean context: measured medians, this run's fit and the baseline's."""
+    with _style():
+        fig, ax = _figure()
+        top = max((x for pts in points.values() for x, _ in pts), default=1.0)
+        grid = [0.0, top * 1.05]
+        for i, (name, pts) in enumerate(sorted(points.items())):
+            xs, ys = zip(*sorted(pts), strict=True)
+            ax.plot(xs, ys, "o", color=_colour(i), label=_label(f"{name} measured"))
+            if name in fits:
+                ax.plot(grid, [fits[name].predict_step_ms(x) for x in grid], color=_colour(i),
+                        label=_label(f"{name} fit {_fit_text(fits[name])}"))
+            if name in base_fits:
+                ax.plot(grid, [base_fits[name].predict_step_ms(x) for x in grid],
+                        color=_colour(i), label=_label(f"{name} baseline fit "
+                                                       f"{_fit_text(base_fits[name])}"),
+                        linestyle=BASE_LINE, alpha=BASE_ALPHA)
+        _finish(ax, "mean context during decode (prompt + output/2, tokens)", "step time (ms)",
+                "Verify step time vs context", len(points) * 3)
+        return to_svg(fig, prefix)
+
+
+def _fit_text(fit: ContextFit) -> str:
+    return f"({fit.a_ms:.1f} + {fit.b_ms_per_1k:.2f} ms/1k)"
+
+
+def bar_plot(prefix: str, values: Mapping[str, Mapping[int, float]],
+             baseline: Mapping[str, Mapping[int, float]]) -> str:
+    """Avg commit per text class at each context; baseline medians as black ticks."""
+    contexts = sorted({c for per in values.values() for c in per})
+    names = sorted(values)
+    with _style():
+        fig, ax = _figure()
+        width = 0.8 / max(1, len(names))
+        for i, name in enumerate(names):
+            xs = [j + (i - (len(names) - 1) / 2) * width for j in range(len(contexts))]
+            ys = [values[name].get(c, float("nan")) for c in contexts]
+            ax.bar(xs, ys, width=width * 0.95, color=_colour(i), label=_label(name))
+            base = [baseline.get(name, {}).get(c, float("nan")) for c in contexts]
+            if any(b == b for b in base):  # any non-NaN
+                ax.plot(xs, base, "_", color="black", markersize=12, markeredgewidth=2,
+                        label="baseline" if i == 0 else None)
+        ax.set_xticks(range(len(contexts)), [str(c) for c in contexts],
+                      rotation=90 if len(contexts) > 12 else 0)
+        _finish(ax, "context (prompt tokens)", "avg commit (tokens per verify step)",
+                "Acceptance per text class and context", len(names) + 1)
+        return to_svg(fig, prefix)
+
+
+def trend_plot(prefix: str, ylabel: str, runs: Sequence[str],
+               series: Mapping[str, Sequence[float | None]],
+               boundaries: Iterable[tuple[int, str]]) -> str:
+    """One metric per cell over past runs; labelled vertical lines mark boundaries."""
+    with _style():
+        fig, ax = _figure(width=9.0)
+        for i, (name, ys) in enumerate(sorted(series.items())):
+            pts = [(x, y) for x, y in enumerate(ys) if y is not None]
+            if pts:
+                xs, vs = zip(*pts, strict=True)
+                ax.plot(xs, vs, marker="o", color=_colour(i), label=_label(name))
+        for x, text in boundaries:
+            ax.axvline(x - 0.5, color="grey", linestyle=":")
+            ax.annotate(_label(text), (x - 0.5, 0.02), xycoords=("data", "axes fraction"),
+                        rotation=90, va="bottom", ha="right", fontsize=7, color="dimgrey")
+        ax.set_xlim(-0.7, len(runs) - 0.3)
+        ax.set_xticks(range(len(runs)), [_label(r) for r in runs], rotation=30,
+                      ha="right", fontsize=7)
+        _finish(ax, "run", ylabel, f"{ylabel} per cell over runs", len(series), outside=True)
+        return to_svg(fig, prefix)

@@ -1,0 +1,96 @@
+"""Reports of a perf run: ``reports/<run-id>/`` with results.json, report.html and the history,
+and the commands that render them outside a run (``specperf report RESULTS``, ``specperf trend``).
+
+Where reports go: ``--report-dir``, else ``$SPECPERF_REPORT_DIR``, else ``reports``, relative to
+where pytest was started. This module renders only from the record (results.json, history.jsonl)
+and imports no pytest: the pytest side, which builds the record at the end of a run, is
+:mod:`specperf.plugin.reporting`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import SpecperfError
+from ..record import results
+from . import page, trend
+
+REPORT_DIR_ENV = "SPECPERF_REPORT_DIR"
+USAGE_ERROR = 2
+
+
+def report_dir(setting: Path | None = None, start: Path | None = None) -> Path:
+    """Where reports go (--report-dir, else $SPECPERF_REPORT_DIR, else ``reports``),
+    relative to ``start`` (where pytest was started)."""
+    path = setting or Path(os.environ.get(REPORT_DIR_ENV) or "reports")
+    return path if path.is_absolute() else (start or Path.cwd()) / path
+
+
+def write_report(doc: dict[str, Any], directory: Path) -> Path:
+    """results.json, the history line and report.html of one run; returns the page's path."""
+    results.write(doc, directory)
+    out = directory / str(doc["run_id"]) / "report.html"
+    out.write_text(page.render(doc), encoding="utf-8")
+    return out
+
+
+# -- the command line -----------------------------------------------------------------------------
+def add_subcommand(subparsers: Any) -> None:
+    """Register ``specperf report`` and ``specperf trend``."""
+    rep = subparsers.add_parser("report", help="re-render report.html from a results.json",
+                                description="Render the HTML report of a run done elsewhere.")
+    rep.add_argument("results", type=Path, help="a results.json written by a perf run")
+    rep.add_argument("--out", type=Path, default=None,
+                     help="where to write the page (default: report.html beside RESULTS)")
+    rep.set_defaults(run=run_report)
+    default = report_dir() / "history.jsonl"
+    tr = subparsers.add_parser("trend", help="render tok/s, step ms and avg commit over runs",
+                               description="Per cell over past runs, with baseline versions "
+                                           "and fingerprint changes marked.")
+    tr.add_argument("--history", type=Path, default=default,
+                    help=f"history file (default: {default})")
+    tr.add_argument("--out", type=Path, default=None,
+                    help="where to write the page (default: trend.html beside the history)")
+    tr.add_argument("--kind", choices=trend.GROUPS, default="full",
+                    help="which runs the plots compare (default: full sweeps); every run is "
+                         "listed with its kind either way")
+    tr.set_defaults(run=run_trend)
+
+
+def _read(command: str, load: Callable[[Path], Any], path: Path) -> Any:
+    """What ``load`` reads from ``path``, or None after one line on stderr saying why not."""
+    try:
+        return load(path)
+    except SpecperfError as exc:
+        print(f"specperf {command}: {exc}", file=sys.stderr)
+        return None
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """``specperf report``: 0 when written, 2 when the results file is unusable."""
+    doc = _read("report", results.load, args.results)
+    if doc is None:
+        return USAGE_ERROR
+    out = args.out or args.results.with_name("report.html")
+    out.write_text(page.render(doc), encoding="utf-8")
+    print(f"specperf: report {out}")
+    return 0
+
+
+def run_trend(args: argparse.Namespace) -> int:
+    """``specperf trend``: 0 when written, 2 when the history is missing or unreadable."""
+    entries = _read("trend", trend.load_history, args.history)
+    if entries is None:
+        return USAGE_ERROR
+    out = args.out or args.history.with_name("trend.html")
+    found = trend.build(entries, args.kind)
+    out.write_text(trend.render(found), encoding="utf-8")
+    for line in trend.drift_lines(found):  # the nightly job's log names a slow drift
+        print(f"specperf {line}")
+    print(f"specperf: trend: {trend.describe(found)}: {out}")
+    return 0

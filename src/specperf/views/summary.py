@@ -1,0 +1,198 @@
+"""The terminal side of a run: live progress lines and the closing incident-style table.
+
+Results travel in each test report's ``user_properties`` (JSON), so the table is the same
+with or without pytest-xdist: the controller reads the reports its workers send. The
+closing block renders the run's results document (:mod:`specperf.record.results`, built once at
+session end from those reports): its fits and its "unexplained by the model" lines are the
+record's, the same as report.html and results.json show.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from ..core.model import ContextFit
+from ..judge import exact
+from ..judge.pathverdict import COMPARISONS, UNMEASURED
+from ..measure.loop import Sample
+from ..plugin.runstate import RunState
+from ..record import results
+
+COLLECTOR_NAME = "specperf-collector"
+
+
+def sample_line(sample: Sample, total: int) -> str:
+    """One finished request, printed as it completes so a long sweep never looks hung."""
+    commit = sample.avg_commit
+    step = sample.step_ms
+    number = sample.repeat + 1
+    # Past the planned repeats the case is noisy or near its limit: say so, not "4/3".
+    kind = "warm-up" if sample.warmup else (
+        f"repeat {number}/{total}" if number <= total else f"extra repeat {number} (noisy or "
+                                                           "near its limit)")
+    return (f"{sample.case_id} {kind}: {sample.tok_s:.1f} tok/s, avg commit "
+            f"{'n/a' if commit is None else f'{commit:.2f}'}, step "
+            f"{'n/a' if step is None else f'{step:.1f} ms'}")
+
+
+# eq=False keeps it hashable: pytest hashes registered plugins when a sub-directory has its
+# own conftest (tests/real), and a dataclass with __eq__ has no __hash__.
+@dataclass(eq=False)
+class Collector:
+    """Gathers measurements, verdicts and outcomes from test reports (controller side)."""
+
+    measurements: dict[str, dict[str, Any]] = field(default_factory=dict)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    server: dict[str, Any] = field(default_factory=dict)
+    fingerprint_notes: list[str] = field(default_factory=list)
+    paths: list[dict[str, Any]] = field(default_factory=list)
+    outcomes: dict[str, str] = field(default_factory=dict)
+    errors: int = 0
+    failures: int = 0
+    footer: list[str] = field(default_factory=list)
+    # Perf tests only (they carry a specperf_case property): what the run's kind is read from.
+    perf_outcomes: dict[str, str] = field(default_factory=dict)
+    smoke: set[str] = field(default_factory=set)
+    scaling_cases: set[str] = field(default_factory=set)
+    # The run's results document, once built at session end (reportplugin.ReportPlugin).
+    record: dict[str, Any] | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._perf(report)
+        for key, value in report.user_properties:
+            if key == "specperf_measurement" and report.when == "setup":
+                data = json.loads(str(value))
+                self.measurements[data["case"]["id"]] = data
+            elif key == "specperf_verdict" and report.when == "call":
+                verdict = json.loads(str(value))
+                # One path measurement judged by two tests (the parser case and the gate's)
+                # is one verdict, listed once.
+                if verdict not in self.verdicts:
+                    self.verdicts.append(verdict)
+            elif key == "specperf_server" and not self.server:
+                self.server = json.loads(str(value))
+            elif key == "specperf_paths" and report.when == "setup":
+                self.paths.append(json.loads(str(value)))
+            elif key == "specperf_fingerprint_notes":
+                self.fingerprint_notes = json.loads(str(value))
+        if report.failed or report.when == "call" or report.skipped:
+            self.outcomes[report.nodeid] = ("error" if report.failed and report.when != "call"
+                                            else report.outcome)
+        if report.failed and report.when != "call":
+            self.errors += 1
+        elif report.failed:
+            self.failures += 1
+
+
+    def _perf(self, report: pytest.TestReport) -> None:
+        case = next((str(v) for k, v in report.user_properties if k == "specperf_case"), None)
+        if case is None:
+            return
+        if report.failed or report.when == "call" or report.skipped:
+            self.perf_outcomes[report.nodeid] = ("error" if report.failed and
+                                                 report.when != "call" else report.outcome)
+        if "smoke" in report.keywords:
+            self.smoke.add(report.nodeid)
+        if "context_scaling" in report.keywords:
+            self.scaling_cases.add(case)
+
+
+def collected(config: pytest.Config) -> Collector:
+    found = config.pluginmanager.get_plugin(COLLECTOR_NAME)
+    assert isinstance(found, Collector)
+    return found
+
+
+def _num(summaries: dict[str, Any], metric: str, fmt: str) -> str:
+    entry = summaries.get(metric)
+    return format(entry["median"], fmt) if entry else "n/a"
+
+
+def table(measurements: dict[str, dict[str, Any]]) -> list[str]:
+    """context | class | tok/s | avg commit | step ms | decode tok/s | n, like the incident's."""
+    head = (f"{'context':>8} | {'class':<10} | {'tok/s':>7} | {'avg commit':>10} | "
+            f"{'step ms':>7} | {'decode tok/s':>12} | {'n':>2}")
+    lines = [head, "-" * len(head)]
+    rows = sorted(measurements.values(),
+                  key=lambda d: (d["case"]["text_class"], d["case"]["context"]))
+    for data in rows:
+        s = data["summaries"]
+        n = s.get("tok_s", {}).get("n", 0)
+        lines.append(f"{data['case']['context']:>8} | {data['case']['text_class']:<10} | "
+                     f"{_num(s, 'tok_s', '7.1f')} | {_num(s, 'avg_commit', '10.2f')} | "
+                     f"{_num(s, 'step_ms', '7.1f')} | {_num(s, 'decode_tok_s', '12.1f')} | "
+                     f"{n:>2}")
+    return lines
+
+
+def fit_lines(fits: dict[str, dict[str, Any]]) -> list[str]:
+    """The record's context fits, one line per text class."""
+    lines = []
+    for name, data in sorted(fits.items()):
+        fit = ContextFit.from_dict(data)
+        slope = f"{fit.b_ms_per_1k:.2f}"
+        if fit.b_se_ms_per_1k is not None:
+            slope += f" ± {fit.b_se_ms_per_1k:.2f}"
+        lines.append(f"fit {name}: step_ms = {fit.a_ms:.1f} + {slope} ms per 1k context "
+                     f"(residual {fit.residual_ms:.2f} ms, {fit.n_points} contexts; context = "
+                     f"prompt + output/2)")
+    return lines
+
+
+def render(found: Collector, state: RunState) -> list[str]:
+    """The closing block: who was measured, the table, the fits, verdicts, notes — rendered
+    from the run's record, so it reads the same when xdist workers did the measuring."""
+    doc = found.record or bare_record(found)
+    server = doc["server"]
+    lines = ["", f"specperf — {server.get('label', '?')}; {server.get('server_name', '?')}; "
+                 f"acceptance from "
+                 f"{server.get('acceptance_source', '?')}; {state.settings.output_tokens} output "
+                 f"tokens, ignore_eos, non-streaming"]
+    if server.get("simulated"):
+        profile = server.get("fingerprint", {}).get("sim_profile") or state.settings.sim_profile
+        lines.append(f"SIMULATED: profile {profile} at time scale "
+                     f"{server.get('time_scale', 1):g}; figures are in simulated time.")
+    # As the measuring process worded them (in A/B mode: against production, not a baseline).
+    lines += [f"FINGERPRINT DIFFERS FROM THE BASELINE: {n}" for n in found.fingerprint_notes]
+    lines += table(doc["measurements"]) + fit_lines(doc["fits"])
+    return lines + verdict_lines(doc) + found.footer
+
+
+def bare_record(found: Collector) -> dict[str, Any]:
+    """What the summary reads of a record, for a session that built none (no report plugin):
+    the same fields, derived by the same function, without a baseline to reconcile with."""
+    return {"server": found.server, "measurements": found.measurements,
+            "verdicts": found.verdicts, "reconcile": [],
+            "fits": {k: f.to_dict() for k, f in results.run_fits(found.measurements).items()}}
+
+
+def verdict_lines(doc: dict[str, Any]) -> list[str]:
+    """Regressions, improvements, unexplained slowdowns, unmeasured and path verdicts."""
+    verdicts: list[dict[str, Any]] = doc["verdicts"]
+    lines = exact.summary_lines(verdicts)
+    failing = [v for v in verdicts if v["status"] == "fail"]
+    if failing:
+        lines.append(f"regressions ({len(failing)}):")
+        lines += [f"  {v['case_id']}: {v['message']}" for v in failing]
+    improved = [v for v in verdicts if v["status"] == "improved"]
+    if improved:
+        lines.append(f"better than the baseline ({len(improved)}):")
+        lines += [f"  {v['case_id']}: {v['message']}" for v in improved]
+    lines += [f"unexplained by the model: {r['case_id']}: {r['message']}"
+              for r in results.unexplained(doc)]
+    # Passing path comparisons still say what streaming and the chat route cost, and label
+    # transport overhead (failing ones are among the regressions above).
+    unmeasured = [v for v in verdicts if v["status"] == UNMEASURED]
+    if unmeasured:
+        lines.append(f"not measured, so not passed ({len(unmeasured)}):")
+        lines += [f"  {v['case_id']}: {v['message']}" for v in unmeasured]
+    paths = [v for v in verdicts
+             if v["case_id"].endswith(COMPARISONS) and v["status"] not in ("fail", UNMEASURED)]
+    if paths:
+        lines.append(f"streaming and parser paths ({len(paths)}):")
+        lines += [f"  {v['case_id']}: {v['message']}" for v in paths]
+    return lines

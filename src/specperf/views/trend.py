@@ -1,0 +1,218 @@
+"""The nightly trend: tok/s, step ms and avg commit per cell over the runs in history.jsonl.
+
+Each line of the history is one run (:func:`specperf.record.results.history_entry`). Boundaries
+mark where the comparison changed meaning: a new baseline version, or a server
+fingerprint that differs from the previous run's (a drafter deploy shows as
+``fingerprint: draft model: a → b``). A run sits at x = its index; a boundary before
+run *i* is drawn at i − ½ and listed under the plots.
+
+Like is compared with like: the plots hold only complete runs of one kind (full sweeps by
+default; ``--kind gate`` for the gate's runs). Every run is still listed, with its kind, so
+an outage (every case errored: the box was down), an interrupted run, a gate run or a
+subset shows as such instead of as a silent gap or a misleading point.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core import drift
+from ..core.errors import ConfigError
+from ..servers.fingerprint import fingerprint_differences
+from .page import esc, figure, page, table
+from .plots import trend_plot
+
+METRICS = (("tok_s", "tok/s", ".1f"), ("step_ms", "step ms", ".1f"),
+           ("avg_commit", "avg commit", ".2f"))
+
+
+def load_history(path: Path) -> list[dict[str, Any]]:
+    """Every run in a history file, oldest first; a bad line is a ConfigError naming it."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read history {path}: {exc}. Perf runs append to "
+                          "reports/history.jsonl; pass --history.") from exc
+    entries = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path} line {number} is not JSON ({exc}): remove or fix "
+                              "that line.") from exc
+        if not isinstance(entry, dict) or not isinstance(entry.get("cells"), dict):
+            raise ConfigError(f"{path} line {number} is not a specperf history entry "
+                              "(no 'cells'): remove or fix that line.")
+        entries.append(entry)
+    if not entries:
+        raise ConfigError(f"{path} holds no runs yet: run the perf tests first.")
+    return entries
+
+
+GROUPS = ("full", "gate", "ab", "subset", "interrupted", "outage")
+
+
+def group(run: Mapping[str, Any]) -> str:
+    """Which runs a run is comparable with: its kind, unless it is an outage or interrupted
+    (history lines written before run kinds existed are complete full sweeps)."""
+    if run.get("outage"):
+        return "outage"
+    if run.get("interrupted"):
+        return "interrupted"
+    return str(run.get("kind") or "full")
+
+
+@dataclass(frozen=True)
+class Trend:
+    """The plotted runs (one comparable kind) in order, every run of the history for the
+    list, the cells the plotted runs measured, and the labelled boundaries."""
+
+    runs: list[dict[str, Any]]
+    cells: list[str]
+    boundaries: list[tuple[int, str]]
+    all_runs: list[dict[str, Any]] = field(default_factory=list)
+    kind: str = "full"
+
+    def left_out(self) -> dict[str, int]:
+        """How many runs of each other kind the plots leave out (listed, not plotted)."""
+        counts: dict[str, int] = {}
+        for run in self.all_runs:
+            if group(run) != self.kind:
+                counts[group(run)] = counts.get(group(run), 0) + 1
+        return counts
+
+    def series(self, metric: str) -> dict[str, list[float | None]]:
+        """Per cell, the metric's median in each run (None where the run lacks the cell)."""
+        return {cell: [_value(run, cell, metric) for run in self.runs] for cell in self.cells}
+
+    def run_labels(self) -> list[str]:
+        return [str(run.get("run_id", i)) for i, run in enumerate(self.runs)]
+
+
+def _value(run: Mapping[str, Any], cell: str, metric: str) -> float | None:
+    value = (run["cells"].get(cell) or {}).get(metric)
+    return None if value is None else float(value)
+
+
+def build(entries: Sequence[dict[str, Any]], kind: str = "full") -> Trend:
+    every = sorted(entries, key=lambda e: (str(e.get("created", "")), str(e.get("run_id", ""))))
+    runs = [run for run in every if group(run) == kind]
+    cells = sorted({c for run in runs for c in run["cells"]}, key=_cell_key)
+    return Trend(runs, cells, boundaries(runs), list(every), kind)
+
+
+def describe(trend: Trend) -> str:
+    """One line for the terminal: what was plotted and what was only listed."""
+    others = ", ".join(f"{n} {k}" for k, n in sorted(trend.left_out().items()))
+    return (f"{len(trend.runs)} {trend.kind} runs plotted of {len(trend.all_runs)} in the "
+            "history" + (f" (listed, not plotted: {others})" if others else ""))
+
+
+def _cell_key(cell: str) -> tuple[str, int]:
+    name, _, ctx = cell.partition("-ctx")
+    return (name, int(ctx)) if ctx.isdigit() else (cell, 0)
+
+
+def boundaries(runs: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
+    """(run index, label) where the baseline version or the server fingerprint changed."""
+    out: list[tuple[int, str]] = []
+    previous: Mapping[str, Any] | None = None
+    for i, run in enumerate(runs):
+        base = run.get("baseline")
+        if base and (previous is None or base != previous.get("baseline")):
+            out.append((i, f"baseline {base['deployment']} v{base['version']}"))
+        if previous is not None:
+            changes = fingerprint_differences(previous.get("fingerprint") or {},
+                                              run.get("fingerprint") or {})
+            if changes:
+                out.append((i, "fingerprint: " + "; ".join(changes)))
+        previous = run
+    return out
+
+
+def render(trend: Trend) -> str:
+    """The trend page: one plot and one table per metric, boundaries listed."""
+    labels = trend.run_labels()
+    body = [f"<h1>specperf trend — {len(trend.runs)} {esc(trend.kind)} runs, "
+            f"{len(trend.cells)} cells</h1>",
+            f'<p class="scope">{esc(describe(trend))}; plots compare {esc(trend.kind)} runs '
+            "only.</p>", _runs_table(trend), _boundary_list(trend),
+            _drift_list(trend)]
+    for metric, label, fmt in METRICS:
+        series = trend.series(metric)
+        if not any(v is not None for values in series.values() for v in values):
+            continue
+        body.append(f'<h2 id="{metric}">{esc(label)}</h2>')
+        body.append(figure(metric, trend_plot(f"t-{metric}", label, labels, series,
+                                              trend.boundaries),
+                           f"{label} per cell over runs; dotted lines: boundaries."))
+        body.append(_metric_table(metric, fmt, labels, series))
+    return page("specperf trend", body)
+
+
+def _runs_table(trend: Trend) -> str:
+    rows, attrs = [], []
+    for run in trend.all_runs:
+        base = run.get("baseline")
+        base_text = f"{base['deployment']} v{base['version']}" if base else "none"
+        kind = group(run)
+        cls = "warn" if kind in ("outage", "interrupted") else ""
+        rows.append([f"<td>{esc(run.get('run_id', ''))}</td>",
+                     f"<td>{esc(run.get('created', ''))}</td>",
+                     f'<td class="{cls}">{esc(run.get("kind_label") or kind)}</td>',
+                     f"<td>{esc(run.get('label', ''))}</td>", f"<td>{esc(base_text)}</td>",
+                     f"<td>{esc(run.get('git_revision', ''))}</td>",
+                     f"<td>{esc(', '.join(run.get('failed', [])) or '—')}</td>",
+                     f"<td>{esc('; '.join(run.get('errors', [])[:2]) or '—')}</td>"])
+        plotted = "yes" if kind == trend.kind else "no"
+        attrs.append(f' data-kind="{esc(kind)}" data-plotted="{plotted}"')
+    return table(["run", "ended", "kind", "server", "baseline", "git", "regressed", "errors"],
+                 rows, cls="runs", row_attrs=attrs)
+
+
+def _boundary_list(trend: Trend) -> str:
+    if not trend.boundaries:
+        return "<p>No baseline or fingerprint changes across these runs.</p>"
+    labels = trend.run_labels()
+    items = [f'<li data-run="{i}">before {esc(labels[i])}: {esc(text)}</li>'
+             for i, text in trend.boundaries]
+    return '<ul class="boundaries">' + "".join(items) + "</ul>"
+
+
+def _metric_table(metric: str, fmt: str, labels: Sequence[str],
+                  series: Mapping[str, Sequence[float | None]]) -> str:
+    rows, attrs = [], []
+    for cell, values in series.items():
+        points = sum(v is not None for v in values)
+        rows.append([f"<td>{esc(cell)}</td>"] + [
+            f'<td class="num">{"" if v is None else format(v, fmt)}</td>' for v in values])
+        attrs.append(f' data-cell="{esc(cell)}" data-points="{points}"')
+    return table(["cell", *labels], rows, cls=f"trend trend-{metric}", row_attrs=attrs)
+
+
+# -- drift (drift.py): persistent shifts below the per-run tolerance --------------------------
+def drift_flags(trend: Trend) -> list[drift.DriftFlag]:
+    """Change points per factor and per case; the reference restarts at every boundary."""
+    cells = {f"{metric}|{cell}": values for metric in ("step_ms", "avg_commit")
+             for cell, values in trend.series(metric).items()}
+    return drift.detect_all(cells, sorted({i for i, _ in trend.boundaries}))
+
+
+def drift_lines(trend: Trend) -> list[str]:
+    """One sentence per flag, for the nightly job's log."""
+    labels = trend.run_labels()
+    return [f"drift: {flag.sentence(labels)}" for flag in drift_flags(trend)]
+
+
+def _drift_list(trend: Trend) -> str:
+    lines = drift_lines(trend)
+    if not lines:
+        return (f"<p>No persistent shift: no factor or case moved over its last "
+                f"{drift.WINDOW} runs against the runs before them (drift.py).</p>")
+    return '<ul class="drift">' + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>"

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from specperf.measure.session import SimProcess
 
 from specperf.core.errors import SpecperfError
 from specperf.judge.verdict import NotJudged
+from specperf.measure.session import SimProcess
 from specperf.plan.workload import Case, load_text_classes
 from specperf.plugin.runstate import RunState
 from specperf.settings.config import resolve

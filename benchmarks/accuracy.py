@@ -34,9 +34,9 @@ from typing import Any
 
 import httpx
 import numpy as np
-from specperf.measure.session import PerfSession
 
 from specperf.core.model import fit_context
+from specperf.measure.session import PerfSession
 from specperf.plan.workload import Case
 from specperf.settings.config import resolve
 

@@ -49,13 +49,13 @@ from typing import Any
 
 import httpx
 import numpy as np
-from specperf.measure.repeats import decide_repeats
-from specperf.measure.session import PerfSession
 
 from specperf.baselines.store import CaseBaseline
 from specperf.core.limits import DEFAULT_TOLERANCES
 from specperf.core.stats import summarize
 from specperf.judge.verdict import judge_case
+from specperf.measure.repeats import decide_repeats
+from specperf.measure.session import PerfSession
 from specperf.plan.workload import Case
 from specperf.settings.config import resolve
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
 from specperf.measure.session import SimProcess
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -30,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from specperf.measure.repeats import RepeatDecision, decide_repeats
-from specperf.measure.session import PerfSession
 
 from specperf.baselines.store import CaseBaseline
 from specperf.core.limits import DEFAULT_TOLERANCES
 from specperf.judge.verdict import judge_case
+from specperf.measure.repeats import RepeatDecision, decide_repeats
+from specperf.measure.session import PerfSession
 from specperf.plan.workload import Case
 from specperf.settings.config import resolve
 

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from specperf.measure.session import PerfSession
-
 from specperf.plan.workload import Case
 from specperf.servers import acceptance
 from specperf.settings.config import resolve

@@ -21,12 +21,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from specperf.measure.loop import Measurement, Sample
-
 from specperf.baselines.store import Baseline
 from specperf.core.limits import DEFAULT_TOLERANCES
 from specperf.core.model import fit_context
 from specperf.judge.verdict import judge_case
+from specperf.measure.loop import Measurement, Sample
 from specperf.plan.workload import Case
 from specperf.plugin.runstate import RunState
 from specperf.record import results

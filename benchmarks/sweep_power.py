@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from specperf.measure.repeats import decide_repeats
 
 from specperf.baselines.store import CaseBaseline
 from specperf.core.limits import DEFAULT_TOLERANCES
@@ -52,6 +51,7 @@ from specperf.core.stats import summarize
 from specperf.judge.ab import pair_decider
 from specperf.judge.sweep import CaseData, judge_sweep
 from specperf.judge.verdict import judge_case
+from specperf.measure.repeats import decide_repeats
 from specperf.plan.workload import Case
 from specperf.plugin import sweeprun
 from specperf.plugin.sweeprun import budget

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from specperf.measure.session import SimProcess
 
 from specperf.baselines.store import CaseBaseline
 from specperf.judge.verdict import NotJudged
+from specperf.measure.session import SimProcess
 from specperf.plan.workload import Case, load_text_classes
 from specperf.plugin import sweeprun
 from specperf.plugin.runstate import RunState

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from specperf.measure.loop import Measurement, Sample
 
 import specperf
 from specperf.baselines.diff import describe_changes
@@ -20,6 +19,7 @@ from specperf.baselines.store import SCHEMA_VERSION, Baseline, BaselineStore, Ca
 from specperf.core.errors import BaselineError, ConfigError
 from specperf.core.model import ContextFit
 from specperf.core.stats import Summary
+from specperf.measure.loop import Measurement, Sample
 from specperf.plan.workload import Case
 from specperf.servers.fingerprint import deployment_slug, fingerprint_differences
 

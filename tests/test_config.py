@@ -6,9 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
-from specperf.measure.session import PerfSession
 
 from specperf.core.errors import ConfigError
+from specperf.measure.session import PerfSession
 from specperf.settings.config import OPTIONS, resolve
 
 

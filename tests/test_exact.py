@@ -8,14 +8,13 @@ from typing import Any
 
 import httpx
 import pytest
-from specperf.measure.determinism import PromptRecord
-from specperf.measure.loop import Measurement, Sample
 
 from specperf.baselines.store import Baseline, CaseBaseline
 from specperf.core.stats import Summary
 from specperf.judge import exact
 from specperf.judge.verdict import Verdict
-from specperf.measure.loop import guard
+from specperf.measure.determinism import PromptRecord
+from specperf.measure.loop import Measurement, Sample, guard
 from specperf.plan import digest, reuse
 from specperf.plan.workload import Case, TextClass
 

@@ -24,10 +24,10 @@ from xml.etree import ElementTree
 import httpcore  # noqa: F401  (imported before any pytester snapshot; see the note below)
 import httpx
 import pytest
-from specperf.measure.session import PerfSession
 
 from specperf.core.errors import ContaminatedMeasurement, EndpointTimeout
 from specperf.measure.loop import guard
+from specperf.measure.session import PerfSession
 from specperf.plan.workload import Case, TextClass
 from specperf.servers.acceptance import MetricsSnapshot
 from specperf.servers.client import TimeoutPolicy

@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from specperf.cli.gate import CaseOutcome, GateExit, GateResult, fleet_result, fleet_summary_lines
+from specperf.core.errors import ConfigError
 from specperf.fleet.endpoints import (
     Endpoint,
     check_combination,
@@ -13,9 +16,6 @@ from specperf.fleet.endpoints import (
     load_endpoints,
 )
 from specperf.fleet.schedule import scope_of
-
-from specperf.cli.gate import CaseOutcome, GateExit, GateResult, fleet_result, fleet_summary_lines
-from specperf.core.errors import ConfigError
 from specperf.settings.config import Settings, resolve
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from specperf.fleet.endpoints import load_endpoints
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from specperf.measure.lock import lock_path_for
 
 from specperf.cli.gate import CaseOutcome, GateExit, decide, read_junit
+from specperf.measure.lock import lock_path_for
 
 ROOT = Path(__file__).resolve().parents[1]
 GATE = ROOT / "ci" / "gate.sh"

@@ -23,10 +23,10 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from specperf.measure.loop import Sample
-from specperf.measure.session import PerfSession
 
 from specperf.core.errors import ContaminatedMeasurement
+from specperf.measure.loop import Sample
+from specperf.measure.session import PerfSession
 from specperf.plan.workload import Case
 from specperf.settings.config import resolve
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from specperf.measure.lock import GpuLock, lock_path_for
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).

@@ -7,9 +7,9 @@ print_timings). The real-server tier (tests/real) runs the same code against the
 from __future__ import annotations
 
 import pytest
-from specperf.measure.guard import Disturbed, TrafficGuard
 
 from specperf.core.errors import MalformedResponse
+from specperf.measure.guard import Disturbed, TrafficGuard
 from specperf.plan.workload import Prompt
 from specperf.servers import llamacpp, routes
 from specperf.servers.acceptance import parse_metrics

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from specperf.core.errors import ConfigError, GpuLockTimeout
 from specperf.measure.lock import (
     GpuLock,
     Holder,
@@ -21,8 +23,6 @@ from specperf.measure.lock import (
     lock_path_for,
     read_holder,
 )
-
-from specperf.core.errors import ConfigError, GpuLockTimeout
 
 HOLDER_SCRIPT = Path(__file__).with_name("lock_holder.py")
 SRC = Path(__file__).resolve().parents[1] / "src"

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from specperf.measure.lock import lock_path_for, read_holder, server_identity
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,10 +6,9 @@ from __future__ import annotations
 import html
 import json
 
-from specperf.measure.paths import Figures, Parsers
-
 from specperf.cli.gate import read_junit
 from specperf.judge.pathverdict import judge_chat_stream, judge_parser, judge_stream
+from specperf.measure.paths import Figures, Parsers
 
 TOLERANCES = {"tok_s": 0.10, "step_ms": 0.10, "decode_tok_s": 0.10, "avg_commit": 0.10}
 KIMI = Parsers("kimi_k2", "kimi_k2")

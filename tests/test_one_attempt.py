@@ -11,11 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
-from specperf.measure.paths import Path, PathSampler, chat_path, deployed_parsers, native_path
-from specperf.measure.session import PerfSession
 
 from specperf.core.errors import ContaminatedMeasurement, DegenerateOutput, EndpointError
 from specperf.measure.loop import guard
+from specperf.measure.paths import Path, PathSampler, chat_path, deployed_parsers, native_path
+from specperf.measure.session import PerfSession
 from specperf.plan.workload import Case, Prompt
 from specperf.servers import routes
 from specperf.servers.client import Client

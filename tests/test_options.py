@@ -12,11 +12,11 @@ import signal
 from pathlib import Path
 
 import pytest
-from specperf.measure.loop import Sample
 
 from specperf import cli
 from specperf.baselines.diff import _small_percent
 from specperf.core.errors import ConfigError
+from specperf.measure.loop import Sample
 from specperf.plugin import _StopOnce
 from specperf.settings.config import parse_tolerances, resolve
 from specperf.views.summary import sample_line

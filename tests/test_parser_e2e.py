@@ -12,9 +12,9 @@ from xml.etree import ElementTree
 
 import httpx
 import pytest
-from specperf.measure.paths import Figures, Parsers
 
 from specperf.judge.pathverdict import judge_parser, judge_stream
+from specperf.measure.paths import Figures, Parsers
 
 ROOT = Path(__file__).resolve().parents[1]
 # Verdicts compare two paths measured moments apart; at 0.2 a simulated step sleeps ~18 ms

@@ -9,7 +9,6 @@ import json
 import re
 
 import pytest
-from specperf.measure.loop import Measurement, Sample
 
 from specperf import cli
 from specperf.baselines.store import Baseline
@@ -17,6 +16,7 @@ from specperf.core.errors import ConfigError
 from specperf.core.limits import DEFAULT_TOLERANCES
 from specperf.core.model import fit_context
 from specperf.judge.verdict import judge_case
+from specperf.measure.loop import Measurement, Sample
 from specperf.plan.workload import Case
 from specperf.plugin.runstate import RunState
 from specperf.record import results

@@ -12,12 +12,12 @@ import math
 
 import numpy as np
 import pytest
-from specperf.measure.loop import Measurement, Sample
 
 from specperf.baselines.store import Baseline
 from specperf.core.errors import BaselineError
 from specperf.core.stats import summarize
 from specperf.judge.sweep import MEDIAN_SE, CaseData, Factor, estimate, information_gain
+from specperf.measure.loop import Measurement, Sample
 from specperf.plan.workload import Case
 from specperf.plugin.sweeprun import MIN_TOP_UPS, TOP_UPS_PER_CASE, budget
 

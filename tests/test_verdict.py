@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from specperf.measure.repeats import decide_repeats
 
 from specperf.baselines.store import CaseBaseline
 from specperf.core.errors import ConfigError
@@ -16,6 +15,7 @@ from specperf.core.limits import (
 from specperf.core.model import ContextFit
 from specperf.core.stats import Summary
 from specperf.judge.verdict import Observed, judge_case, judge_fit, reconcile
+from specperf.measure.repeats import decide_repeats
 
 TOL = dict(DEFAULT_TOLERANCES)
 

@@ -11,9 +11,9 @@ from xml.etree import ElementTree
 
 import httpx
 import pytest
-from specperf.measure.lock import lock_path_for
 
 from perf_project import FAST
+from specperf.measure.lock import lock_path_for
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
 pytestmark = pytest.mark.slow

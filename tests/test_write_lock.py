@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from specperf.measure.lock import write_lock
 
 from specperf.core.errors import BaselineError
+from specperf.measure.lock import write_lock
 
 HOLD = ("import sys, time, filelock\n"
         "lock = filelock.FileLock(sys.argv[1]); lock.acquire()\n"

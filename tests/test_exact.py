@@ -14,21 +14,22 @@ from specperf.core.stats import Summary
 from specperf.judge import exact
 from specperf.judge.verdict import Verdict
 from specperf.measure.determinism import PromptRecord
-from specperf.measure.loop import Measurement, Sample, guard
-from specperf.plan import digest, reuse
-from specperf.plan.workload import Case, TextClass
+from specperf.measure.loop import Measurement, Sample
+from specperf.plan import digest, nonce, reuse
+from specperf.plan.workload import Case, Prompt, TextClass
+from specperf.servers import routes
 
 
 # -- nonces -------------------------------------------------------------------------------------
 def test_derived_nonce_repeats_per_seed_case_and_repeat_and_keeps_the_random_shape():
-    first = guard.derived_nonce("dep/v1", "padding-ctx13", 0)
-    assert first == guard.derived_nonce("dep/v1", "padding-ctx13", 0)
-    others = {guard.derived_nonce("dep/v2", "padding-ctx13", 0),
-              guard.derived_nonce("dep/v1", "padding-ctx1663", 0),
-              guard.derived_nonce("dep/v1", "padding-ctx13", 1)}
+    first = nonce.derived_nonce("dep/v1", "padding-ctx13", 0)
+    assert first == nonce.derived_nonce("dep/v1", "padding-ctx13", 0)
+    others = {nonce.derived_nonce("dep/v2", "padding-ctx13", 0),
+              nonce.derived_nonce("dep/v1", "padding-ctx1663", 0),
+              nonce.derived_nonce("dep/v1", "padding-ctx13", 1)}
     assert first not in others and len(others) == 3
     shape = re.compile(r"^run \d{12}: $")
-    assert shape.match(first) and shape.match(guard.new_nonce())
+    assert shape.match(first) and shape.match(nonce.new_nonce())
 
 
 class _Poster:
@@ -48,7 +49,7 @@ def test_plan_flushes_where_the_server_can_and_falls_back_to_random_nonces_where
     plan = reuse.plan_for(busy, "sglang", "s")
     assert plan.policy == "flush"
     nonce, kept = plan.nonce(busy, "padding-ctx13", 2)
-    assert not kept and nonce != guard.derived_nonce("s", "padding-ctx13", 2)
+    assert not kept and nonce != nonce.derived_nonce("s", "padding-ctx13", 2)
     none = reuse.plan_for(_Poster(404), "openai", "s")
     assert (none.policy, none.reproducible) == ("none", False)
     assert none.reason == ("the server has no /flush_cache (HTTP 404) and no per-request cache "
@@ -61,7 +62,7 @@ def test_a_server_kind_that_turns_the_cache_off_per_request_never_flushes():
     plan = reuse.plan_for(poster, "llamacpp", "s")
     assert plan.policy == "per-request"
     assert plan.nonce(poster, "reasoning-ctx13", -1) == (
-        guard.derived_nonce("s", "reasoning-ctx13", 0), True)  # a warm-up re-sends prompt 0
+        nonce.derived_nonce("s", "reasoning-ctx13", 0), True)  # a warm-up re-sends prompt 0
     assert poster.calls == []
 
 
@@ -160,7 +161,7 @@ def test_baseline_keeps_prompt_records_seed_and_digest_through_json():
 # -- request digest -----------------------------------------------------------------------------
 def _digest(**changes: Any) -> dict[str, Any]:
     classes = {"padding": TextClass("padding", "repeat", text="pad. ")}
-    found = digest.request_digest("sglang", None, 600, None, classes)
+    found = digest.request_digest(_empty("sglang"), 600, None, classes)
     found.update(changes)
     return found
 
@@ -181,7 +182,7 @@ def test_digest_names_another_temperature_and_output_length_in_one_sentence():
 def test_digest_sees_a_changed_text_class_source_and_route():
     old = _digest()
     other = {"padding": TextClass("padding", "repeat", text="other. ")}
-    new = digest.request_digest("openai", None, 600, None, other)
+    new = digest.request_digest(_empty("openai"), 600, None, other)
     assert digest.differences(old, new)[0] == "route /generate → /v1/completions"
     assert "the source of text class 'padding'" in digest.differences(old, new)
     assert digest.differences(old, _digest()) == []
@@ -257,3 +258,7 @@ def test_the_summary_names_one_reason_once_with_its_cases():
         "acceptance exact on 1 of 3 cases (3 prompts compared: 1 cases identical, 0 changed); "
         "step time judged by statistics (medians of repeats, tolerance).",
         f"  2 cases (padding-ctx13, reasoning-ctx13): {why}"]
+
+
+def _empty(api: str) -> tuple[str, dict[str, Any]]:
+    return routes.request_body(api, Prompt("", None, 0), 600, None, "digest")

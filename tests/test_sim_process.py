@@ -135,8 +135,9 @@ def test_absent_spec_fields_variant(start_sim: Callable[..., Any], tmp_path: Pat
 
 def test_alt_profile_differs(start_sim: Callable[..., Any]) -> None:
     sim = start_sim(profile="alt-eagle3", time_scale=0.005)
-    info = httpx.get(sim.url + "/server_info").json()
-    assert info["speculative_algorithm"] == "EAGLE3" and info["sim_profile"] == "alt-eagle3"
+    reply = httpx.get(sim.url + "/server_info")
+    assert reply.json()["speculative_algorithm"] == "EAGLE3"
+    assert "profile=alt-eagle3;" in reply.headers["x-specperf-simulator"]
     assert httpx.get(sim.url + "/model_info").json()["reasoning_parser"] is None
     meta = httpx.post(sim.url + "/generate", json=LONG, timeout=30).json()["meta_info"]
     assert max(i for i, n in enumerate(meta["spec_correct_drafts_histogram"]) if n) < 8

@@ -159,7 +159,8 @@ def test_server_info_and_model_info(sim_server: Any) -> None:
                     "enable_metrics", "decode_log_interval", "context_length", "version"):
             assert key in info, key
         assert info["speculative_algorithm"] == "DDTREE" and info["page_size"] == 1
-        assert info["sim_time_scale"] == 0.02 and info["sim_profile"] == "kimi-k26-ddtree"
+        # Real SGLang has no simulator keys: the simulator names itself in a header only.
+        assert not any(key.startswith("sim_") for key in info)
         assert "avg_spec_accept_length" in info["internal_states"][0]
     for path in ("/model_info", "/get_model_info"):
         model = httpx.get(sim_server.url + path).json()

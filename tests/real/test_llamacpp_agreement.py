@@ -70,6 +70,9 @@ def test_avg_commit_agrees_with_the_servers_own_numbers_within_one_percent(
         result = run_suite(perf_project(), rec.url, tmp_path / "r", tmp_path / "b", "-v")
     order = re.findall(r"test_context_scaling\[(\S+-ctx\d+)\] ", result.stdout.str())
     data = results_of(tmp_path / "r")
+    # A real server is asked nothing the simulator alone serves, and its times stand as read.
+    assert not [e.path for e in rec.exchanges if e.path.startswith("/_sim/")]
+    assert data["server"]["time_scale"] == 1.0 and data["server"]["simulated"] is False
     figures = requests_with_deltas(rec.exchanges)
     at = 0
     for case in dict.fromkeys(order):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..core.errors import BaselineError
 from ..plan.workload import Case
+from ..servers import simulated
 from ..servers.client import Client
 from ..servers.fingerprint import deployment_name
 from ..servers.probe import identify
@@ -39,9 +40,7 @@ def deployment_before_probe(settings: Settings) -> str:
     if settings.deployment:
         return settings.deployment
     if settings.endpoint is None:
-        from ..sim.profile import load_profile
-
-        profile = load_profile(settings.sim_profile).name
+        profile = simulated.profile_name(settings.sim_profile)
         return deployment_name(settings, {"simulated": True,
                                           "fingerprint": {"sim_profile": profile}})
     client = Client(settings.endpoint, api_key=settings.api_key(),

@@ -4,6 +4,8 @@
 nightly history, ``specperf gate`` runs the deploy gate. Each subcommand lives in its own
 module and registers here; exit codes are the gate's (0 pass, 1 regression, 2 usage,
 3 infrastructure).
+
+May import: core, views
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Relative MAD above which a cell is too noisy to pass or fail on (server-apis.md, peers).
+# Relative MAD above which a cell is too noisy to pass or fail on.
 UNSTABLE_REL_MAD = 0.10
 
 

@@ -1,1 +1,10 @@
-"""measure."""
+"""Measuring: one session against one endpoint, one case at a time, every sample checked.
+
+``session`` (lifecycle: simulator, GPU lock, probe), ``lock`` (the GPU lock file), ``loop``
+(one case's repeats), ``attempt`` and ``guard`` (a sample is trustworthy or retried),
+``sample`` (what one request gave), ``repeats`` (how many repeats a cell needs),
+``determinism`` (greedy paths repeat) and ``paths`` (one case on several request paths,
+interleaved: the parser and streaming comparisons).
+
+May import: core, settings, plan, servers
+"""

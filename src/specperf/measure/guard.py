@@ -19,24 +19,18 @@ Three guards, each cheap enough for the per-request hot path:
 
 from __future__ import annotations
 
-import hashlib
 import math
-import secrets
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..core.errors import ContaminatedMeasurement, DegenerateOutput, PrefixCacheHit
-from ..plan.workload import TextClass, Tokenizer
+from ..plan.workload import TextClass
 from ..servers.acceptance import PROGRESS, MetricsSnapshot
 
 T = TypeVar("T")
 
-# Every measured prompt starts "run <12 hex digits>: " (after the special tokens).
-NONCE_LEAD = "run "
-# Leading hex digits of two random nonces often match; a token or two of chance overlap.
-NONCE_CHANCE = 2
 NGRAM = 8
 # An output is degenerate when more than this fraction of its 8-grams repeat earlier ones,
 # and clearly more than the class's own text does. Varied text scores ~0; a loop ~1.
@@ -307,33 +301,6 @@ def _headline(seen: Sequence[str]) -> str:
 
 
 # -- prefix cache ---------------------------------------------------------------------------
-def new_nonce() -> str:
-    """A prompt's unique lead. Digits only: a fixed-length number tokenizes to the same
-    count every time, which calibrated prompts (no /tokenize) rely on."""
-    return f"{NONCE_LEAD}{secrets.randbelow(10**12):012d}: "
-
-
-def derived_nonce(seed: str, case_id: str, repeat: int) -> str:
-    """The lead of repeat ``repeat`` of a case under a baseline version's prompt seed: the
-    same in every run that uses the seed (same digits-only shape as :func:`new_nonce`)."""
-    key = f"{seed}\0{case_id}\0{repeat}".encode()
-    number = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") % 10**12
-    return f"{NONCE_LEAD}{number:012d}: "
-
-
-# Without a tokenizer route the lead cannot be counted: a generous bound (specials, "run").
-UNTOKENIZED_PREFIX = 8
-
-
-def shared_prefix(tokenizer: Tokenizer | None) -> int:
-    """Tokens every measured prompt may share with an earlier one: specials, nonce lead."""
-    if tokenizer is None:
-        return UNTOKENIZED_PREFIX + NONCE_CHANCE
-    specials = tokenizer.tokenize("", True)
-    lead = tokenizer.tokenize(NONCE_LEAD.strip(), False)
-    return len(specials) + len(lead) + NONCE_CHANCE
-
-
 def check_prefix_cache(case_id: str, cached: int | None, prompt_tokens: int,
                        expected: int) -> dict[str, Any]:
     """Flags for ``Sample.raw``; PrefixCacheHit when the cache hid prefill past the nonce.

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.errors import AcceptanceUnavailable, ConfigError, UnstableMeasurement
 from ..core.stats import UNSTABLE_REL_MAD
-from ..plan import reuse
+from ..plan import nonce, reuse
 from ..plan.workload import Case, Prompts
 from ..servers import acceptance, llamacpp, routes
 from ..servers.acceptance import LogSource, MetricsSnapshot
@@ -191,7 +191,7 @@ class Measurer:
     def _checks(self, case: Case, comp: Completion, request: Request) -> dict[str, Any]:
         """Prefix-cache and degenerate-output guards (see guard.py); flags for Sample.raw."""
         if self._shared_prefix is None:
-            self._shared_prefix = guard.shared_prefix(self.prompts.tokenizer)
+            self._shared_prefix = nonce.shared_prefix(self.prompts.tokenizer)
         # The chat template and tool declaration precede the nonce: cacheable by design.
         where = request.where(case)  # a path's errors name the path and its route
         flags = guard.check_prefix_cache(where, comp.cached_tokens, comp.prompt_tokens,
@@ -249,7 +249,7 @@ class Measurer:
         key = (options.separate_reasoning, bool(options.tools))
         if key not in self._template_tokens:
             probe = replace(case, context=min(case.context, 64))
-            prompt = self.prompts.build(probe, guard.new_nonce(), want_ids=False)
+            prompt = self.prompts.build(probe, nonce.new_nonce(), want_ids=False)
             plain = replace(options, stream=False, meta_info=False)
             path, body = routes.request_body("openai-chat", prompt, 1, self.server.model,
                                              "template", plain)

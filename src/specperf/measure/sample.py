@@ -12,7 +12,7 @@ from ..core.model import ContextFit, fit_repeats
 from ..core.stats import Summary, summarize
 from ..plan.workload import Case
 
-# The metrics every measurement summarises; names as in DESIGN.md.
+# The metrics every measurement summarises (results.json and baselines use these names).
 METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
 
 
@@ -20,8 +20,8 @@ METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
 class Sample:
     """One measured request (any path, streamed or not) and every raw number it gave.
 
-    Times are in the server's own time base: for the simulator, wall time divided
-    by its announced ``sim_time_scale``, so figures read like the real box's.
+    Times are in the server's own time base: for the simulator, wall time divided by the
+    time scale its adapter reports (``ServerInfo.time_scale``), so figures read like the box's.
     """
 
     case_id: str
@@ -113,7 +113,7 @@ class Measurement:
 
 
 def mean_context(context: float, output_tokens: float) -> float:
-    """Context averaged over a request's decode: prompt plus half the output (DESIGN.md);
+    """Context averaged over a request's decode: prompt plus half the output;
     the x of every context fit."""
     return float(context) + float(output_tokens) / 2
 

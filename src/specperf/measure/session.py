@@ -15,19 +15,13 @@ workers never measure one endpoint at the same time.
 from __future__ import annotations
 
 import contextlib
-import io
 import os
-import selectors
-import signal
 import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
 
-from ..core.errors import ConfigError, EndpointUnreachable, SpecperfError
+from ..core.errors import ConfigError, SpecperfError
 from ..plan.workload import (
     CalibratedPromptBuilder,
     Case,
@@ -36,7 +30,7 @@ from ..plan.workload import (
     TextClass,
     load_text_classes,
 )
-from ..servers import routes
+from ..servers import routes, simulated
 from ..servers.acceptance import LogSource
 from ..servers.client import Client
 from ..servers.probe import ServerInfo, probe, tokenizer_for
@@ -45,74 +39,6 @@ from . import lock as gpulock
 from .loop import Decide, Measurement, Measurer, RunConfig, Sample
 
 Progress = Callable[[str], None]
-
-_SIM_START_TIMEOUT_S = 30.0
-
-
-class SimProcess:
-    """The simulator as a real server process on a free loopback port."""
-
-    def __init__(self, profile: str, time_scale: float, seed: int = 0,
-                 extra_args: tuple[str, ...] = ()) -> None:
-        self.argv = [sys.executable, "-m", "specperf.sim", "--host", "127.0.0.1", "--port", "0",
-                     "--profile", profile, "--time-scale", repr(time_scale), "--seed", str(seed),
-                     *extra_args]
-        self.proc: subprocess.Popen[str] | None = None
-        self.stderr: IO[str] = io.StringIO()
-        self.url = ""
-
-    def start(self) -> str:
-        # stderr to a file, not a pipe nobody drains: a chatty simulator must never block.
-        self.stderr = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=self.stderr,
-                                     text=True, start_new_session=True)
-        line = self._first_line()
-        if "http://" not in line:
-            err = self._stop_and_stderr()
-            raise EndpointUnreachable(
-                f"the embedded simulator did not start ({' '.join(self.argv[1:])}): "
-                f"{err.strip()[-500:] or 'no output'}. Check --sim-profile.")
-        self.url = line[line.index("http://"):].strip()
-        return self.url
-
-    def _first_line(self) -> str:
-        assert self.proc is not None and self.proc.stdout is not None
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        ready = sel.select(timeout=_SIM_START_TIMEOUT_S)
-        sel.close()
-        return self.proc.stdout.readline() if ready else ""
-
-    def _stop_and_stderr(self) -> str:
-        self._terminate()
-        self.stderr.seek(0)
-        text = self.stderr.read()
-        self.stderr.close()
-        return text
-
-    def stop(self) -> None:
-        self._terminate()
-        self.stderr.close()  # the temporary file goes with the process
-
-    def _terminate(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
-
-    def __enter__(self) -> SimProcess:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 class PerfSession:
@@ -127,7 +53,7 @@ class PerfSession:
         self.progress = progress
         self.on_sample = on_sample
         self.lock_mode = lock_mode
-        self.sim: SimProcess | None = None
+        self.sim: simulated.SimProcess | None = None
         self.client: Client | None = None
         self.lock: gpulock.GpuLock | None = None
         self.server: ServerInfo | None = None
@@ -148,8 +74,7 @@ class PerfSession:
         s = self.settings
         self.classes = load_text_classes(s.text_class_dir)
         if s.endpoint is None:
-            self.sim = SimProcess(s.sim_profile, s.sim_time_scale)
-            self.sim.start()
+            self.sim = simulated.embedded(s)
         self.client = Client(self.url, api_key=s.api_key(), timeout_s=s.request_timeout)
         self._take_lock()
         source = s.sources.get("endpoint", "--endpoint") if s.endpoint else "the embedded simulator"
@@ -246,4 +171,4 @@ def git_revision(root: Path | None = None) -> str:
     return out.stdout.strip() or "unknown"
 
 
-__all__ = ["PerfSession", "SimProcess", "SpecperfError", "git_revision"]
+__all__ = ["PerfSession", "SpecperfError", "git_revision"]

@@ -14,9 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.limits import ARROW
-from ..servers import routes
 from . import reuse
-from .workload import Prompt, TextClass
+from .workload import TextClass
 
 # Body keys that carry the prompt or the request's identity, not how it is decoded.
 _NOT_SAMPLING = frozenset({"text", "input_ids", "prompt", "messages", "rid", "stream",
@@ -32,11 +31,12 @@ def class_digest(text_class: TextClass) -> str:
     return reuse.digest(source.encode())
 
 
-def request_digest(api: str, model: str | None, output_tokens: int,
+def request_digest(request: tuple[str, Mapping[str, Any]], output_tokens: int,
                    template_tokens: int | None, classes: Mapping[str, TextClass]
                    ) -> dict[str, Any]:
-    """The digest of this run's requests (readable: a baseline diff shows what moved)."""
-    path, body = routes.request_body(api, Prompt("", None, 0), output_tokens, model, "digest")
+    """The digest of this run's requests (readable: a baseline diff shows what moved).
+    ``request``: the route and body of an empty prompt as the run sends it."""
+    path, body = request
     sampling = {k: v for k, v in body.items() if k not in _NOT_SAMPLING and k !=
                 "sampling_params"}
     sampling.update(body.get("sampling_params") or {})

@@ -2,7 +2,7 @@
 version, and still no prefix cache ever serves it.
 
 The prompt of repeat k starts with a nonce derived from the baseline version's prompt seed,
-the case and k (:func:`specperf.measure.guard.derived_nonce`); warm-ups re-send repeat 0's prompt,
+the case and k (:func:`specperf.plan.nonce.derived_nonce`); warm-ups re-send repeat 0's prompt,
 which checks for free that the server repeats itself (:mod:`specperf.judge.exact`). A repeated
 prompt would be served by the prefix cache, so reuse needs a server that can be told not
 to, chosen per server kind:
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..measure import guard
+from . import nonce
 from .workload import Prompt
 
 FLUSH_PATH = "/flush_cache"
@@ -59,10 +59,10 @@ class PromptPlan:
         validity: it gets a random nonce.
         """
         if not self.reproducible or repeat is None or self.seed is None:
-            return guard.new_nonce(), False
+            return nonce.new_nonce(), False
         if self.policy == "flush" and not flush(client):
-            return guard.new_nonce(), False
-        return guard.derived_nonce(self.seed, case_id, max(repeat, 0)), True
+            return nonce.new_nonce(), False
+        return nonce.derived_nonce(self.seed, case_id, max(repeat, 0)), True
 
     def to_dict(self) -> dict[str, Any]:
         return {"seed": self.seed, "policy": self.policy, "reason": self.reason,

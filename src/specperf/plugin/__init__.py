@@ -1,7 +1,11 @@
 """The pytest plugin: registers options, ini keys, markers and fixtures, and wires the hooks.
 
-Real work lives in named modules (session, run, measure, verdict, report); this file only
-connects pytest to them.
+Real work lives in the rooms before this one; this file only connects pytest to them, with
+``fixtures`` and ``sweepfixtures`` (what perf tests receive), ``runstate`` (one run's state:
+cases, baseline, verdicts), ``sweeprun`` (the sweep-level test) and ``reporting`` (writing
+the record and the report at the end of the run).
+
+May import: core, settings, plan, servers, measure, baselines, judge, record, views
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from ..fleet import plugin
 from ..measure.lock import GpuLock, LockMode, lock_path_for
 from ..measure.loop import Sample
 from ..plan.workload import Case, load_text_classes
+from ..servers import simulated
 from ..settings.config import OPTIONS, Settings, for_baseline, parse_tolerances, resolve
 from ..views import summary
 from . import reporting
@@ -95,6 +100,9 @@ def pytest_configure(config: pytest.Config) -> None:
     fleet: tuple[object, ...] = ()
     try:
         settings = for_baseline(resolve(cli, os.environ, ini))
+        if settings.endpoint is None:
+            simulated.check_profile(settings.sim_profile,
+                                    settings.sources.get("sim_profile", "--sim-profile"))
         classes = load_text_classes(settings.text_class_dir)
         state = RunState(settings, classes, _ini_tolerances(config),
                          progress=lambda line: _write(config, line),

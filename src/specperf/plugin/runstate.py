@@ -26,7 +26,8 @@ from ..measure.repeats import RepeatDecision, decide_repeats
 from ..measure.session import PerfSession, git_revision
 from ..plan import digest
 from ..plan.reuse import PromptPlan
-from ..plan.workload import Case, TextClass, plan, select_classes
+from ..plan.workload import Case, Prompt, TextClass, plan, select_classes
+from ..servers import routes
 from ..servers.fingerprint import deployment_name, fingerprint_differences
 from ..settings.config import Settings
 from ..settings.hints import create_hint, update_command
@@ -212,8 +213,10 @@ class RunState:
             template = session.measurer.template_tokens(self.cases[0]) \
                 if server.api == "openai-chat" and self.cases else None
             classes = {n: self.classes[n] for n in self.settings.text_classes}
-            self._digest = digest.request_digest(server.api, server.model,
-                                                 self.settings.output_tokens, template, classes)
+            empty = routes.request_body(server.api, Prompt("", None, 0),
+                                        self.settings.output_tokens, server.model, "digest")
+            self._digest = digest.request_digest(empty, self.settings.output_tokens, template,
+                                                 classes)
         return self._digest
 
     def digest_refusal(self, base: Baseline) -> str | None:

@@ -1,1 +1,13 @@
-"""servers."""
+"""Talking to one server: HTTP, its routes, and one adapter per server kind.
+
+``client`` (HTTP with retries and one-sentence errors), ``routes`` (request bodies and answers
+of every generation route), ``streaming`` and ``messages`` (SSE and chat messages),
+``serverkind`` (SGLang, vLLM or OpenAI-compatible, and at which release), ``llamacpp`` (the
+llama.cpp adapter), ``simulated`` (the bundled simulator's adapter: the only module that
+knows the simulator), ``probe`` (identify the server once), ``fingerprint`` (what a
+deployment is) and ``acceptance`` (where verify-step counts come from).
+
+The simulator is imported by ``simulated`` alone.
+
+May import: core, settings, plan, sim
+"""

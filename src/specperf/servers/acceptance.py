@@ -1,4 +1,4 @@
-"""Where verify-step counts come from, in order of trust (DESIGN.md).
+"""Where verify-step counts come from, in order of trust.
 
 1. ``response``: per-request fields the server returns (see :mod:`specperf.servers.routes`).
 2. ``metrics``: Prometheus counter deltas bracketing one request at concurrency 1.

@@ -135,6 +135,11 @@ class Client:
     def get_json(self, path: str, *, timeout_s: float | None = None) -> Any:
         return self.request("GET", path, timeout_s=timeout_s).data
 
+    def get_headers(self, path: str, *, timeout_s: float | None = None) -> dict[str, str]:
+        """The response headers of one GET (lower-case names), retried like JSON requests."""
+        response = self._retrying(lambda: self._send("GET", path, None, timeout_s, ""))[0]
+        return {k.lower(): v for k, v in response.headers.items()}
+
     def get_text(self, path: str, *, timeout_s: float | None = None) -> str:
         """GET a text body (e.g. /metrics), retried on transient faults like JSON requests."""
         text: str = self._retrying(lambda: self._send("GET", path, None, timeout_s, "").text)[0]

@@ -28,7 +28,6 @@ _FINGERPRINT = {
     "page_size": "page_size",
     "tp_size": "tp_size",
     "version": "version",
-    "sim_profile": "sim_profile",
 }
 
 

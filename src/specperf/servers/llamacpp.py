@@ -2,7 +2,7 @@
 
 Routes and bodies, response parsing, acceptance sources, metric names and when they move,
 and the fingerprint, for the build vendored by llama-cpp-python 0.3.36 (llama.cpp
-0c1e570, ``tools/server``); facts in shared/real-servers.md.
+0c1e570, ``tools/server``).
 
 **Verify steps.** Every generation step of a slot is one target ``llama_decode``: a
 *verify step* when the draft proposed tokens (it commits the accepted drafts plus one token

@@ -17,6 +17,7 @@ from ..core.errors import (
 )
 from ..plan.workload import Prompt
 from . import acceptance, llamacpp, routes, serverkind
+from . import simulated as simulated_adapter
 from .client import Client
 from .fingerprint import fingerprint_of
 from .llamacpp import LlamaTokenizer
@@ -221,8 +222,7 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
     detected = serverkind.detect(client)
     props = llamacpp.read_props(client) if detected.kind == "openai" else None
     if props is not None:
-        detected = serverkind.Detected("llamacpp", llamacpp.release_of(props), False, {},
-                                       detected.sim)
+        detected = serverkind.Detected("llamacpp", llamacpp.release_of(props), False, {})
         flavour = "llamacpp"
     else:
         flavour = "sglang" if detected.kind == "sglang" and detected.server_info else "openai"
@@ -250,8 +250,9 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
     notes = serverkind.release_notes(detected, sample, snapshot, chosen_api, notes)
     for note in notes:
         warn(note)
-    scale = float(detected.sim.get("sim_time_scale") or 1.0)
-    simulated = simulated or bool(detected.sim)
+    sim = simulated_adapter.identity(client)
+    scale = sim.time_scale if sim else 1.0
+    simulated = simulated or sim is not None
     slots = llamacpp.read_slots(client) if props is not None else []
     if props is not None:
         max_len: int | None = llamacpp.context_per_slot(props, slots)
@@ -262,8 +263,10 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
         dev_mode=detected.dev_mode,
         url=client.base_url, flavour=flavour, api=chosen_api,
         model=served or (props or {}).get("model_alias"),
-        fingerprint=fingerprint_of(server_info, model_info, simulated) if props is None
-        else llamacpp.fingerprint(props, slots, simulated), time_scale=scale,
+        fingerprint=_with_profile(
+            fingerprint_of(server_info, model_info, simulated) if props is None
+            else llamacpp.fingerprint(props, slots, simulated), sim),
+        time_scale=scale,
         simulated=simulated, tokenizer_path=tok_path,
         max_model_len=max_len, metrics=metrics,
         server_timings=sample.ttft_s is not None and sample.e2e_s is not None,
@@ -278,9 +281,16 @@ def identify(client: Client, *, simulated: bool, endpoint_source: str) -> dict[s
     server_info: dict[str, Any] = info[1] if info and isinstance(info[1], dict) else {}
     minfo = _first_json(client, ("/model_info", "/get_model_info"))
     model_info: dict[str, Any] = minfo[1] if minfo and isinstance(minfo[1], dict) else {}
-    simulated = simulated or "sim_time_scale" in server_info
-    return {"fingerprint": fingerprint_of(server_info, model_info, simulated),
+    sim = simulated_adapter.identity(client)
+    simulated = simulated or sim is not None
+    return {"fingerprint": _with_profile(fingerprint_of(server_info, model_info, simulated), sim),
             "simulated": simulated}
+
+
+def _with_profile(fingerprint: dict[str, Any],
+                  sim: simulated_adapter.SimIdentity | None) -> dict[str, Any]:
+    """A simulator's fingerprint also names its profile (its deployment is named by it)."""
+    return {**fingerprint, "sim_profile": sim.profile} if sim else fingerprint
 
 
 def _max_len(server_info: dict[str, Any]) -> int | None:

@@ -3,7 +3,7 @@
 ``sglang``: native ``POST /generate`` (``meta_info``); ``openai`` / ``openai-chat``:
 ``/v1/completions`` / ``/v1/chat/completions`` (``usage`` plus SGLang's
 ``sglext.spec_tokens_details`` or vLLM's ``metrics.speculative_decoding``). Field names
-are SGLang 0.5.x's, current and legacy spellings (shared/server-apis.md).
+are SGLang 0.5.x's, current and legacy spellings.
 
 :class:`RouteOptions` turns on what the parser and streaming paths need: streaming (with
 ``stream_options.include_usage``), the chat route's parsers (``separate_reasoning``, one

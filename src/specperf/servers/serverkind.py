@@ -11,7 +11,7 @@ Detection, from the released sources:
 - Anything else is a generic OpenAI-compatible server.
 
 The notes name the flag to start the server with, the release that added a figure, or the
-acceptance source used instead (shared/server-fidelity.md items 4-10).
+acceptance source used instead.
 """
 
 from __future__ import annotations
@@ -62,17 +62,14 @@ def _get(client: Client, path: str) -> dict[str, Any] | None:
 def detect(client: Client) -> Detected:
     """SGLang (flat /server_info), vLLM (/version, or dev-mode /server_info), or neither."""
     info: dict[str, Any] = _get(client, "/server_info") or _get(client, "/get_server_info") or {}
-    sim: dict[str, Any] = {k: info[k] for k in ("sim_time_scale", "sim_profile") if k in info}
     if info and "vllm_config" not in info and "vllm_env" not in info:
-        return Detected("sglang", _text(info.get("version")), False, info, sim)
-    sim = sim or _get(client, "/_sim/info") or {}
+        return Detected("sglang", _text(info.get("version")), False, info)
     version = _get(client, "/version")
     if info or version is not None:
         release = _text((version or {}).get("version"))
-        synthetic: dict[str, Any] = {"version": release, "served_model_name": _served_model(client),
-                     **{k: sim[k] for k in ("sim_time_scale", "sim_profile") if k in sim}}
-        return Detected("vllm", release, bool(info), synthetic, sim)
-    return Detected("openai", None, False, {}, sim)
+        synthetic: dict[str, Any] = {"version": release, "served_model_name": _served_model(client)}
+        return Detected("vllm", release, bool(info), synthetic)
+    return Detected("openai", None, False, {})
 
 
 def _served_model(client: Client) -> str | None:

@@ -1,1 +1,7 @@
-"""settings."""
+"""What the user asked for: options, ini keys and environment resolved into one ``Settings``.
+
+``config`` (the option table, the ``Settings`` it fills, validation as one usage sentence)
+and ``hints`` (commands printed in messages, built from the settings so they work as printed).
+
+May import: core
+"""

@@ -360,20 +360,7 @@ def _check(s: Settings, environ: Mapping[str, str]) -> None:
     if s.compare_endpoint is not None and s.update_baselines:
         raise ConfigError("--update-baselines cannot be combined with --compare-endpoint: an "
                           "A/B run compares two live endpoints and writes no baseline.")
-    if s.endpoint is None:
-        _check_sim_profile(s)
     if s.api_key_env and s.api_key_env not in environ:
         raise ConfigError(
             f"{s.sources.get('api_key_env')} names {s.api_key_env}, which is not set in the "
             f"environment: export {s.api_key_env} with the key, or drop --api-key-env.")
-
-
-def _check_sim_profile(s: Settings) -> None:
-    """The embedded simulator's profile must load: one usage error, not one per case."""
-    from ..sim.profile import ProfileError, load_profile
-
-    try:
-        load_profile(s.sim_profile)
-    except ProfileError as exc:
-        raise ConfigError(f"{s.sources.get('sim_profile', '--sim-profile')} = "
-                          f"{s.sim_profile!r} is not valid: {exc}.") from None

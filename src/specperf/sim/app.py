@@ -67,7 +67,35 @@ def build_app(state: SimState) -> Starlette:
         },
     )
     app.state.sim = state
+    app.add_middleware(_IdentityHeader, value=f"profile={state.profile.name}; "
+                                              f"time-scale={state.time_scale!r}")
     return app
+
+
+# Every response names the simulator, its profile and its time scale. Real servers send no
+# such header, so a client can tell the simulator from the server kind it imitates without
+# asking it anything a real server would not answer (and this one header is all it reads).
+IDENTITY_HEADER = "x-specperf-simulator"
+
+
+class _IdentityHeader:
+    """Pure ASGI middleware: adds the identity header to every HTTP response (streams too)."""
+
+    def __init__(self, app: Any, value: str) -> None:
+        self.app = app
+        self.header = (IDENTITY_HEADER.encode(), value.encode())
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_header(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), self.header]}
+            await send(message)
+
+        await self.app(scope, receive, send_with_header)
 
 
 def _routes(profile: Profile) -> list[Route]:
@@ -188,8 +216,6 @@ async def server_info(http: Request) -> Response:
         "version": profile.version,
         "internal_states": [{"avg_spec_accept_length": state.scheduler.lifetime_accept_length,
                              "last_gen_throughput": 0.0}],
-        "sim_time_scale": state.time_scale,
-        "sim_profile": profile.name,
     }
     return JSONResponse(info)
 

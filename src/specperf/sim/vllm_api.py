@@ -81,5 +81,4 @@ async def server_info(http: Request) -> Response:
               f"tensor_parallel_size={profile.server.get('tp_size', 1)}")
     return JSONResponse({"vllm_config": config,
                          "vllm_env": {"VLLM_SERVER_DEV_MODE": True},
-                         "system_env": {"sim_time_scale": state.time_scale,
-                                        "sim_profile": profile.name}})
+                         "system_env": {}})

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import IO
 
 from ..core.errors import ConfigError, EndpointError, EndpointUnreachable
-from ..sim.profile import ProfileError, load_profile
 from ..settings.config import Settings
+from ..sim.profile import ProfileError, load_profile
 from .client import Client
 
 HEADER = "x-specperf-simulator"

@@ -61,7 +61,7 @@ def sweep(url: str, base_dir: Path, repeats: int, *, update: bool = False,
     cli = {"endpoint": url, "baseline_dir": str(base_dir), "deployment": "bench",
            "repeats": str(repeats), "update_baselines": update}
     settings = resolve(cli, {}, {})
-    state = RunState(settings, load_text_classes(), {})
+    state = RunState(settings, load_text_classes())
     start = foreground(url)
     statuses: dict[str, str] = {}
     exacts: dict[str, str] = {}

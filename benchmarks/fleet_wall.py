@@ -38,7 +38,7 @@ NAMES = ("healthy", "regressed", "stopped")
 
 def pytest_run(work: Path, args: list[str], contexts: str) -> list[str]:
     return [sys.executable, "-m", "pytest", str(ROOT / "perf_tests" / "test_context_scaling.py"),
-            "-p", "specperf.plugin", "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
+            "-p", "no:cacheprovider", "-p", "no:randomly", "-q",
             "-m", "context_scaling", f"--contexts={contexts}", "--text-classes=reasoning",
             "--output-tokens=64", "--repeats=3", "--baseline-dir", str(work / "baselines"),
             "--report-dir", str(work / "reports"), *args]

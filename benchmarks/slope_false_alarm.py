@@ -42,7 +42,7 @@ DEFAULT_CONTEXTS = "13,1663,3333,5553"
 def _state(url: str, contexts: str, baseline_dir: Path, update: bool = False) -> RunState:
     settings = resolve({"endpoint": url, "contexts": contexts, "baseline_dir": str(baseline_dir),
                         "update_baselines": "true" if update else None}, {}, {})
-    return RunState(settings, load_text_classes(), {})
+    return RunState(settings, load_text_classes())
 
 
 def write_baseline(url: str, baseline_dir: Path) -> list[str]:

@@ -74,7 +74,7 @@ def baseline_run(url: str, cases: Sequence[tuple[str, int]], noise: float,
                 "text_classes": classes, "deployment": "check"}
         faults(url, noise, {})
         writer = RunState(resolve({**opts, "update_baselines": "true", "repeats": "5",
-                                   "max_repeats": "8"}, {}, {}), load_text_classes(), {})
+                                   "max_repeats": "8"}, {}, {}), load_text_classes())
         try:
             for case in writer.cases:  # the whole plan: a baseline is written complete
                 writer.measure(case, writer.tolerances_for(case, {}))
@@ -83,7 +83,7 @@ def baseline_run(url: str, cases: Sequence[tuple[str, int]], noise: float,
         finally:
             writer.close_session()
         faults(url, noise, extra)
-        state = RunState(resolve(opts, {}, {}), load_text_classes(), {})
+        state = RunState(resolve(opts, {}, {}), load_text_classes())
         try:
             return judged(state, cases)
         finally:
@@ -92,7 +92,7 @@ def baseline_run(url: str, cases: Sequence[tuple[str, int]], noise: float,
 
 def ab_run(cand: str, prod: str, cases: Sequence[tuple[str, int]]) -> dict[str, Any]:
     state = RunState(resolve({"endpoint": cand, "compare_endpoint": prod}, {}, {}),
-                     load_text_classes(), {})
+                     load_text_classes())
     try:
         return judged(state, cases)
     finally:

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # Small and fast, but the real workflow: 2 contexts x 2 classes, 64 output tokens.
 # The embedded simulator at 0.5 (see sim_fixtures.start_sim): no cell errors as unstable
 # because the box is loaded.
-FAST = ("-p", "specperf.plugin", "--contexts=13,1663", "--output-tokens=64", "--repeats=3",
+FAST = ("--contexts=13,1663", "--output-tokens=64", "--repeats=3",
         "--warmup=1", "-p", "no:cacheprovider", "--sim-time-scale=0.5")
 
 

@@ -29,6 +29,9 @@ ARCHITECTURE = REPO / "docs" / "architecture.md"
 ROOMS: tuple[str, ...] = ("core", "settings", "plan", "servers", "measure", "baselines",
                           "judge", "record", "views", "cli", "plugin", "fleet")
 SIMULATOR = "sim"
+# The perf cases shipped with the package (pytest --pyargs specperf.perf_tests): a folder
+# that may import from any room, and that no room imports. Not a room.
+PERF_TESTS = "perf_tests"
 SIM_ADAPTER = SRC / "servers" / "simulated.py"
 TOP_FLOOR_LIMIT = 10
 
@@ -86,7 +89,10 @@ def edges() -> dict[tuple[str, str], set[str]]:
 
 def test_every_folder_is_a_room_and_every_room_a_folder() -> None:
     folders = {p.name for p in SRC.iterdir() if (p / "__init__.py").is_file()}
-    assert sorted(folders - {SIMULATOR}) == sorted(ROOMS)
+    assert PERF_TESTS in folders
+    assert sorted(folders - {SIMULATOR, PERF_TESTS}) == sorted(ROOMS)
+    importing = sorted(files for (a, b), files in edges().items() if b == PERF_TESTS)
+    assert importing == []
 
 
 def test_the_top_floor_keeps_at_most_ten_modules() -> None:
@@ -145,8 +151,10 @@ def test_architecture_doc_lists_the_rooms_in_the_tests_order() -> None:
 
 def test_no_comment_points_at_a_file_outside_the_repository() -> None:
     outside = re.compile(r"DESIGN\.md|shared/[\w-]+\.md|\.\./shared")
-    hits = [str(p.relative_to(REPO)) for p in sorted((REPO / "src").rglob("*.py"))
-            if outside.search(p.read_text(encoding="utf-8"))]
+    files = [p for top in ("src", "tests", "benchmarks", "ci", ".ci")
+             for p in sorted((REPO / top).rglob("*")) if p.suffix in (".py", ".sh", ".md", ".yml")]
+    hits = [str(p.relative_to(REPO)) for p in files
+            if p.name != "test_architecture.py" and outside.search(p.read_text(encoding="utf-8"))]
     assert hits == []
 
 

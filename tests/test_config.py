@@ -78,7 +78,7 @@ def test_every_option_is_documented_in_readme():
 
 
 def test_help_lists_every_option_once(pytester):
-    result = pytester.runpytest_subprocess("-p", "specperf.plugin", "--help")
+    result = pytester.runpytest_subprocess("--help")
     text = result.stdout.str()
     for opt in OPTIONS:
         assert len(re.findall(rf"^  {opt.flag}[= \n]", text, re.M)) == 1, opt.flag
@@ -89,7 +89,7 @@ def test_help_lists_every_option_once(pytester):
 
 
 def test_bad_option_is_a_usage_error(pytester):
-    result = pytester.runpytest_subprocess("-p", "specperf.plugin", "--output-tokens", "many")
+    result = pytester.runpytest_subprocess("--output-tokens", "many")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["*--output-tokens = 'many' is not valid: expected a positive integer.*"])
@@ -97,8 +97,7 @@ def test_bad_option_is_a_usage_error(pytester):
 
 
 def test_unknown_text_class_is_a_usage_error(pytester):
-    result = pytester.runpytest_subprocess("-p", "specperf.plugin",
-                                           "--text-classes", "padding,poetry")
+    result = pytester.runpytest_subprocess("--text-classes", "padding,poetry")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*unknown text class poetry: available are code, padding, "
                                  "reasoning; add one as a TOML file in --text-class-dir.*"])

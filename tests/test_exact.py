@@ -48,8 +48,8 @@ def test_plan_flushes_where_the_server_can_and_falls_back_to_random_nonces_where
     busy = _Poster(400)  # /flush_cache exists; it refuses while requests run
     plan = reuse.plan_for(busy, "sglang", "s")
     assert plan.policy == "flush"
-    nonce, kept = plan.nonce(busy, "padding-ctx13", 2)
-    assert not kept and nonce != nonce.derived_nonce("s", "padding-ctx13", 2)
+    value, kept = plan.nonce(busy, "padding-ctx13", 2)
+    assert not kept and value != nonce.derived_nonce("s", "padding-ctx13", 2)
     none = reuse.plan_for(_Poster(404), "openai", "s")
     assert (none.policy, none.reproducible) == ("none", False)
     assert none.reason == ("the server has no /flush_cache (HTTP 404) and no per-request cache "

@@ -47,7 +47,7 @@ def test_an_undetermined_slope_names_the_context_to_add() -> None:
     assert verdict.status == "undetermined" and verdict.fails() is None
     assert verdict.message == (
         "reasoning: step time per 1k context 17.6 ± 0.1 → 17.1 ± 33.4 ms (−2.7%, limit +15%): "
-        "contexts 13,20 lie too close together to determine the slope (±92.8 ms per 1k "
+        "contexts 13,20 lie too close together to determine the slope (±92.7 ms per 1k "
         "against a 2.6 ms band), so it is neither a pass nor a fail — add a longer context: "
         "pytest perf_tests -m context_scaling --text-classes reasoning --contexts 13,20,1663")
 

@@ -8,15 +8,15 @@ import pytest
 
 from specperf.cli.gate import CaseOutcome, GateExit, GateResult, fleet_result, fleet_summary_lines
 from specperf.core.errors import ConfigError
-from specperf.fleet.endpoints import (
+from specperf.fleet.schedule import scope_of
+from specperf.settings.config import Settings, resolve
+from specperf.settings.endpoints import (
     Endpoint,
     check_combination,
     endpoint_settings,
     from_flags,
     load_endpoints,
 )
-from specperf.fleet.schedule import scope_of
-from specperf.settings.config import Settings, resolve
 
 
 def _file(tmp_path: Path, text: str) -> Path:

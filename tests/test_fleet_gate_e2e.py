@@ -40,7 +40,7 @@ def baselines(start_sim, tmp_path_factory) -> Path:
     sim = start_sim(time_scale=SIM_SCALE)
     base = tmp_path_factory.mktemp("fleet-baselines")
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "perf_tests"), "-m", "context_scaling",
-           "-p", "specperf.plugin", "-p", "no:cacheprovider", "--endpoint", sim.url,
+           "-p", "no:cacheprovider", "--endpoint", sim.url,
            "--contexts=13,3333", "--output-tokens=200", "--baseline-dir", str(base),
            "--deployment", "good", "--update-baselines"]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from specperf.fleet.endpoints import load_endpoints
+from specperf.settings.endpoints import load_endpoints
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "ci" / "nightly.yml"

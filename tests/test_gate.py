@@ -48,7 +48,7 @@ def baseline_dir(start_sim, tmp_path_factory) -> Path:
     sim = start_sim(time_scale=SIM_SCALE)
     base = tmp_path_factory.mktemp("baselines")
     cmd = [sys.executable, "-m", "pytest", str(ROOT / "perf_tests"), "-m", "context_scaling",
-           "-p", "specperf.plugin", "-p", "no:cacheprovider", "--endpoint", sim.url,
+           "-p", "no:cacheprovider", "--endpoint", sim.url,
            "--contexts=13,3333", "--output-tokens=200", "--baseline-dir", str(base),
            "--deployment", DEPLOYMENT, "--update-baselines"]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=240,
@@ -268,7 +268,7 @@ def test_read_junit_takes_failures_from_the_verdicts_and_errors_from_the_report(
 
 def test_the_smoke_subset_is_fixed_whatever_the_planned_contexts():
     done = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "perf_tests"), "-m", "smoke",
-                           "-p", "specperf.plugin", "-p", "no:cacheprovider", "--collect-only",
+                           "-p", "no:cacheprovider", "--collect-only",
                            "-q", "--contexts=1663,5553"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
     ids = [line.split("[", 1)[1].rstrip("]") for line in done.stdout.splitlines()

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _start(project_dir: Path, sim_url: str, lock_dir: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "SPECPERF_LOCK_DIR": str(lock_dir), "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "specperf.plugin", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
          "-v", "-m", "context_scaling", "--endpoint", sim_url, "--output-tokens=200",
          "--contexts=13,1663,3333,5553", "test_context_scaling.py"],
         cwd=project_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -70,7 +70,7 @@ def _run(project: Path, url: str, lock_dir: Path, context: int, output: int
          ) -> subprocess.Popen[str]:
     env = {**os.environ, "SPECPERF_LOCK_DIR": str(lock_dir), "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "specperf.plugin", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
          "-v", "-m", "context_scaling", "--endpoint", url, f"--output-tokens={output}",
          f"--contexts={context}", "--text-classes=padding", "--repeats=3",
          "test_context_scaling.py"],

@@ -18,7 +18,7 @@ from specperf.baselines.diff import _small_percent
 from specperf.core.errors import ConfigError
 from specperf.measure.loop import Sample
 from specperf.plugin import _StopOnce
-from specperf.settings.config import parse_tolerances, resolve
+from specperf.settings.config import resolve
 from specperf.views.summary import sample_line
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
@@ -41,7 +41,7 @@ def _project(pytester: pytest.Pytester, ini_name: str, ini_text: str) -> None:
 ])
 def test_a_bad_flag_is_one_usage_error(pytester, args, message):
     pytester.makepyfile(test_perf=PERF_TEST)
-    result = pytester.runpytest_subprocess("-p", "specperf.plugin", *args)
+    result = pytester.runpytest_subprocess(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
     assert len(re.findall("is not valid", result.stderr.str())) == 1
@@ -51,7 +51,7 @@ def test_a_bad_flag_is_one_usage_error(pytester, args, message):
 def test_a_bad_environment_variable_names_itself(pytester, monkeypatch):
     monkeypatch.setenv("SPECPERF_SIM_PROFILE", "nosuch")
     pytester.makepyfile(test_perf=PERF_TEST)
-    result = pytester.runpytest_subprocess("-p", "specperf.plugin")
+    result = pytester.runpytest_subprocess()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: SPECPERF_SIM_PROFILE = 'nosuch' is not valid: *"])
 
@@ -71,7 +71,7 @@ def test_a_bad_environment_variable_names_itself(pytester, monkeypatch):
 def test_a_bad_ini_value_is_one_usage_error_naming_the_key(pytester, ini_name, ini_text,
                                                            message):
     _project(pytester, ini_name, ini_text)
-    result = pytester.runpytest_subprocess("-p", "specperf.plugin", "--collect-only")
+    result = pytester.runpytest_subprocess("--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
 
@@ -90,17 +90,80 @@ def test_readme_ini_examples_are_valid_where_they_say(pytester, ini_name, langua
     pytester.makeconftest(
         "from specperf.plugin.fixtures import STATE\n\n"
         "def pytest_collection_finish(session):\n"
-        "    print('TOLERANCES', sorted(session.config.stash[STATE].ini_tolerances.items()))\n")
-    result = pytester.runpytest_subprocess("-p", "specperf.plugin", "--collect-only", "-s")
+        "    tolerances = session.config.stash[STATE].settings.tolerances\n"
+        "    print('TOLERANCES', sorted(tolerances.items()))\n")
+    result = pytester.runpytest_subprocess("--collect-only", "-s")
     assert result.ret == pytest.ExitCode.OK, result.stderr.str()
     result.stdout.fnmatch_lines(["TOLERANCES [('step_ms', 0.15), ('tok_s', 0.08)]"])
 
 
 def test_tolerance_lines_parse_per_line_and_comma_separated():
-    assert parse_tolerances(["step_ms = 0.15", "tok_s=0.08, slope = 1"], "ini x") == {
-        "step_ms": 0.15, "tok_s": 0.08, "slope": 1.0}
-    with pytest.raises(ConfigError, match=r"^ini x: 'step_ms' is not valid"):
-        parse_tolerances(["step_ms"], "ini x")
+    lines = ["step_ms = 0.15", "tok_s=0.08, slope = 1"]
+    want = {"step_ms": 0.15, "tok_s": 0.08, "slope": 1.0}
+    assert resolve({}, {}, {"tolerances": lines}).tolerances == want
+    assert resolve({}, {}, {"tolerances": "\n".join(lines)}).tolerances == want
+    with pytest.raises(ConfigError, match=r"^ini specperf_tolerances: 'step_ms' is not valid"):
+        resolve({}, {}, {"tolerances": ["step_ms"]})
+
+
+def test_tolerances_cli_beats_env_beats_ini_each_replacing_the_whole_value():
+    ini = {"tolerances": ["step_ms = 0.15", "tok_s = 0.08"]}
+    env = {"SPECPERF_TOLERANCES": "slope=0.3"}
+    s = resolve({"tolerances": "step_ms=0.2"}, env, ini)
+    assert (dict(s.tolerances), s.sources["tolerances"]) == ({"step_ms": 0.2}, "--tolerances")
+    s = resolve({}, env, ini)
+    assert (dict(s.tolerances), s.sources["tolerances"]) == ({"slope": 0.3},
+                                                             "SPECPERF_TOLERANCES")
+    s = resolve({}, {}, ini)
+    assert dict(s.tolerances) == {"step_ms": 0.15, "tok_s": 0.08}
+    assert s.sources["tolerances"] == "ini specperf_tolerances"
+    s = resolve({}, {}, {})
+    assert (dict(s.tolerances), s.sources["tolerances"]) == ({}, "default")
+
+
+@pytest.mark.parametrize(("cli", "env", "message"), [
+    ({"tolerances": "step_ms=0.15,tok=0.1"}, {},
+     "--tolerances: 'tok=0.1' names no tolerance: expected one of avg_commit, decode_tok_s, "
+     "slope, step_ms, tok_s as 'metric = fraction', e.g. step_ms = 0.15."),
+    ({}, {"SPECPERF_TOLERANCES": "step_ms=15"},
+     "SPECPERF_TOLERANCES: 'step_ms=15' is not valid: expected 'metric = fraction' with a "
+     "fraction in (0, 1], e.g. step_ms = 0.15 for 15%."),
+])
+def test_a_bad_tolerance_names_its_source(cli, env, message):
+    with pytest.raises(ConfigError) as err:
+        resolve(cli, env, {})
+    assert str(err.value) == message
+
+
+def test_tolerances_flag_and_variable_reach_the_run(pytester, monkeypatch):
+    _project(pytester, "pytest.ini", "[pytest]\nspecperf_tolerances =\n    step_ms = 0.15\n"
+                                     "    tok_s = 0.08\n")
+    pytester.makeconftest(
+        "from specperf.plugin.fixtures import STATE\n\n"
+        "def pytest_collection_finish(session):\n"
+        "    s = session.config.stash[STATE].settings\n"
+        "    print('TOLERANCES', sorted(s.tolerances.items()), s.sources['tolerances'])\n")
+    ini = pytester.runpytest_subprocess("--collect-only", "-s")
+    ini.stdout.fnmatch_lines(["TOLERANCES [('step_ms', 0.15), ('tok_s', 0.08)] "
+                              "ini specperf_tolerances"])
+    monkeypatch.setenv("SPECPERF_TOLERANCES", "slope=0.3")
+    env = pytester.runpytest_subprocess("--collect-only", "-s")
+    env.stdout.fnmatch_lines(["TOLERANCES [('slope', 0.3)] SPECPERF_TOLERANCES"])
+    flag = pytester.runpytest_subprocess("--collect-only", "-s", "--tolerances",
+                                         "step_ms=0.2,decode_tok_s=0.12")
+    flag.stdout.fnmatch_lines(["TOLERANCES [('decode_tok_s', 0.12), ('step_ms', 0.2)] "
+                               "--tolerances"])
+
+
+def test_help_shows_the_tolerances_flag_once_with_its_env_and_ini(pytester):
+    text = pytester.runpytest_subprocess("--help").stdout.str()
+    flat = " ".join(text.split())
+    assert len(re.findall(r"^  --tolerances=TOLERANCES", text, re.M)) == 1
+    assert ("Tolerance overrides, 'metric=fraction' comma separated (in ini also one per "
+            "line), e.g. step_ms=0.15,tok_s=0.08;") in flat
+    assert "[env SPECPERF_TOLERANCES, ini specperf_tolerances]" in flat
+    # The ini key is registered once, as a line list (pytest lists ini keys under --help too).
+    assert len(re.findall(r"^  specperf_tolerances \(linelist\)", text, re.M)) == 1
 
 
 def test_contexts_with_an_empty_item_name_the_source():

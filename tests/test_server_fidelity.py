@@ -1,4 +1,4 @@
-"""One test per difference in shared/server-fidelity.md items 2-13: the real shape (from the
+"""One test per known difference between a real release and the simulator: the real shape (from the
 released sources named in each test) and what the suite does with it."""
 
 from __future__ import annotations

@@ -129,7 +129,7 @@ def test_absent_spec_fields_variant(start_sim: Callable[..., Any], tmp_path: Pat
     assert not any(key.startswith("spec_") for key in meta)
     openai = {"prompt": "x", "max_tokens": 5, "return_spec_tokens_details": True}
     assert "sglext" not in httpx.post(sim.url + "/v1/completions", json=openai).json()
-    # Counters still expose acceptance (source 2 of DESIGN.md).
+    # Counters still expose acceptance (the second of README's acceptance sources).
     assert "sglang:spec_verify_calls_total" in httpx.get(sim.url + "/metrics").text
 
 

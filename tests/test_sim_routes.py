@@ -1,4 +1,4 @@
-"""Every simulator route against the shapes in server-apis.md (real process, loopback)."""
+"""Every simulator route against the shapes real servers send (real process, loopback)."""
 
 from __future__ import annotations
 

@@ -57,6 +57,6 @@ def test_the_simulator_is_known_by_its_header_and_a_foreign_one_is_not_rescaled(
 
 def test_a_bad_profile_is_one_usage_sentence(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest("-p", "specperf.plugin", "--sim-profile", "no-such-profile")
+    result = pytester.runpytest("--sim-profile", "no-such-profile")
     result.stderr.fnmatch_lines(["*--sim-profile = 'no-such-profile' is not valid:*"])
     assert "Traceback" not in result.stderr.str()

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from specperf.core.sequential import Sprt, t_quantile
+from specperf.core.sequential import Sprt
 from specperf.core.stats import summarize
 from specperf.judge.sweep import CaseData, judge_sweep
 from specperf.plan.workload import Case
@@ -27,12 +27,6 @@ def _case(text_class: str, context: int, step: float, commit: float, *, rise: fl
 def _sweep(**kw: float) -> list[CaseData]:
     return [_case(c, x, 30 + 0.02 * x, 3.0 if c == "reasoning" else 7.0, **kw)
             for c in ("padding", "reasoning") for x in (13, 1663, 3333, 5553)]
-
-
-def test_t_quantile_matches_the_table() -> None:
-    assert t_quantile(0.995, 16) == pytest.approx(2.921, abs=0.002)
-    assert t_quantile(0.975, 5) == pytest.approx(2.571, abs=0.002)
-    assert t_quantile(0.99, 1e9) == pytest.approx(2.326, abs=0.001)
 
 
 def test_sprt_decides_at_walds_bounds() -> None:

@@ -1,6 +1,6 @@
 """Baselines keep per-request values; the sweep test compares means against them.
 
-A stored median's error is 1.2533× a mean's, so the smoke subset's step test could not
+A stored median's error is √(π/2) ≈ 1.25× a mean's, so the smoke subset's step test could not
 reach 95 % power against a 5-repeat baseline of medians (docs/benchmarks.md §6); with the
 requests stored the baseline side weighs as a mean. Files written before keep working.
 """
@@ -15,8 +15,8 @@ import pytest
 
 from specperf.baselines.store import Baseline
 from specperf.core.errors import BaselineError
-from specperf.core.stats import summarize
-from specperf.judge.sweep import MEDIAN_SE, CaseData, Factor, estimate, information_gain
+from specperf.core.stats import MEDIAN_SE_FACTOR, summarize
+from specperf.judge.sweep import CaseData, Factor, estimate, information_gain
 from specperf.measure.loop import Measurement, Sample
 from specperf.plan.workload import Case
 from specperf.plugin.sweeprun import MIN_TOP_UPS, TOP_UPS_PER_CASE, budget
@@ -101,11 +101,11 @@ def test_without_stored_requests_the_median_rule_stays() -> None:
         float(np.mean(np.log(data["padding-ctx13"].run["step_ms"]))) - math.log(base.median))
     gain_median = information_gain(STEP, data["padding-ctx13"])
     gain_mean = information_gain(STEP, _data(stored=True)["padding-ctx13"])
-    # the same request buys more against a mean than against a median (k 1 vs 1.2533²)
+    # the same request buys more against a mean than against a median (k 1 vs π/2)
     n, nb = 6, 5
     assert gain_mean / gain_median == pytest.approx(
         (1 / (1 / 7 + 1 / nb) - 1 / (1 / n + 1 / nb))
-        / (1 / (1 / 7 + MEDIAN_SE**2 / nb) - 1 / (1 / n + MEDIAN_SE**2 / nb)))
+        / (1 / (1 / 7 + MEDIAN_SE_FACTOR**2 / nb) - 1 / (1 / n + MEDIAN_SE_FACTOR**2 / nb)))
 
 
 def test_a_small_subset_may_take_as_many_top_ups_as_the_default_sweep() -> None:

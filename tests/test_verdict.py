@@ -8,9 +8,9 @@ from specperf.baselines.store import CaseBaseline
 from specperf.core.errors import ConfigError
 from specperf.core.limits import (
     DEFAULT_TOLERANCES,
+    check_tolerance,
     format_percent,
     format_value,
-    resolve_tolerances,
 )
 from specperf.core.model import ContextFit
 from specperf.core.stats import Summary
@@ -114,7 +114,7 @@ def test_avg_commit_alone_breaks_its_limit() -> None:
 
 
 def test_tolerance_widens_the_limit() -> None:
-    tolerances = resolve_tolerances(DEFAULT_TOLERANCES, {"step_ms": 0.15})
+    tolerances = {**DEFAULT_TOLERANCES, "step_ms": 0.15}
     verdict = judge_case("c", current(52.0, 7.85, 160), base_case(54.5, 7.85, 144), tolerances)
     assert verdict.status == "pass"
     assert verdict.details["step_ms"]["limit"] == pytest.approx(0.15)
@@ -195,29 +195,28 @@ def test_reconcile_is_silent_when_the_prediction_holds() -> None:
 # --- tolerances ---------------------------------------------------------------------------
 
 
-def test_later_layers_override_earlier() -> None:
-    merged = resolve_tolerances(DEFAULT_TOLERANCES, {"tok_s": 0.05}, {"slope": 0.2},
-                                {}, {"tok_s": 0.2, "step_ms": 0.15})
-    assert merged == {"tok_s": 0.2, "avg_commit": 0.10, "step_ms": 0.15,
-                      "decode_tok_s": 0.10, "slope": 0.2}
-
-
+# (Their layering is RunState.tolerances_for's: tests/test_one_definition.py.)
 def test_unknown_tolerance_names_the_accepted_keys() -> None:
     with pytest.raises(ConfigError) as info:
-        resolve_tolerances({"tok": 0.1})
-    assert str(info.value) == ("unknown tolerance 'tok': use one of avg_commit, decode_tok_s, "
-                               "slope, step_ms, tok_s.")
+        check_tolerance("tok", 0.1, "marker tolerance(tok=0.1)", form="tolerance(metric=x)",
+                        example="tolerance(step_ms=0.15)")
+    assert str(info.value) == ("marker tolerance(tok=0.1) names no tolerance: expected one of "
+                               "avg_commit, decode_tok_s, slope, step_ms, tok_s as "
+                               "'tolerance(metric=x)', e.g. tolerance(step_ms=0.15).")
 
 
-@pytest.mark.parametrize("value", [0, 0.0, -0.1, 1.5])
-def test_tolerance_out_of_range(value: float) -> None:
-    with pytest.raises(ConfigError, match=r"out of range: give a fraction in \(0, 1\]"):
-        resolve_tolerances({"step_ms": value})
+@pytest.mark.parametrize("value", [0, 0.0, -0.1, 1.5, float("nan"), "1e999", True, None, "x"])
+def test_a_tolerance_is_a_fraction_in_0_1(value: object) -> None:
+    with pytest.raises(ConfigError, match=r"^step_ms=.* is not valid: expected 'metric = "
+                                          r"fraction' with a fraction in \(0, 1\], e\.g\. "
+                                          r"step_ms = 0\.15 for 15%\.$"):
+        check_tolerance("step_ms", value, f"step_ms={value!r}")
 
 
-def test_tolerance_must_be_a_number() -> None:
-    with pytest.raises(ConfigError, match="is not a number"):
-        resolve_tolerances({"step_ms": "0.1"})  # type: ignore[dict-item]
+@pytest.mark.parametrize(("value", "number"), [(0.1, 0.1), (1, 1.0), ("0.15", 0.15)])
+def test_a_tolerance_may_be_written_as_a_number_or_its_text(value: object,
+                                                            number: float) -> None:
+    assert check_tolerance("step_ms", value, "x") == number
 
 
 # --- adaptive repeats ---------------------------------------------------------------------

@@ -19,7 +19,7 @@ FIT = re.compile(r"^fit (\w+): step_ms = (-?[0-9.]+) \+ (-?[0-9.]+)(?: ± [0-9.]
                  r"context \(residual ([0-9.]+) ms", re.M)
 
 
-# Timing on 2 shared cores moves ~20 % between runs (shared/real-servers.md), and a random
+# Timing on 2 shared cores moves ~20 % between runs (measured on the CI machine), and a random
 # tiny model's acceptance differs from prompt to prompt, so a cell spreads more than on the
 # real box (which keeps the default 10 % limits and 0.10 spread). The tier's regressions are
 # several times larger than these limits.

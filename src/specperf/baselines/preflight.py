@@ -19,7 +19,7 @@ from ..servers.fingerprint import deployment_name
 from ..servers.probe import identify
 from ..settings.config import Settings
 from ..settings.hints import create_hint
-from .store import BaselineStore
+from .store import Baseline
 
 REQUIRED = "--require-baseline"
 
@@ -53,15 +53,16 @@ def deployment_before_probe(settings: Settings) -> str:
     return deployment_name(settings, server)
 
 
-def check(settings: Settings, judged: Judged, deployment: str) -> None:
-    """Raise BaselineError naming every judged case or fit the baseline lacks, with the fix."""
-    store = BaselineStore(settings.baseline_dir)
+def check(settings: Settings, judged: Judged, deployment: str, base: Baseline | None) -> None:
+    """Raise BaselineError naming every judged case or fit ``base`` lacks, with the fix.
+
+    ``base``: the run's baseline of ``deployment`` (RunState loads it, once), None when the
+    deployment has none.
+    """
     hint = create_hint(settings, deployment)
-    if store.latest(deployment) is None:
+    if base is None:
         raise BaselineError(f"{REQUIRED}: no baseline for deployment {deployment!r} in "
                             f"{settings.baseline_dir}, so no case can be judged: {hint}.")
-    version = None if settings.baseline_version == "latest" else int(settings.baseline_version)
-    base = store.load(deployment, version)
     missing = [c.id for c in judged.cases
                if c.id not in base.cases or base.cases[c.id].output_tokens != c.output_tokens]
     fits = [name for name in judged.fit_classes if name not in base.fits]

@@ -1,8 +1,9 @@
 """The deploy gate: ``specperf gate`` runs the smoke subset against an endpoint and says yes or no.
 
-It runs the very same perf suite, ``pytest perf_tests -m smoke``, in a subprocess (so its
-progress and closing table stream to the CI log), reads each case's outcome back from the
-JUnit XML, prints one attributed line per case and exits with:
+It runs the very same perf suite, ``pytest perf_tests -m smoke`` (the perf tests installed
+with the package, ``specperf/perf_tests``), in a subprocess (so its progress and closing
+table stream to the CI log), reads each case's outcome back from the JUnit XML, prints one
+attributed line per case and exits with:
 
 ====  ==============  ====================================================================
 code  meaning         when
@@ -33,6 +34,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -277,16 +279,21 @@ def fleet_summary_lines(result: GateResult, where: str) -> list[str]:
 
 # -- running -------------------------------------------------------------------------------
 def perf_tests_dir(explicit: Path | None = None) -> Path | None:
-    """The perf tests to run: --perf-tests, else ./perf_tests, else the checkout's."""
-    candidates = [explicit] if explicit else [
-        Path.cwd() / "perf_tests", Path(__file__).resolve().parents[2] / "perf_tests"]
-    return next((p for p in candidates if p is not None and p.is_dir()), None)
+    """The perf tests to run: --perf-tests DIR, else those installed with this package.
+
+    The shipped ones (``specperf/perf_tests``) match the plugin that runs them, wherever the
+    gate runs from; in a checkout (installed editable) they are the checkout's own.
+    """
+    tests = explicit if explicit is not None else Path(str(files("specperf") / "perf_tests"))
+    return tests if tests.is_dir() else None
 
 
 def pytest_command(args: argparse.Namespace, tests: Path, junit: Path) -> list[str]:
     """``python -m pytest perf_tests -m smoke`` with the gate's options and the pass-through."""
+    # The plugins by their pytest11 entry-point names: loaded once even when pytest also
+    # autoloads them, and loaded still when PYTEST_DISABLE_PLUGIN_AUTOLOAD is set.
     cmd = [sys.executable, "-m", "pytest", str(tests), "-m", SMOKE_MARKER,
-           "-p", "specperf.plugin", "-p", "no:cacheprovider"]
+           "-p", "specperf", "-p", "specperf_fleet", "-p", "no:cacheprovider"]
     for flag, value in (("--endpoint", args.endpoint), ("--deployment", args.deployment),
                         ("--endpoints", getattr(args, "endpoints", None)),
                         ("--baseline-dir", args.baseline_dir),
@@ -347,8 +354,9 @@ def run(args: argparse.Namespace) -> int:
         return int(GateExit.USAGE)
     tests = perf_tests_dir(args.perf_tests)
     if tests is None:
-        print(f"specperf gate: no perf tests at {args.perf_tests or './perf_tests'}: run from "
-              "the specperf checkout or pass --perf-tests DIR.", file=sys.stderr)
+        where = args.perf_tests or "specperf/perf_tests (installed with the package)"
+        print(f"specperf gate: no perf tests at {where}: pass --perf-tests DIR, or reinstall "
+              "specperf.", file=sys.stderr)
         return int(GateExit.USAGE)
     with tempfile.TemporaryDirectory(prefix="specperf-gate-") as tmp:
         junit = Path(tmp) / "smoke.xml"
@@ -399,7 +407,8 @@ def add_subcommand(subparsers: Any) -> None:
     parser.add_argument("--deployment", help="baseline deployment name (default: fingerprint slug)")
     parser.add_argument("--baseline-dir", type=Path, help="directory of versioned baselines")
     parser.add_argument("--perf-tests", type=Path,
-                        help="perf tests directory (default: ./perf_tests or the checkout's)")
+                        help="perf tests directory (default: the ones installed with "
+                             "specperf, specperf/perf_tests)")
     parser.add_argument("pytest_args", nargs="*", metavar="-- PYTEST_ARGS",
                         help="extra pytest arguments, after --")
     parser.set_defaults(run=run)

@@ -65,30 +65,38 @@ def format_move(metric: str, base: float, new: float) -> str:
             f"{format_value(metric, new)}{unit}")
 
 
-def resolve_tolerances(*layers: Mapping[str, float]) -> dict[str, float]:
-    """Merge tolerance layers, later ones overriding (defaults < ini < file < case < marker)."""
-    merged: dict[str, float] = {}
-    for layer in layers:
-        for key, value in layer.items():
-            merged[key] = _checked_tolerance(key, value)
-    return merged
+def check_tolerance(metric: str, value: object, where: str, *,
+                    form: str = "metric = fraction", example: str = "step_ms = 0.15") -> float:
+    """One tolerance override, checked: a known metric and a fraction in (0, 1].
+
+    The one check of a tolerance, wherever it is written (the ``tolerances`` setting, a
+    test's ``tolerance`` marker); ``where`` names the entry and its source, ``form`` and
+    ``example`` show how that source spells one. Else a ConfigError saying what to write.
+    """
+    if metric not in DEFAULT_TOLERANCES:
+        known = ", ".join(sorted(DEFAULT_TOLERANCES))
+        raise ConfigError(f"{where} names no tolerance: expected one of {known} as "
+                          f"'{form}', e.g. {example}.")
+    number = _number(value)
+    if not 0.0 < number <= 1.0:
+        raise ConfigError(f"{where} is not valid: expected '{form}' with a fraction in "
+                          f"(0, 1], e.g. {example} for 15%.")
+    return number
 
 
-def _checked_tolerance(key: str, value: object) -> float:
-    if key not in DEFAULT_TOLERANCES:
-        accepted = ", ".join(sorted(DEFAULT_TOLERANCES))
-        raise ConfigError(f"unknown tolerance {key!r}: use one of {accepted}.")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"tolerance {key}={value!r} is not a number: give a fraction "
-                          f"in (0, 1], e.g. 0.10 for 10%.")
-    if not 0.0 < float(value) <= 1.0:
-        raise ConfigError(f"tolerance {key}={value!r} is out of range: give a fraction "
-                          f"in (0, 1], e.g. 0.10 for 10%.")
-    return float(value)
+def _number(value: object) -> float:
+    """``value`` as a number (a number, or text that spells one); NaN when it is neither."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return float("nan")
+    try:
+        return float(value)
+    except ValueError:
+        return float("nan")
 
 
 def tolerance(tolerances: Mapping[str, float], metric: str) -> float:
-    """The tolerance in force for ``metric``: the given one, else the default."""
+    """The tolerance in force for ``metric`` in ``tolerances`` (a run's are computed by
+    ``RunState.tolerances_for``), else the default."""
     return tolerances.get(metric, DEFAULT_TOLERANCES[metric])
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .stats import MEDIAN_SE_FACTOR, t_quantile
+
 
 @dataclass(frozen=True)
 class ContextFit:
@@ -86,19 +88,11 @@ def fit_context(points: Sequence[tuple[float, float]]) -> ContextFit | None:
 
 
 # -- fits that know their uncertainty -------------------------------------------------------
-# For normal data the median of n samples has standard error ≈ 1.2533·σ/√n (√(π/2)).
-MEDIAN_SE_FACTOR = 1.2533
-# Two-sided 95 % quantiles of Student's t by degrees of freedom (beyond 30: the normal's).
-_T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
-        10: 2.23, 12: 2.18, 15: 2.13, 20: 2.09, 30: 2.04}
 
 
 def t95(dof: int) -> float:
-    """The 95 % two-sided Student-t quantile for ``dof`` (rounded down to the table)."""
-    if dof <= 0:
-        return math.inf
-    known = [d for d in _T95 if d <= dof]
-    return 1.96 if dof > 30 else _T95[max(known)]
+    """The two-sided 95 % Student-t quantile for ``dof`` (inf without degrees of freedom)."""
+    return t_quantile(0.975, dof)
 
 
 # The smallest relative error of a case's step-time median in a fit: between two cases of a

@@ -24,23 +24,9 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
+from .stats import t_quantile
+
 _NORMAL = NormalDist()
-
-
-def t_quantile(p: float, df: float) -> float:
-    """Student t quantile by the Cornish–Fisher expansion around the normal quantile.
-
-    Accurate to ~0.01 for df ≥ 4 at the tails used here (p ≤ 0.999); the normal quantile
-    for large df. No scipy for one number.
-    """
-    z = _NORMAL.inv_cdf(p)
-    if df <= 0 or math.isinf(df):
-        return z
-    g1 = (z**3 + z) / 4
-    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96
-    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384
-    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160
-    return z + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
 
 
 @dataclass(frozen=True)

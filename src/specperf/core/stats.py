@@ -1,14 +1,43 @@
-"""Robust summaries of repeated samples: median, MAD, relative spread."""
+"""Robust summaries of repeated samples (median, MAD, relative spread), the constants that
+turn them into standard errors, and the Student-t quantile every interval and test uses."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
 
 # Relative MAD above which a cell is too noisy to pass or fail on.
 UNSTABLE_REL_MAD = 0.10
+# For normal data MAD_TO_SIGMA·MAD estimates σ: a normal's MAD is the distance of its upper
+# quartile from the median, σ·Φ⁻¹(0.75), so the factor is 1/Φ⁻¹(0.75) ≈ 1.4826.
+MAD_TO_SIGMA = 1.0 / NormalDist().inv_cdf(0.75)
+# For normal data the median of n samples has standard error MEDIAN_SE_FACTOR·σ/√n
+# (√(π/2) ≈ 1.2533: the median needs π/2 times the mean's samples for the same precision).
+MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)
+
+
+@lru_cache(maxsize=1024)
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom: P(T ≤ q) = p.
+
+    One-sided by construction; a two-sided level L is ``t_quantile(0.5 + L / 2, df)`` (95 %:
+    0.975). Large or infinite ``df`` gives the normal quantile. ``df ≤ 0`` (no spread
+    estimate at all) gives ±inf, the limit as df → 0: no finite bound can be claimed.
+    """
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"t_quantile needs 0 < p < 1, got {p}")
+    if df <= 0:
+        return 0.0 if p == 0.5 else math.copysign(math.inf, p - 0.5)
+    # Imported here, not at the top: scipy.stats costs about half a second to import, and
+    # every pytest worker imports the package while few of them ever need a quantile.
+    from scipy.stats import t
+
+    return float(t.ppf(p, df))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,8 @@
-"""Pytest wiring of a fleet run (fleet.py); ``plugin.py`` calls these from its hooks.
+"""The fleet's own pytest plugin (entry point ``specperf_fleet``): several endpoints in one run.
+
+``specperf.plugin`` resolves the settings and, when they name a fleet, leaves a
+:class:`~specperf.plugin.fixtures.FleetRequest` in ``config.stash``; this plugin's hooks
+build and run the fleet from it and do nothing otherwise.
 
 Lifecycle, explained once. At configure time every endpoint gets its own
 :class:`~specperf.plugin.runstate.RunState` (kept in ``config.stash[FLEET]``) with lock mode
@@ -14,54 +18,45 @@ own group; its cases error with one sentence each, the others finish.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import pytest
 
 from ..baselines.preflight import Judged
 from ..core.errors import ConfigError
-from ..plan.workload import TextClass
-from ..plugin.fixtures import FLEET, LOCK_LINES
+from ..plugin import write_line
+from ..plugin.fixtures import FLEET, FLEET_REQUEST, LOCK_LINES, STATE, FleetRequest
 from ..plugin.reporting import HtmlHooks
 from ..plugin.runstate import RunState
-from ..settings.config import Settings
-from .endpoints import Endpoint, check_combination, endpoint_settings, from_flags, load_endpoints
+from ..settings.endpoints import check_combination, endpoint_settings
 from .record import FLEET_COLLECTOR, FleetCollector
 
 Write = Callable[[str], None]
 _DISTS_OK = ("no", "load", "loadgroup")
 
 
-def split_endpoint_flags(values: Sequence[str] | None) -> tuple[str | None, list[str]]:
-    """``--endpoint`` given once as a URL keeps today's meaning; more, or NAME=URL, is a fleet."""
-    flags = list(values or [])
-    if len(flags) == 1 and "=" not in flags[0]:
-        return flags[0], []
-    return None, flags
+@pytest.hookimpl(trylast=True)  # after specperf.plugin has resolved the settings
+def pytest_configure(config: pytest.Config) -> None:
+    request = config.stash.get(FLEET_REQUEST, None)
+    if request is None:
+        return
+    try:
+        config.stash[STATE] = configure(config, request, lambda line: write_line(config, line))
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
-def endpoints(settings: Settings, flags: Sequence[str]) -> tuple[Endpoint, ...]:
-    """The fleet this run measures; empty when it measures one endpoint."""
-    if settings.endpoints is not None and flags:
-        raise ConfigError("a fleet is given either by --endpoints FILE or by --endpoint "
-                          "NAME=URL more than once, not both: put every endpoint in the file.")
-    if settings.endpoints is not None:
-        return load_endpoints(settings.endpoints)
-    return from_flags(flags) if flags else ()
-
-
-def configure(config: pytest.Config, settings: Settings, found: tuple[Endpoint, ...],
-              classes: dict[str, TextClass], tolerances: Mapping[str, float],
-              write: Write) -> RunState:
+def configure(config: pytest.Config, request: FleetRequest, write: Write) -> RunState:
     """Set up one RunState per endpoint and the controller's collector; returns the first."""
+    settings, found = request.settings, request.endpoints
     check_combination(settings)
     _check_dist(config, [ep.name for ep in found])
     lines: dict[str, list[str]] = {ep.name: [] for ep in found}
     source = (f"endpoints file {settings.endpoints}" if settings.endpoints is not None
               else "--endpoint")
     states = {ep.name: RunState(endpoint_settings(settings, ep, f"{source} ({ep.name})"),
-                                classes, tolerances, progress=_progress(write, ep.name, lines),
+                                request.classes, progress=_progress(write, ep.name, lines),
                                 lock_mode="session")
               for ep in found}
     config.stash[FLEET] = states
@@ -108,7 +103,8 @@ def _progress(write: Write, name: str, lines: dict[str, list[str]]) -> Write:
     return progress
 
 
-def parametrize(metafunc: pytest.Metafunc) -> None:
+@pytest.hookimpl(tryfirst=True)  # first: ids read endpoint-case, box2-reasoning-ctx3333
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Give a measuring test one session-scoped parameter per endpoint, grouped for xdist."""
     states = metafunc.config.stash.get(FLEET, None)
     if not states or "specperf_endpoint" not in metafunc.fixturenames:
@@ -119,9 +115,12 @@ def parametrize(metafunc: pytest.Metafunc) -> None:
         indirect=True, scope="session")
 
 
-def modify_items(config: pytest.Config, items: list[pytest.Item]) -> None:
+@pytest.hookimpl(wrapper=True)  # after every other plugin (and -m, -k) has chosen the items
+def pytest_collection_modifyitems(config: pytest.Config,
+                                  items: list[pytest.Item]) -> Generator[None, None, None]:
     """Tag each fleet item with its endpoint, note what each endpoint judges, and keep each
     endpoint's items together (its session, and lock, is then opened once per worker)."""
+    yield
     states = config.stash.get(FLEET, None)
     if not states:
         return
@@ -157,11 +156,7 @@ def _cases(item: pytest.Item, fixture: str, param: str) -> list[Any]:
     return []
 
 
-def close(config: pytest.Config) -> None:
+def pytest_sessionfinish(session: pytest.Session) -> None:
     """Release every endpoint's lock this process still holds (normally already released)."""
-    for state in (config.stash.get(FLEET, None) or {}).values():
+    for state in (session.config.stash.get(FLEET, None) or {}).values():
         state.close_session()
-
-
-def active(config: pytest.Config) -> bool:
-    return bool(config.stash.get(FLEET, None))

@@ -25,10 +25,10 @@ from ..measure.session import git_revision
 from ..plugin.reporting import ERROR_CHARS, _baseline
 from ..plugin.runstate import RunState
 from ..record import results, runkind
+from ..settings.endpoints import Endpoint
 from ..views import summary
 from ..views.report import report_dir
 from . import page
-from .endpoints import Endpoint
 
 FLEET_COLLECTOR = "specperf-fleet"
 _STATUS_ORDER = ("error", "fail", "not run", "pass", "skipped")  # skipped: nothing judged
@@ -171,7 +171,7 @@ class FleetCollector:
             lines += ["", f"== endpoint {name} ({record.endpoint.url}, deployment "
                           f"{record.endpoint.deployment}) =="]
             if record.found.measurements:
-                lines += summary.render(record.found, self.states[name])[1:]
+                lines += summary.render(record.found, self.states[name].settings)[1:]
             for error in dict.fromkeys(record.errors.values()):
                 lines.append(f"  error: {error.strip().splitlines()[-1]}")
         lines += ["", "specperf fleet: same case on each box (tok/s, step ms, avg commit):"]

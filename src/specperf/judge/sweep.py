@@ -19,7 +19,8 @@ is tested once, on all its cases pooled:
   requests (Welch's df for the two), or, with medians only, the larger of the run's and its
   MADs (a MAD of 3–5 requests runs low); in A/B mode production's requests join the pool;
 - ``se_i² = σ²/n_now + k · σ_before²/n_before`` with k = 1 for a mean of requests and
-  1.2533² for a stored median (the standard error of a median), and the inverse-variance mean
+  ``MEDIAN_SE_FACTOR²`` (π/2) for a stored median (the standard error of a median, see
+  :mod:`specperf.core.stats`), and the inverse-variance mean
   ``D = Σ d_i/se_i² / Σ 1/se_i²`` with ``se = (Σ 1/se_i²)^−½``.
 
 The tests of one sweep are step time (every case) and acceptance (each text class); the
@@ -36,16 +37,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.limits import format_percent
-from ..core.sequential import Sprt, t_quantile
-from ..core.stats import Summary
+from ..core.sequential import Sprt
+from ..core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, Summary, t_quantile
 from ..plan.workload import Case
 from .verdict import ACCEPTANCE_HINT, STEP_HINT, Verdict
 
 SWEEP_ALPHA = 0.01   # false alarms per sweep, all its tests together
 SWEEP_BETA = 0.05    # misses of a regression of SWEEP_EFFECT
 SWEEP_EFFECT = 0.05  # the regression every sweep must catch (H1)
-MEDIAN_SE = 1.2533   # se of a median = 1.2533 · σ/√n for normal data (a stored baseline)
-MAD_TO_SIGMA = 1.4826
 # Below this a relative spread is quantisation (commits are (N−1)/S for integer S) or clock
 # resolution, not evidence of a perfectly quiet box: it keeps one quiet case from weighing
 # infinitely.
@@ -160,7 +159,7 @@ def estimate(factor: Factor, cases: Mapping[str, CaseData]) -> Estimate:
         sigma_b = max(sigma, math.sqrt(float(np.mean(np.square(mads)))))
         base_n = [c.base[m].n for c in chosen]
         centre = [math.log(c.base[m].median) for c in chosen]
-        k = MEDIAN_SE**2
+        k = MEDIAN_SE_FACTOR**2
     sigma, sigma_b = max(sigma, SIGMA_FLOOR), max(sigma_b, SIGMA_FLOOR)
     d = np.array([factor.sign * (float(np.mean(g)) - b)
                   for g, b in zip(run_logs, centre, strict=True)])
@@ -208,7 +207,7 @@ def information_gain(factor: Factor, data: CaseData) -> float:
     stored = len(_stored(data, m)) >= 2
     nb = len((data.base_values or {})[m]) if paired else (
         len(_stored(data, m)) if stored else data.base[m].n)
-    k = 1.0 if paired or stored else MEDIAN_SE**2
+    k = 1.0 if paired or stored else MEDIAN_SE_FACTOR**2
     now = 1.0 / (1.0 / n + k / nb)
     after = 1.0 / (1.0 / (n + 1) + k / (nb + int(paired)))
     return (after - now) / max(data.cost_s, 1e-9)

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 import filelock
 
 from ..core.errors import ConfigError, GpuLockTimeout, SpecperfError
+from ..settings.config import Settings
 
 LOCK_DIR_ENV = "SPECPERF_LOCK_DIR"
 # How a session locks its endpoint: "session" holds the GPU lock for the whole session;
@@ -59,6 +60,15 @@ def default_lock_dir() -> Path:
     # another user's files. mkdir's mode is filtered by the umask, hence chmod.
     directory.chmod(0o1777)
     return directory
+
+
+def lock_path(settings: Settings, url: str | None = None) -> Path:
+    """The GPU lock file of a run: ``--gpu-lock``, else derived from the endpoint's URL.
+
+    ``url``: the server actually measured when it is not ``--endpoint`` (the embedded
+    simulator's); every holder of a run's lock (the session, an xdist controller) asks here.
+    """
+    return settings.gpu_lock or lock_path_for(url or settings.endpoint or "")
 
 
 def lock_path_for(endpoint: str, lock_dir: Path | None = None) -> Path:
@@ -234,7 +244,7 @@ class GpuLock:
     endpoint and releases it at session end, whether the session passed,
     failed or was interrupted. Under pytest-xdist with one endpoint the
     controller holds it and workers run inside its hold, serialised per case
-    by the suite itself; in a fleet (:mod:`specperf.fleet.endpoints`) the worker that
+    by the suite itself; in a fleet (:mod:`specperf.settings.endpoints`) the worker that
     measures an endpoint holds that endpoint's lock while it measures. Either
     way two suites never measure one endpoint at the same time.
 

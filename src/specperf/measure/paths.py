@@ -19,7 +19,8 @@ its :class:`~specperf.measure.attempt.Request` and how its reply is read (:meth:
 Server timings (decode time T_d = e2e − first-token latency) come from the response's
 ``meta_info`` (native, and chat with ``return_meta_info``); where a route has none (chat
 streams: SGLang rejects ``return_meta_info`` there) from the ``/metrics`` latency
-histograms' sums bracketing the one request; else they are unknown and said so.
+histograms' sums bracketing the one request; else they are unknown and said so. A /metrics
+text that is not Prometheus exposition is a MalformedResponse, as everywhere it is read.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from ..core.errors import (
     BadStatus,
@@ -61,6 +60,7 @@ _HISTOGRAM_SUMS = {
     "e2e": ("sglang:e2e_request_latency_seconds_sum", "vllm:e2e_request_latency_seconds_sum"),
     "ttft": ("sglang:time_to_first_token_seconds_sum", "vllm:time_to_first_token_seconds_sum"),
 }
+_HISTOGRAM_NAMES = frozenset(name for names in _HISTOGRAM_SUMS.values() for name in names)
 
 
 @dataclass(frozen=True)
@@ -289,7 +289,9 @@ def _metric_steps(before: MetricsSnapshot | None, after: MetricsSnapshot | None)
 
 
 def histogram_deltas(before: str, after: str) -> tuple[float, float] | None:
-    """(e2e, ttft) of the one request between two /metrics texts: the histograms' sum deltas."""
+    """(e2e, ttft) of the one request between two /metrics texts: the histograms' sum deltas;
+    None when a sum is not exported. Text that is not Prometheus exposition raises
+    MalformedResponse (acceptance.metric_sums, the one /metrics parser)."""
     first, second = _sums(before), _sums(after)
     if first is None or second is None:
         return None
@@ -298,13 +300,7 @@ def histogram_deltas(before: str, after: str) -> tuple[float, float] | None:
 
 
 def _sums(text: str) -> tuple[float, float] | None:
-    totals: dict[str, float] = {}
-    try:
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                totals[sample.name] = totals.get(sample.name, 0.0) + float(sample.value)
-    except Exception:  # junk: the timings are then unknown, said so by the verdict
-        return None
+    totals = acceptance.metric_sums(text, _HISTOGRAM_NAMES)
     found = [next((totals[n] for n in names if n in totals), None)
              for names in _HISTOGRAM_SUMS.values()]
     return (found[0], found[1]) if found[0] is not None and found[1] is not None else None

@@ -12,7 +12,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..core.limits import DIRECTION, LABELS, tolerance
-from ..core.stats import UNSTABLE_REL_MAD, Summary, summarize
+from ..core.stats import (
+    MAD_TO_SIGMA,
+    MEDIAN_SE_FACTOR,
+    UNSTABLE_REL_MAD,
+    Summary,
+    summarize,
+)
 
 
 class Reference(Protocol):
@@ -22,12 +28,9 @@ class Reference(Protocol):
     def metrics(self) -> Mapping[str, Summary]: ...
 
 
-# For normal data 1.4826·MAD estimates the standard deviation σ, and the median of n
-# samples has standard error ≈ 1.2533·σ/√n (√(π/2): the median's efficiency relative
-# to the mean). A median 3 standard errors from its limit would need a 3σ fluke to
-# land on the other side (≈0.1% one-sided), so more repeats would not change the verdict.
-MAD_TO_SIGMA = 1.4826
-MEDIAN_SE_FACTOR = 1.2533
+# A median's standard error is MAD_TO_SIGMA·MAD·MEDIAN_SE_FACTOR/√n (core.stats). A median
+# 3 standard errors from its limit would need a 3σ fluke to land on the other side (≈0.1%
+# one-sided), so more repeats would not change the verdict.
 CLEAR_MARGIN_SE = 3.0
 
 
@@ -52,10 +55,10 @@ def decide_repeats(values: Mapping[str, Sequence[float]], base: Reference | None
        must never pass or fail.
     3. With a baseline: for each metric with a tolerance, the margin is the median's
        relative distance from its regression limit, in units of the baseline median;
-       the median's uncertainty is 1.4826·MAD·1.2533/√n in the same units. Any margin
-       within 3 uncertainties (the verdict could still flip): more, until ``max_repeats``
-       (then stop and judge on what there is). Only this run's spread counts: more
-       repeats cannot shrink the baseline's.
+       the median's uncertainty is MAD_TO_SIGMA·MAD·MEDIAN_SE_FACTOR/√n in the same
+       units. Any margin within 3 uncertainties (the verdict could still flip): more,
+       until ``max_repeats`` (then stop and judge on what there is). Only this run's
+       spread counts: more repeats cannot shrink the baseline's.
     4. A metric past its limit (the case would fail) with fewer than ``confirm_repeats``
        (default: twice ``min_repeats``, within ``max_repeats``): more. Blocking a deploy is
        expensive, and three samples can agree by chance under noise that does not average

@@ -89,7 +89,7 @@ class PerfSession:
 
     def lock_path(self) -> Path:
         """This session's GPU lock file (known before start for a configured endpoint)."""
-        return self.settings.gpu_lock or gpulock.lock_path_for(self.url)
+        return gpulock.lock_path(self.settings, self.url)
 
     def _take_lock(self) -> None:
         if self.lock_mode != "session":

@@ -20,16 +20,18 @@ import pytest
 
 from ..baselines.preflight import Judged
 from ..core.errors import ConfigError, SpecperfError
-from ..fleet import plugin
-from ..measure.lock import GpuLock, LockMode, lock_path_for
+from ..measure.lock import GpuLock, LockMode, lock_path
 from ..measure.loop import Sample
 from ..plan.workload import Case, load_text_classes
 from ..servers import simulated
-from ..settings.config import OPTIONS, Settings, for_baseline, parse_tolerances, resolve
+from ..settings import endpoints
+from ..settings.config import OPTIONS, Settings, for_baseline, resolve
 from ..views import summary
 from . import reporting
 from .fixtures import (  # noqa: F401  (fixtures are registered by being importable here)
+    FLEET_REQUEST,
     STATE,
+    FleetRequest,
     chat_stream_paths,
     class_measurements,
     largest_context_by_class,
@@ -57,7 +59,6 @@ MARKERS = (
     "tolerance(**limits): per-test tolerance overrides, e.g. tolerance(step_ms=0.15)",
     "perf_cases(*(text_class, context)): measure these cases instead of the planned matrix",
 )
-_TOLERANCE_INI = "specperf_tolerances"
 _PREVIOUS_SIGTERM = pytest.StashKey[Any]()
 
 
@@ -69,7 +70,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         if opt.flag_only:
             group.addoption(opt.flag, action="store_true", default=None,
                             dest=f"specperf_{opt.name}", help=text)
-        elif opt.name == "endpoint":  # given more than once (NAME=URL): a fleet (fleet.py)
+        elif opt.name == "endpoint":  # given more than once (NAME=URL): a fleet (specperf.fleet)
             group.addoption(opt.flag, action="append", default=None,
                             dest=f"specperf_{opt.name}", metavar=opt.name.upper(),
                             help=text.replace(opt.help, opt.help + " Given more than once as "
@@ -77,42 +78,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         else:
             group.addoption(opt.flag, default=None, dest=f"specperf_{opt.name}",
                             metavar=opt.name.upper(), help=text)
-        parser.addini(opt.ini, help=opt.help, default="")
-    parser.addini(_TOLERANCE_INI, type="linelist", default=[],
-                  help="Tolerance overrides, 'metric = fraction' per line or comma separated "
-                       "(tok_s, avg_commit, step_ms, decode_tok_s, slope).")
-
-
-def _ini_tolerances(config: pytest.Config) -> dict[str, float]:
-    return parse_tolerances(config.getini(_TOLERANCE_INI), f"ini {_TOLERANCE_INI}")
+        if opt.lines:  # one item per line, or a TOML list (specperf_tolerances)
+            parser.addini(opt.ini, help=opt.help, type="linelist", default=[])
+        else:
+            parser.addini(opt.ini, help=opt.help, default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     cli = {o.name: config.getoption(f"specperf_{o.name}") for o in OPTIONS}
-    cli["endpoint"], fleet_flags = plugin.split_endpoint_flags(cli["endpoint"])
-    ini = {o.name: str(config.getini(o.ini) or "") for o in OPTIONS}
+    cli["endpoint"], fleet_flags = endpoints.split_endpoint_flags(cli["endpoint"])
+    ini = {o.name: config.getini(o.ini) or "" for o in OPTIONS}
     workerinput = getattr(config, "workerinput", None)
     # An xdist worker whose controller holds the session lock locks per case instead.
     held = bool(workerinput and workerinput.get("specperf_lock_held"))
     lock_mode: LockMode = "case" if held else "session"
-    fleet: tuple[object, ...] = ()
     try:
         settings = for_baseline(resolve(cli, os.environ, ini))
         if settings.endpoint is None:
             simulated.check_profile(settings.sim_profile,
                                     settings.sources.get("sim_profile", "--sim-profile"))
         classes = load_text_classes(settings.text_class_dir)
-        state = RunState(settings, classes, _ini_tolerances(config),
-                         progress=lambda line: _write(config, line),
-                         on_sample=lambda s, total: _progress(config, s, total),
-                         lock_mode=lock_mode)
-        fleet = plugin.endpoints(settings, fleet_flags)
-        if fleet:  # several endpoints: one RunState each, measured by their own workers
-            state = plugin.configure(config, settings, fleet, classes,
-                                          _ini_tolerances(config), lambda line: _write(config,
-                                                                                      line))
+        fleet = endpoints.fleet_endpoints(settings, fleet_flags)
+        if fleet:  # several endpoints: the fleet plugin (specperf.fleet.plugin) takes over
+            config.stash[FLEET_REQUEST] = FleetRequest(settings, fleet, classes)
+        else:
+            config.stash[STATE] = RunState(
+                settings, classes,
+                progress=lambda line: write_line(config, line),
+                on_sample=lambda s, total: _progress(config, s, total), lock_mode=lock_mode)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     if settings.update_baselines and (workerinput is not None
@@ -120,11 +115,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             "--update-baselines needs the whole sweep in one process: run it without -n "
             "(pytest-xdist), so one run writes one complete baseline.")
-    config.stash[STATE] = state
     config.pluginmanager.register(summary.Collector(), summary.COLLECTOR_NAME)
-    if not fleet:  # a fleet writes one report over every endpoint (fleetreport.py)
-        config.pluginmanager.register(reporting.ReportPlugin(config), "specperf-report")
-    if workerinput is None and config.pluginmanager.hasplugin("xdist") and not fleet \
+    if fleet:  # one report over every endpoint, written by the fleet plugin
+        return
+    config.pluginmanager.register(reporting.ReportPlugin(config), "specperf-report")
+    if workerinput is None and config.pluginmanager.hasplugin("xdist") \
             and config.getoption("dist", "no") != "no" and settings.endpoint is not None:
         config.pluginmanager.register(XdistController(config, settings), "specperf-xdist")
 
@@ -144,10 +139,9 @@ class XdistController:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         assert self.settings.endpoint is not None
-        path = self.settings.gpu_lock or lock_path_for(self.settings.endpoint)
-        lock = GpuLock(path, timeout_s=self.settings.gpu_lock_timeout,
+        lock = GpuLock(lock_path(self.settings), timeout_s=self.settings.gpu_lock_timeout,
                        endpoint=self.settings.endpoint,
-                       progress=lambda line: _write(self.config, line))
+                       progress=lambda line: write_line(self.config, line))
         try:
             lock.acquire()
         except SpecperfError as exc:
@@ -162,7 +156,8 @@ class XdistController:
             self.lock.release()
 
 
-def _write(config: pytest.Config, line: str) -> None:
+def write_line(config: pytest.Config, line: str) -> None:
+    """One line to the terminal, past pytest's capture, while a case runs."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     capture = config.pluginmanager.get_plugin("capturemanager")
     if reporter is None:
@@ -177,12 +172,11 @@ def _write(config: pytest.Config, line: str) -> None:
 
 def _progress(config: pytest.Config, sample: Sample, total: int) -> None:
     if config.get_verbosity() >= 1:
-        _write(config, "  " + summary.sample_line(sample, total))
+        write_line(config, "  " + summary.sample_line(sample, total))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     state = metafunc.config.stash[STATE]
-    plugin.parametrize(metafunc)  # first: ids read endpoint-case, box2-reasoning-ctx3333
     if "perf_case" in metafunc.fixturenames:
         cases = _planned_cases(metafunc, state)
         metafunc.parametrize("perf_case", cases, ids=[c.id for c in cases], indirect=True)
@@ -213,7 +207,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "class_measurements" in names and isinstance(params.get("text_class"), str):
             classes.append(params["text_class"])
     state.judged = Judged(tuple(cases), tuple(classes))
-    plugin.modify_items(config, items)
 
 
 def _planned_cases(metafunc: pytest.Metafunc, state: RunState) -> list[Case]:
@@ -257,6 +250,12 @@ class _StopOnce:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if FLEET_REQUEST in config.stash and STATE not in config.stash:
+        raise pytest.UsageError(
+            "a fleet run needs specperf's fleet plugin, which is not loaded (it is the "
+            "pytest11 entry point specperf_fleet): reinstall specperf (pip install .) or add "
+            "-p specperf.fleet.plugin.")
     if threading.current_thread() is threading.main_thread():
         handler = _StopOnce()
         session.config.stash[_PREVIOUS_SIGTERM] = [
@@ -284,16 +283,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             # Asked to write a baseline and wrote none: that run did not do its job.
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     state.close_session()
-    plugin.close(session.config)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
                             config: pytest.Config) -> None:
     collected = summary.collected(config)
     state = config.stash.get(STATE, None)
-    if state is None or plugin.active(config):  # a fleet: fleetreport's block
+    if state is None or FLEET_REQUEST in config.stash:  # a fleet: the fleet plugin's block
         return
     # The footer (e.g. "baseline NOT updated: …") is shown even when nothing was measured.
-    lines = summary.render(collected, state) if collected.measurements else collected.footer
+    lines = (summary.render(collected, state.settings) if collected.measurements
+             else collected.footer)
     for line in lines:
         terminalreporter.write_line(line)

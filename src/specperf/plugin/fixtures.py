@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 
 from ..baselines.store import Baseline, CaseBaseline
 from ..core.errors import BaselineError
-from ..core.limits import NOT_APPLICABLE
+from ..core.limits import NOT_APPLICABLE, check_tolerance
 from ..judge.pathverdict import (
     COMPARISONS,
     UNMEASURED,
@@ -26,14 +27,28 @@ from ..judge.verdict import NotJudged, Verdict
 from ..measure.loop import Measurement
 from ..measure.paths import PathRun, PathSampler, deployed_parsers, parser_pair, stream_pair
 from ..measure.session import PerfSession
-from ..plan.workload import Case
+from ..plan.workload import Case, TextClass
 from ..settings.config import Settings
+from ..settings.endpoints import Endpoint
 from .runstate import RunState
 
 STATE = pytest.StashKey[RunState]()
-# A fleet run (fleet.py): one RunState per endpoint name, and each one's GPU lock lines.
+# A fleet run (specperf.fleet.plugin): one RunState per endpoint name, and each one's GPU
+# lock lines.
 FLEET = pytest.StashKey[dict[str, RunState]]()
 LOCK_LINES = pytest.StashKey[dict[str, list[str]]]()
+
+
+@dataclass(frozen=True)
+class FleetRequest:
+    """What this plugin resolved for a fleet run; the fleet plugin builds the run from it."""
+
+    settings: Settings
+    endpoints: tuple[Endpoint, ...]
+    classes: dict[str, TextClass]
+
+
+FLEET_REQUEST = pytest.StashKey[FleetRequest]()
 
 
 def _state(config: pytest.Config) -> RunState:
@@ -194,9 +209,14 @@ class Checks:
 
 
 def _marker_tolerances(request: pytest.FixtureRequest) -> dict[str, float]:
+    """The test's ``tolerance`` markers, the closest winning per metric, each checked
+    (core.limits.check_tolerance): a bad one is a ConfigError naming the test."""
     merged: dict[str, float] = {}
     for marker in reversed(list(request.node.iter_markers("tolerance"))):
-        merged.update({k: float(v) for k, v in marker.kwargs.items()})
+        for key, value in marker.kwargs.items():
+            merged[key] = check_tolerance(
+                key, value, f"{request.node.nodeid}: tolerance({key}={value!r})",
+                form="tolerance(metric=fraction)", example="tolerance(step_ms=0.15)")
     return merged
 
 

@@ -21,12 +21,10 @@ import pytest
 from pytest_html import extras as html_extras
 
 from .. import __version__
-from ..baselines.store import Baseline, BaselineStore
+from ..baselines.store import Baseline
 from ..core.errors import SpecperfError
 from ..measure.session import git_revision
 from ..record import results, runkind
-from ..servers.fingerprint import deployment_name
-from ..settings.config import Settings
 from ..views import page, summary
 from ..views.report import report_dir, write_report
 from .fixtures import STATE
@@ -120,24 +118,12 @@ def _shown(path: Path) -> str:
 
 
 def _baseline(state: RunState, server: Mapping[str, Any]) -> Baseline | None:
-    """The baseline the run compared with; read from disk when xdist workers measured."""
+    """The baseline the run was judged against (the state's; under xdist the controller's
+    state names it from the server its workers reported)."""
     try:
-        if state.session is not None and state.session.server is not None:
-            return state.baseline()
-        if not server:
-            return None
-        return _load_baseline(state.settings, server)
+        return state.reported_baseline(server)
     except SpecperfError:
         return None  # the cases already errored with the reason
-
-
-def _load_baseline(settings: Settings, server: Mapping[str, Any]) -> Baseline | None:
-    name = deployment_name(settings, server)
-    store = BaselineStore(settings.baseline_dir)
-    if store.latest(name) is None:
-        return None
-    version = None if settings.baseline_version == "latest" else int(settings.baseline_version)
-    return store.load(name, version)
 
 
 # -- pytest-html --------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from ..baselines import preflight
 from ..baselines.diff import describe_changes
 from ..baselines.store import REPAIR, Baseline, BaselineStore, CaseBaseline
 from ..core.errors import BaselineError, SpecperfError
-from ..core.limits import DEFAULT_TOLERANCES, resolve_tolerances
+from ..core.limits import DEFAULT_TOLERANCES
 from ..core.model import ContextFit
 from ..judge import exact
 from ..judge.ab import Comparison, measure_pair, pair_decider
@@ -36,10 +36,13 @@ NOTHING_TO_FIT = "{text_class}: fewer than two contexts with a step time; nothin
 
 
 class RunState:
-    """Everything one run knows; lazily starts the session on the first measured case."""
+    """Everything one run knows; lazily starts the session on the first measured case.
 
-    def __init__(self, settings: Settings, classes: dict[str, TextClass],
-                 ini_tolerances: Mapping[str, float], *,
+    It owns the run's baseline: read once per deployment (:meth:`_stored_baseline`) for the
+    verdicts, the tolerances, ``--require-baseline`` and the report alike.
+    """
+
+    def __init__(self, settings: Settings, classes: dict[str, TextClass], *,
                  progress: Callable[[str], None] = lambda _: None,
                  on_sample: Callable[[Sample, int], None] | None = None,
                  lock_mode: LockMode = "session") -> None:
@@ -48,14 +51,14 @@ class RunState:
         self.classes = classes
         self.cases = plan(select_classes(settings.text_classes, classes), settings.contexts,
                           settings.output_tokens)
-        self.ini_tolerances = dict(ini_tolerances)
         self.progress = progress
         self.on_sample = on_sample
         self.session: PerfSession | None = None
         self._start_error: SpecperfError | None = None
-        self._baseline: Baseline | None = None
+        self._baselines: dict[str, tuple[Baseline | None, str]] = {}  # deployment: base, why
         self._baseline_reason = ""
-        self._baseline_loaded = False
+        self._named_before_probe: str | None = None
+        self._compared: Baseline | None = None  # the baseline fingerprint_notes are about
         self.verdicts: list[Verdict] = []
         self.fingerprint_notes: list[str] = []
         self._case_errors: dict[str, SpecperfError] = {}
@@ -99,9 +102,10 @@ class RunState:
         if not s.require_baseline or s.update_baselines or s.compare_endpoint is not None \
                 or not self.judged:
             return
-        deployment = preflight.deployment_before_probe(s)
+        deployment = self._deployment_now()
+        base = self._stored_baseline(deployment)  # a corrupt file: its error, with the fix
         try:
-            preflight.check(s, self.judged, deployment)
+            preflight.check(s, self.judged, deployment, base)
         except BaselineError as exc:
             raise BaselineError(self._with_command(str(exc), deployment)) from None
 
@@ -131,43 +135,75 @@ class RunState:
 
     # -- baseline -------------------------------------------------------------------------
     def deployment(self) -> str:
-        session = self.started_session()
-        assert session.server is not None
-        return deployment_name(self.settings, session.server.to_dict())
+        """The baseline deployment, named by the server the started session probed."""
+        self.started_session()
+        return self._deployment_now()
 
-    def baseline(self) -> Baseline | None:
-        """The baseline to compare with; None (with a reason) when none exists yet.
+    def _deployment_now(self) -> str:
+        """The deployment, without starting the session: the probed server's once it started,
+        else named from GET routes only (preflight: no generation request, no GPU lock)."""
+        if self.session is not None and self.session.server is not None:
+            return deployment_name(self.settings, self.session.server.to_dict())
+        if self._named_before_probe is None:
+            self._named_before_probe = preflight.deployment_before_probe(self.settings)
+        return self._named_before_probe
 
-        In A/B mode there is no stored baseline: production's measurements stand in.
-        """
-        if self._baseline_loaded or self.settings.compare_endpoint is not None:
-            return self._baseline
+    def _stored_baseline(self, deployment: str) -> Baseline | None:
+        """The baseline of ``deployment`` this run compares with, read once: the one place a
+        run loads it. None (the reason in ``_baseline_reason``) when there is none yet; an
+        unreadable file raises, or with --update-baselines reads as none (it is replaced)."""
+        if deployment not in self._baselines:
+            self._baselines[deployment] = self._read_baseline(deployment)
+        base, self._baseline_reason = self._baselines[deployment]
+        return base
+
+    def _read_baseline(self, deployment: str) -> tuple[Baseline | None, str]:
         store = BaselineStore(self.settings.baseline_dir)
-        deployment = self.deployment()
-        version = None if self.settings.baseline_version == "latest" \
-            else int(self.settings.baseline_version)
         if store.latest(deployment) is None:
-            self._baseline_loaded = True
-            self._baseline_reason = (f"no baseline for deployment {deployment!r} in "
-                                     f"{self.settings.baseline_dir}: "
-                                     f"{create_hint(self.settings, deployment)}.")
-            return None
+            return None, (f"no baseline for deployment {deployment!r} in "
+                          f"{self.settings.baseline_dir}: "
+                          f"{create_hint(self.settings, deployment)}.")
         try:
-            self._baseline = store.load(deployment, version)  # BaselineError: every case errors
-        except BaselineError as exc:
+            return store.load(deployment, self.settings.baseline_version_number), ""
+        except BaselineError as exc:  # every case errors with it, each time it is asked
             if not self.settings.update_baselines:
                 raise BaselineError(self._with_command(str(exc), deployment)) from None
             # Replacing it is the fix: measure as if there were none, write the next version.
             self.unreadable_baseline = str(exc).replace(f": {REPAIR}.", "")
-            self._baseline_loaded = True
-            self._baseline_reason = f"{exc}"
+            return None, f"{exc}"
+
+    def baseline(self) -> Baseline | None:
+        """The baseline to compare with; None (with a reason) when none exists yet.
+
+        Starts the session: the server it probed names the deployment, and its fingerprint
+        is compared with the baseline's (``fingerprint_notes``). In A/B mode there is no
+        stored baseline: production's measurements stand in.
+        """
+        if self.settings.compare_endpoint is not None:
             return None
-        self._baseline_loaded = True
-        session = self.started_session()
-        assert session.server is not None
-        self.fingerprint_notes = fingerprint_differences(self._baseline.fingerprint,
-                                                         session.server.fingerprint)
-        return self._baseline
+        base = self._stored_baseline(self.deployment())
+        if base is not None and self._compared is not base:
+            session = self.started_session()
+            assert session.server is not None
+            self.fingerprint_notes = fingerprint_differences(base.fingerprint,
+                                                             session.server.fingerprint)
+            self._compared = base
+        return base
+
+    def reported_baseline(self, server: Mapping[str, Any]) -> Baseline | None:
+        """The baseline this run was judged against, for its report.
+
+        A process that measured has it (:meth:`baseline`). An xdist controller measured
+        nothing and never loads one while its workers judge: the server they reported
+        (``server``) names the deployment, and the same store and version give the same file.
+        """
+        if self.settings.compare_endpoint is not None:
+            return None
+        if self.session is not None and self.session.server is not None:
+            return self.baseline()
+        if not server:
+            return None
+        return self._stored_baseline(deployment_name(self.settings, server))
 
     def baseline_case(self, case: Case) -> CaseBaseline | NotJudged:
         """The case's baseline entry, or the reason there is none."""
@@ -243,16 +279,25 @@ class RunState:
         result = exact.compare(measured, base.prompts, base.deterministic, plan.reason)
         return exact.combine(verdict, result)
 
-    def tolerances_for(self, case: Case, marker: Mapping[str, float]) -> dict[str, float]:
-        base = self.baseline()
-        layers: list[Mapping[str, float]] = [DEFAULT_TOLERANCES, self.ini_tolerances]
-        if base is not None:
-            layers.append(base.tolerances)
-            entry = base.cases.get(case.id)
-            if entry is not None:
-                layers.append(entry.tolerances)
-        layers.append(marker)
-        return resolve_tolerances(*layers)
+    def tolerances_for(self, case: Case | None, marker: Mapping[str, float]) -> dict[str, float]:
+        """The tolerances in force for ``case`` (None: a text class's fit): the one place
+        they are layered. Defaults < the tolerances setting (CLI > env > ini) < the baseline
+        file's < the case's entry in it < the test's tolerance marker; each layer was checked
+        where it was read (settings at startup, the file when loaded, the marker by its test).
+
+        Asking starts no session (no probe, no GPU lock): the baseline is the one the run
+        compares with, named from GET routes only when no session has started yet.
+        """
+        merged = {**DEFAULT_TOLERANCES, **self.settings.tolerances}
+        if self.settings.compare_endpoint is None:  # A/B: production stands in, no file
+            base = self._stored_baseline(self._deployment_now())
+            if base is not None:
+                merged.update(base.tolerances)
+                entry = base.cases.get(case.id) if case is not None else None
+                if entry is not None:
+                    merged.update(entry.tolerances)
+        merged.update(marker)
+        return merged
 
     # -- measuring and judging ---------------------------------------------------------------
     def measure(self, case: Case, tolerances: Mapping[str, float]) -> Measurement:
@@ -330,9 +375,8 @@ class RunState:
         fit = self.class_fit(text_class)
         if fit is None:
             return NotJudged(NOTHING_TO_FIT.format(text_class=text_class))
-        tol = resolve_tolerances(DEFAULT_TOLERANCES, self.ini_tolerances, base.tolerances,
-                                 marker)
-        return self._fit_verdict(judge_fit(text_class, fit, base_fit, tol["slope"],
+        slope = self.tolerances_for(None, marker)["slope"]
+        return self._fit_verdict(judge_fit(text_class, fit, base_fit, slope,
                                            self._class_contexts(text_class)))
 
     def _judge_pair_fit(self, text_class: str,
@@ -341,8 +385,7 @@ class RunState:
         fit, base_fit = self.class_fit(text_class), self.comparison.fit(text_class)
         if fit is None or base_fit is None:
             return NotJudged(NOTHING_TO_FIT.format(text_class=text_class))
-        tol = resolve_tolerances(DEFAULT_TOLERANCES, self.ini_tolerances, marker)
-        verdict = judge_fit(text_class, fit, base_fit, tol["slope"],
+        verdict = judge_fit(text_class, fit, base_fit, self.tolerances_for(None, marker)["slope"],
                             self._class_contexts(text_class))
         return self._fit_verdict(self.comparison.label(verdict))
 

@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -87,27 +88,47 @@ _WANTED = frozenset(name for names in (*_COUNTERS.values(), *PROGRESS.values())
                     for name in names)
 
 
-def _wanted_lines(text: str) -> str:
-    """Only the series specperf reads (and their HELP/TYPE lines): a server exports hundreds
+def _wanted_lines(text: str, wanted: frozenset[str]) -> str:
+    """Only the series asked for (and their HELP/TYPE lines): a server exports hundreds
     of histogram buckets per scrape, and parsing them all costs milliseconds per request."""
     keep = []
     for line in text.splitlines():
         body = line[7:] if line.startswith(("# HELP ", "# TYPE ")) else line
         name = body.split("{", 1)[0].split(" ", 1)[0]
-        if name in _WANTED:
+        if name in wanted:
             keep.append(line)
     return "\n".join(keep) + "\n"
 
 
-def parse_metrics(text: str) -> MetricsSnapshot:
-    """Parse Prometheus text exposition with prometheus_client's parser."""
-    sums: dict[str, float] = {}
+def metric_samples(text: str, wanted: frozenset[str]) -> list[Any]:
+    """The samples (name, labels, value) of the ``wanted`` sample names in a /metrics text.
+
+    The one reading of Prometheus text in specperf (prometheus_client's parser on the wanted
+    lines only, with their HELP/TYPE lines). Text it cannot parse raises
+    :class:`MalformedResponse` with one sentence; a name that is absent has no samples.
+    """
     try:
-        for family in text_string_to_metric_families(_wanted_lines(text)):
-            for sample in family.samples:
-                sums[sample.name] = sums.get(sample.name, 0.0) + float(sample.value)
+        return [sample for family in text_string_to_metric_families(_wanted_lines(text, wanted))
+                for sample in family.samples]
     except Exception as exc:  # the parser raises ValueError, IndexError, ... on junk
-        raise MalformedResponse(f"/metrics is not valid Prometheus text: {exc}") from exc
+        raise MalformedResponse(
+            f"/metrics is not valid Prometheus text ({type(exc).__name__}: {exc}): fix the "
+            "server's metrics exposition, or point --endpoint at the server itself rather "
+            "than something in front of it.") from exc
+
+
+def metric_sums(text: str, wanted: frozenset[str]) -> dict[str, float]:
+    """The ``wanted`` sample names of a /metrics text, each summed over its label sets
+    (see metric_samples); a name that is absent is absent from the result."""
+    sums: dict[str, float] = {}
+    for sample in metric_samples(text, wanted):
+        sums[sample.name] = sums.get(sample.name, 0.0) + float(sample.value)
+    return sums
+
+
+def parse_metrics(text: str) -> MetricsSnapshot:
+    """The counters and gauges specperf reads, from one /metrics text (see metric_sums)."""
+    sums = metric_sums(text, _WANTED)
 
     def pick(names: tuple[str, ...]) -> float | None:
         # NaN and ±Inf are valid exposition but no usable count: treated as absent.

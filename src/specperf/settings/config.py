@@ -1,9 +1,10 @@
 """Settings: every option defined once, resolved once, CLI > SPECPERF_* env > ini > default.
 
 Each :class:`Option` carries its help text, used for the command-line flag and
-the ini key alike. :func:`resolve` turns raw strings into a frozen
-:class:`Settings`; a bad value raises :class:`ConfigError` naming where it came
-from and the accepted form.
+the ini key alike, and its default: the :class:`Settings` dataclass takes its defaults
+from this table (parsed), so a default is written once. :func:`resolve` turns raw strings
+into a frozen :class:`Settings`; a bad value raises :class:`ConfigError` naming where it
+came from and the accepted form.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from ..core.errors import ConfigError
+from ..core.limits import check_tolerance
 
 # The closed choices, typed once: parsed here, so later code never meets an unknown value.
 Api = Literal["auto", "sglang", "openai", "openai-chat", "llamacpp"]
@@ -100,6 +102,22 @@ def _path(text: str) -> Path:
     return Path(text).expanduser()
 
 
+def _baseline_version(text: str) -> int | Literal["latest"]:
+    return "latest" if text.strip() == "latest" else _positive_int(text)
+
+
+def _tolerances(text: str) -> dict[str, float]:
+    """'metric = fraction' items, comma separated or one per line; each checked, a bad one
+    a ConfigError naming it (resolve puts the source in front)."""
+    out: dict[str, float] = {}
+    for item in (part.strip() for line in text.splitlines() for part in line.split(",")):
+        if not item:
+            continue
+        key, sep, value = (x.strip() for x in item.partition("="))
+        out[key] = check_tolerance(key, value if sep else None, repr(item))
+    return out
+
+
 @dataclass(frozen=True)
 class Option:
     """One setting: its name, how to parse it, its default and its one help text."""
@@ -110,6 +128,7 @@ class Option:
     help: str
     form: str
     flag_only: bool = False
+    lines: bool = False  # the ini key is a line list (one item per line, or a TOML list)
 
     @property
     def flag(self) -> str:
@@ -186,7 +205,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("deployment", _text, None,
            "Baseline deployment name (default: a slug of the server fingerprint).",
            "a name"),
-    Option("baseline_version", _text, "latest", "Baseline version to compare with.",
+    Option("baseline_version", _baseline_version, "latest", "Baseline version to compare with.",
            "a positive integer or 'latest'"),
     Option("update_baselines", _bool, "false",
            "Write a new baseline version from this run if every case was clean and stable.",
@@ -198,6 +217,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("baseline_repeats", _positive_int, "5",
            "Minimum measured requests per case when writing a baseline: its own error "
            "limits every later verdict, and it is paid once.", "a positive integer"),
+    Option("tolerances", _tolerances, "",
+           "Tolerance overrides, 'metric=fraction' comma separated (in ini also one per "
+           "line), e.g. step_ms=0.15,tok_s=0.08; metrics tok_s, avg_commit, step_ms, "
+           "decode_tok_s, slope; a fraction in (0, 1]. The flag, the variable or the ini key "
+           "replaces the others' whole value (no per-metric merge); the baseline file's "
+           "tolerances and a test's tolerance marker take precedence over it.",
+           "'metric=fraction' items, comma separated", lines=True),
     Option("report_dir", _path, "reports",
            "Where each run writes <run-id>/results.json, report.html and history.jsonl.",
            "a directory path"),
@@ -210,39 +236,59 @@ OPTIONS: tuple[Option, ...] = (
 OPTIONS_BY_NAME = {o.name: o for o in OPTIONS}
 
 
+def _default(name: str) -> Any:
+    """The dataclass field of setting ``name``, its default parsed from OPTIONS (the one place
+    a default is written; tests/test_config.py checks each against the field's type)."""
+    opt = OPTIONS_BY_NAME[name]
+    value = None if opt.default is None else opt.parse(opt.default)
+    if isinstance(value, dict):  # mutable: every Settings its own copy, left out of the hash
+        return field(default_factory=lambda: dict(value), hash=False)
+    return field(default=value)
+
+
 @dataclass(frozen=True)
 class Settings:
-    """The resolved settings of one session, with where each value came from."""
+    """The resolved settings of one session, with where each value came from.
 
-    endpoint: str | None = None
-    endpoints: Path | None = None
-    compare_endpoint: str | None = None
-    api: Api = "auto"
-    model: str | None = None
-    api_key_env: str | None = None
-    contexts: tuple[int, ...] = (13, 1663, 3333, 5553)
-    text_classes: tuple[str, ...] = ("padding", "reasoning")
-    text_class_dir: Path | None = None
-    output_tokens: int = 600
-    repeats: int = 3
-    max_repeats: int = 8
-    max_spread: float = 0.10
-    warmup: int = 1
-    acceptance_source: AcceptanceSource = "auto"
-    log_command: str | None = None
-    request_timeout: float = 600.0
-    sim_profile: str = "kimi-k26-ddtree"
-    sim_time_scale: float = 0.05
-    baseline_dir: Path = Path("baselines")
-    deployment: str | None = None
-    baseline_version: str = "latest"
-    update_baselines: bool = False
-    require_baseline: bool = False
-    baseline_repeats: int = 5
-    report_dir: Path = Path("reports")
-    gpu_lock: Path | None = None
-    gpu_lock_timeout: float = 1800.0
+    One field per option of OPTIONS, of the type its parser returns; defaults from there.
+    """
+
+    endpoint: str | None = _default("endpoint")
+    endpoints: Path | None = _default("endpoints")
+    compare_endpoint: str | None = _default("compare_endpoint")
+    api: Api = _default("api")
+    model: str | None = _default("model")
+    api_key_env: str | None = _default("api_key_env")
+    contexts: tuple[int, ...] = _default("contexts")
+    text_classes: tuple[str, ...] = _default("text_classes")
+    text_class_dir: Path | None = _default("text_class_dir")
+    output_tokens: int = _default("output_tokens")
+    repeats: int = _default("repeats")
+    max_repeats: int = _default("max_repeats")
+    max_spread: float = _default("max_spread")
+    warmup: int = _default("warmup")
+    acceptance_source: AcceptanceSource = _default("acceptance_source")
+    log_command: str | None = _default("log_command")
+    request_timeout: float = _default("request_timeout")
+    sim_profile: str = _default("sim_profile")
+    sim_time_scale: float = _default("sim_time_scale")
+    baseline_dir: Path = _default("baseline_dir")
+    deployment: str | None = _default("deployment")
+    baseline_version: int | Literal["latest"] = _default("baseline_version")
+    update_baselines: bool = _default("update_baselines")
+    require_baseline: bool = _default("require_baseline")
+    baseline_repeats: int = _default("baseline_repeats")
+    tolerances: Mapping[str, float] = _default("tolerances")
+    report_dir: Path = _default("report_dir")
+    gpu_lock: Path | None = _default("gpu_lock")
+    gpu_lock_timeout: float = _default("gpu_lock_timeout")
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def baseline_version_number(self) -> int | None:
+        """The baseline version to compare with, None for the latest (parsed at startup)."""
+        version = self.baseline_version
+        return version if isinstance(version, int) else None
 
     @property
     def simulated(self) -> bool:
@@ -266,13 +312,16 @@ def _jsonable(value: Any) -> Any:
         return str(value)
     if isinstance(value, tuple):
         return list(value)
+    if isinstance(value, Mapping):
+        return dict(value)
     return value
 
 
 def resolve(cli: Mapping[str, Any], environ: Mapping[str, str],
-            ini: Mapping[str, str]) -> Settings:
+            ini: Mapping[str, str | Sequence[str]]) -> Settings:
     """Resolve every option: CLI > env > ini > default; errors name the source.
 
+    One source gives an option its whole value (``tolerances`` too: no per-metric merge).
     Pure in its inputs: the environment is only what ``environ`` holds (the plugin passes
     ``os.environ``; tests pass a dict).
     """
@@ -288,6 +337,8 @@ def resolve(cli: Mapping[str, Any], environ: Mapping[str, str],
             continue
         try:
             values[opt.name] = opt.parse(raw)
+        except ConfigError as exc:  # the parser said which item is wrong and how
+            raise ConfigError(f"{source}: {exc}") from None
         except (ValueError, TypeError):
             raise ConfigError(
                 f"{source} = {raw!r} is not valid: expected {opt.form}.") from None
@@ -297,39 +348,20 @@ def resolve(cli: Mapping[str, Any], environ: Mapping[str, str],
 
 
 def _pick(opt: Option, cli: Mapping[str, Any], environ: Mapping[str, str],
-          ini: Mapping[str, str]) -> tuple[Any, str]:
+          ini: Mapping[str, str | Sequence[str]]) -> tuple[Any, str]:
     if cli.get(opt.name) is not None:
         return cli[opt.name], opt.flag
     if environ.get(opt.env):
         return environ[opt.env], opt.env
     if ini.get(opt.name):
-        return ini[opt.name], f"ini {opt.ini}"
+        return _ini_text(ini[opt.name]), f"ini {opt.ini}"
     return opt.default, "default"
 
 
-def parse_tolerances(lines: Sequence[str], source: str) -> dict[str, float]:
-    """Tolerance overrides 'metric = fraction', one per line or comma separated; a bad name or
-    value is a ConfigError naming ``source`` (e.g. the ini key) once, at startup."""
-    from ..core.limits import DEFAULT_TOLERANCES
-
-    out: dict[str, float] = {}
-    for item in (part.strip() for line in lines for part in line.split(",")):
-        if not item:
-            continue
-        key, sep, value = (x.strip() for x in item.partition("="))
-        if key not in DEFAULT_TOLERANCES:
-            known = ", ".join(sorted(DEFAULT_TOLERANCES))
-            raise ConfigError(f"{source}: {item!r} names no tolerance: expected one of {known} "
-                              "as 'metric = fraction', e.g. step_ms = 0.15.")
-        try:
-            number = float(value) if sep else float("nan")
-        except ValueError:
-            number = float("nan")
-        if not 0.0 < number <= 1.0:
-            raise ConfigError(f"{source}: {item!r} is not valid: expected 'metric = fraction' "
-                              "with a fraction in (0, 1], e.g. step_ms = 0.15 for 15%.")
-        out[key] = number
-    return out
+def _ini_text(raw: str | Sequence[str]) -> str:
+    """An ini value as the text its parser reads: a line list (pytest's getini gives a list)
+    one item per line."""
+    return raw if isinstance(raw, str) else "\n".join(raw)
 
 
 def for_baseline(s: Settings) -> Settings:
@@ -345,10 +377,6 @@ def _check(s: Settings, environ: Mapping[str, str]) -> None:
         raise ConfigError(
             f"{s.sources.get('max_repeats', '--max-repeats')} = {s.max_repeats} is below "
             f"--repeats = {s.repeats}: expected max repeats >= repeats.")
-    if s.baseline_version != "latest" and not s.baseline_version.isdigit():
-        raise ConfigError(
-            f"{s.sources.get('baseline_version')} = {s.baseline_version!r} is not valid: "
-            "expected a positive integer or 'latest'.")
     if s.log_command is not None and "{since}" not in s.log_command:
         raise ConfigError(
             f"{s.sources.get('log_command')} = {s.log_command!r} has no {{since}} "

@@ -3,5 +3,5 @@
 ``page`` and ``report`` (the HTML report), ``plots`` (SVG charts), ``summary`` (the closing
 block in the terminal) and ``trend`` (the nightly history over many runs).
 
-May import: core, servers, measure, judge, record
+May import: core, settings, servers, measure, judge, record
 """

@@ -19,8 +19,8 @@ from ..core.model import ContextFit
 from ..judge import exact
 from ..judge.pathverdict import COMPARISONS, UNMEASURED
 from ..measure.loop import Sample
-from ..plugin.runstate import RunState
 from ..record import results
+from ..settings.config import Settings
 
 COLLECTOR_NAME = "specperf-collector"
 
@@ -143,17 +143,17 @@ def fit_lines(fits: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def render(found: Collector, state: RunState) -> list[str]:
+def render(found: Collector, settings: Settings) -> list[str]:
     """The closing block: who was measured, the table, the fits, verdicts, notes — rendered
     from the run's record, so it reads the same when xdist workers did the measuring."""
     doc = found.record or bare_record(found)
     server = doc["server"]
     lines = ["", f"specperf — {server.get('label', '?')}; {server.get('server_name', '?')}; "
                  f"acceptance from "
-                 f"{server.get('acceptance_source', '?')}; {state.settings.output_tokens} output "
+                 f"{server.get('acceptance_source', '?')}; {settings.output_tokens} output "
                  f"tokens, ignore_eos, non-streaming"]
     if server.get("simulated"):
-        profile = server.get("fingerprint", {}).get("sim_profile") or state.settings.sim_profile
+        profile = server.get("fingerprint", {}).get("sim_profile") or settings.sim_profile
         lines.append(f"SIMULATED: profile {profile} at time scale "
                      f"{server.get('time_scale', 1):g}; figures are in simulated time.")
     # As the measuring process worded them (in A/B mode: against production, not a baseline).

@@ -6,7 +6,7 @@ per-endpoint :class:`~specperf.settings.config.Settings` a run measures it with.
 wires it:
 each endpoint's cases are one pytest-xdist group (``--dist loadgroup``), so endpoints are
 measured in parallel, each one serially, and the worker measuring an endpoint holds that
-endpoint's GPU lock for as long as it measures (see ``fleetplugin.py``).
+endpoint's GPU lock for as long as it measures (see ``specperf/fleet/plugin.py``).
 
 The endpoints file::
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..settings.config import Settings, _url
+from .config import Settings, _url
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -54,6 +54,24 @@ class Endpoint:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "url": self.url, "deployment": self.deployment,
                 "key_env": self.key_env, "lock": None if self.lock is None else str(self.lock)}
+
+
+def split_endpoint_flags(values: Sequence[str] | None) -> tuple[str | None, list[str]]:
+    """``--endpoint`` given once as a URL keeps its meaning; more, or NAME=URL, is a fleet."""
+    flags = list(values or [])
+    if len(flags) == 1 and "=" not in flags[0]:
+        return flags[0], []
+    return None, flags
+
+
+def fleet_endpoints(settings: Settings, flags: Sequence[str]) -> tuple[Endpoint, ...]:
+    """The fleet this run measures; empty when it measures one endpoint."""
+    if settings.endpoints is not None and flags:
+        raise ConfigError("a fleet is given either by --endpoints FILE or by --endpoint "
+                          "NAME=URL more than once, not both: put every endpoint in the file.")
+    if settings.endpoints is not None:
+        return load_endpoints(settings.endpoints)
+    return from_flags(flags) if flags else ()
 
 
 def load_endpoints(path: Path, environ: Mapping[str, str] | None = None) -> tuple[Endpoint, ...]:

@@ -9,7 +9,7 @@ pytestmark = pytest.mark.context_scaling
 
 def test_context_scaling(perf_case, measurement, specperf):
     """Each case against its baseline; the failure names acceptance or step time."""
-    specperf.judge.ab(measurement)
+    specperf.compare(measurement)
 
 
 def test_context_fit(text_class, class_measurements, specperf):

@@ -30,7 +30,7 @@ pytestmark = [
 
 def test_smoke(perf_case, measurement, specperf):
     """Each smoke case against the baseline; the failure names acceptance or step time."""
-    specperf.judge.ab(measurement)
+    specperf.compare(measurement)
 
 
 @pytest.mark.parser

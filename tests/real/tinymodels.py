@@ -6,7 +6,7 @@ suite's own text classes (so prompts tokenize the way they will be measured). No
 is committed: :func:`ensure_models` caches the files outside the checkout, keyed by
 :data:`GENERATOR_VERSION` and the shape, so a change to either writes new files.
 
-Why the weights look the way they do (shared/real-servers.md): the output matrix is scaled
+Why the weights look the way they do: the output matrix is scaled
 so the logits are peaky (greedy decoding is then decisive, not a coin toss between near
 ties), and the blocks after the first two are scaled down so a draft made of the target's
 first two blocks predicts it well. Drafts:
@@ -27,6 +27,7 @@ import os
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -71,8 +72,9 @@ class Vocab:
     eos: int
 
 
-def train_vocab(size: int) -> Vocab:
-    """A byte-level BPE vocabulary trained on the suite's own text classes."""
+def train_tokenizer(size: int) -> Any:
+    """A byte-level BPE ``tokenizers.Tokenizer`` trained on the suite's own text classes
+    (shared with the vLLM tier's HF-format models, tests/real/hfmodels.py)."""
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
     from specperf.plan.workload import generate, load_text_classes
@@ -86,7 +88,12 @@ def train_vocab(size: int) -> Vocab:
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False)
     tok.train_from_iterator(corpus, trainer)
-    model = json.loads(tok.to_str())["model"]
+    return tok
+
+
+def train_vocab(size: int) -> Vocab:
+    """A byte-level BPE vocabulary trained on the suite's own text classes."""
+    model = json.loads(train_tokenizer(size).to_str())["model"]
     by_id = sorted(model["vocab"].items(), key=lambda kv: kv[1])
     tokens = [t for t, _ in by_id]
     merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]

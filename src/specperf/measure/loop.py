@@ -12,7 +12,7 @@ from ..core.errors import AcceptanceUnavailable, ConfigError, UnstableMeasuremen
 from ..core.stats import UNSTABLE_REL_MAD
 from ..plan import nonce, reuse
 from ..plan.workload import Case, Prompts
-from ..servers import acceptance, llamacpp, routes
+from ..servers import acceptance, llamacpp, routes, vllm
 from ..servers.acceptance import LogSource, MetricsSnapshot
 from ..servers.client import Client, TimeoutPolicy
 from ..servers.probe import ServerInfo
@@ -82,7 +82,8 @@ class Measurer:
     def reproduce_prompts(self, seed: str) -> reuse.PromptPlan:
         """Derive every measured prompt from ``seed`` where the server can bypass its prefix
         cache for a repeated prompt (else prompts keep random nonces); returns the plan."""
-        self.prompt_plan = reuse.plan_for(self.client, self.server.flavour, seed)
+        self.prompt_plan = reuse.plan_for(self.client, self.server.flavour, seed,
+                                          kind=self.server.kind)
         return self.prompt_plan
 
     def measure(self, case: Case, decide: Decide | None = None) -> Measurement:
@@ -183,10 +184,30 @@ class Measurer:
         """The main job's reading: steps from the acceptance source, decode time from the
         server's timings or two points."""
         comp = reply.comp
-        steps = self._steps(comp, reply.before, reply.after, reply.started)
+        extra: dict[str, Any] = {}
+        if self.server.kind == "vllm" and self.server.acceptance_source in ("response",
+                                                                           "metrics"):
+            steps = self._vllm_steps(case, reply, extra)
+        else:
+            steps = self._steps(comp, reply.before, reply.after, reply.started)
         decode_s = self._decode_s(comp, case, steps, reply.wall_s)
         return Timing(steps, decode_s, comp.ttft_s, self.server.acceptance_source,
-                      {"e2e_s": comp.e2e_s, "histogram_sum": comp.histogram_sum})
+                      {"e2e_s": comp.e2e_s, "histogram_sum": comp.histogram_sum, **extra})
+
+    def _vllm_steps(self, case: Case, reply: Reply, extra: dict[str, Any]) -> int | None:
+        """vLLM's S: its iteration counters, else the response's estimate (servers/vllm.py:
+        num_spec_steps counts only the steps that drafted), checked against [1, k + 1]."""
+        comp = reply.comp
+        if self.server.acceptance_source == "response" and comp.spec is None:
+            return self._steps(comp, reply.before, reply.after, reply.started)  # raises
+        k = self.server.fingerprint.get("num_speculative_tokens")
+        counted = vllm.count_steps(comp, reply.before_text, reply.after_text,
+                                   spec_tokens=k if isinstance(k, int) else None,
+                                   where=case.id)
+        extra.update(counted.raw())
+        if counted.steps is None:
+            return self._steps(comp, reply.before, reply.after, reply.started)
+        return counted.steps
 
     def _checks(self, case: Case, comp: Completion, request: Request) -> dict[str, Any]:
         """Prefix-cache and degenerate-output guards (see guard.py); flags for Sample.raw."""
@@ -223,6 +244,8 @@ class Measurer:
                                        nonce.strip(": "), request.options)[1]
             if self.server.flavour == "llamacpp" and api != "llamacpp":
                 body = llamacpp.openai_extras(body)
+            if self.server.kind == "vllm" and self.prompt_plan.policy == "per-request":
+                body = vllm.with_cache_salt(body)  # the repeated prompt misses the cache
             return body
 
         started = datetime.now()

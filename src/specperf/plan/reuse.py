@@ -10,9 +10,10 @@ to, chosen per server kind:
 - ``flush``: SGLang's ``POST /flush_cache`` empties the cache before every request (it
   answers 400 while requests run; that attempt then falls back to a random nonce);
 - ``per-request``: the request body itself turns the cache off (llama.cpp ``cache_prompt:
-  false``); a server kind whose flavour is in :data:`CACHE_OFF_PER_REQUEST` declares it;
-- ``none``: neither exists (vLLM's ``/reset_prefix_cache`` needs its dev mode): every
-  prompt keeps a random nonce and exact acceptance is unavailable.
+  false``; vLLM a fresh ``cache_salt`` per request, servers/vllm.py); a server kind whose
+  flavour (or kind) is in :data:`CACHE_OFF_PER_REQUEST` declares it;
+- ``none``: neither exists: every prompt keeps a random nonce and exact acceptance is
+  unavailable.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from .workload import Prompt
 FLUSH_PATH = "/flush_cache"
 # Server flavours whose request bodies turn the prefix cache off per request (routes.py
 # sends it): llama.cpp's cache_prompt false.
-CACHE_OFF_PER_REQUEST: frozenset[str] = frozenset({"llamacpp", "llama.cpp"})
+CACHE_OFF_PER_REQUEST: frozenset[str] = frozenset({"llamacpp", "llama.cpp", "vllm"})
 POLICIES = ("flush", "per-request", "none")
 DIGEST_CHARS = 16
 
@@ -74,8 +75,13 @@ def flush(client: StatusPoster) -> bool:
     return client.post_status(FLUSH_PATH, timeout_s=60) == 200
 
 
-def plan_for(client: StatusPoster, flavour: str, seed: str) -> PromptPlan:
+def plan_for(client: StatusPoster, flavour: str, seed: str, kind: str = "") -> PromptPlan:
     """The plan a server allows: reuse with ``seed`` when it can bypass its cache."""
+    if kind == "vllm":
+        # vLLM >= 0.9 salts its prefix-cache hashes with the request's cache_salt (measured
+        # on 0.32.0: a repeated 1362-token prompt, same salt 1280 cached, new salt 0)
+        return PromptPlan(seed, "per-request", "prompts repeat across runs; each request "
+                          "carries a fresh cache_salt, so the prefix cache never serves it")
     if flavour in CACHE_OFF_PER_REQUEST:
         return PromptPlan(seed, "per-request", "prompts repeat across runs; each request "
                           "turns the prefix cache off (cache_prompt false)")

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core.limits import ARROW
+from . import vllm
 
 if TYPE_CHECKING:
     from ..settings.config import Settings
@@ -41,6 +42,8 @@ def fingerprint_of(server_info: dict[str, Any], model_info: dict[str, Any],
     }
     for key, name in _FINGERPRINT.items():
         fp[name] = server_info.get(key)
+    if "vllm_config" in server_info:  # vLLM dev mode: one repr string (servers/vllm.py)
+        fp.update(vllm.fingerprint_fields(server_info))
     # A parser deploy is one of the two things the gate judges: it shows as a change here.
     fp["reasoning_parser"] = model_info.get("reasoning_parser") or \
         server_info.get("reasoning_parser")

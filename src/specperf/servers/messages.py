@@ -30,6 +30,9 @@ class Completion:
     reasoning: str | None = None  # chat: message.reasoning_content (reasoning parser)
     tool_calls: tuple[Mapping[str, Any], ...] | None = None  # chat: message.tool_calls
     timings_from: str = "meta_info"  # where e2e_s / ttft_s came from ("" when absent)
+    # vLLM: metrics.speculative_decoding as sent (present even when nothing was drafted:
+    # num_spec_steps 0), read by specperf.servers.vllm
+    spec: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -301,7 +301,9 @@ def _max_len(server_info: dict[str, Any]) -> int | None:
 def _available_sources(sample: routes.Completion, metrics: bool,
                        log_command: str | None) -> tuple[str, ...]:
     found = []
-    if sample.verify_steps:
+    # vLLM sends its speculative_decoding object even when nothing was drafted (an 8-token
+    # probe on an ngram server: num_spec_steps 0): the source is there all the same
+    if sample.verify_steps or sample.spec is not None:
         found.append("response")
     if metrics:
         found.append("metrics")

@@ -175,10 +175,11 @@ def _parse_openai(api: str, data: Mapping[str, Any]) -> Completion:
     vllm = data.get("metrics")
     # The OpenAI layer turns an absent spec_verify_ct into 0 (`or 0`): 0 steps is "absent".
     steps = _opt_int(spec, "spec_verify_ct") or None
-    if steps is None and isinstance(vllm, Mapping):
-        sd = vllm.get("speculative_decoding")
-        if isinstance(sd, Mapping):
-            steps = _opt_int(sd, "num_spec_steps")
+    sd = vllm.get("speculative_decoding") if isinstance(vllm, Mapping) else None
+    sd = sd if isinstance(sd, Mapping) else None
+    if steps is None and sd is not None:
+        # vLLM: only the steps that had drafts (0 when none did); S is servers.vllm's
+        steps = _opt_int(sd, "num_spec_steps")
     meta = choice.get("meta_info")
     meta = meta if isinstance(meta, Mapping) else {}  # return_meta_info (SGLang chat)
     if steps is None:
@@ -204,6 +205,7 @@ def _parse_openai(api: str, data: Mapping[str, Any]) -> Completion:
         tool_calls=_calls(message.get("tool_calls")),
         timings_from=("" if e2e is None or ttft is None
                       else "meta_info" if meta else "metrics"),
+        spec=sd,
     )
 
 

@@ -68,6 +68,8 @@ def detect(client: Client) -> Detected:
     if info or version is not None:
         release = _text((version or {}).get("version"))
         synthetic: dict[str, Any] = {"version": release, "served_model_name": _served_model(client)}
+        if isinstance(info.get("vllm_config"), str):  # dev mode: the drafter (fingerprint.py)
+            synthetic["vllm_config"] = info["vllm_config"]
         return Detected("vllm", release, bool(info), synthetic)
     return Detected("openai", None, False, {})
 

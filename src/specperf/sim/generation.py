@@ -60,6 +60,7 @@ def build_spec(state: SimState, prompt: list[int], options: dict[str, Any]) -> G
         stream=bool(options.get("stream", False)),
         rid=options.get("rid") if isinstance(options.get("rid"), str) else None,
         greedy=_greedy(options.get("temperature")),
+        cache_salt=salt if isinstance(salt := options.get("cache_salt"), str) else None,
     )
 
 

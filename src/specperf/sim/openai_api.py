@@ -133,7 +133,8 @@ async def _serve(
         max_tokens = body.get("max_tokens", 128)
     options = {"max_new_tokens": max_tokens, "ignore_eos": body.get("ignore_eos", False),
                "stop": body.get("stop"), "stream": body.get("stream", False),
-               "rid": body.get("rid"), "temperature": body.get("temperature")}
+               "rid": body.get("rid"), "temperature": body.get("temperature"),
+               "cache_salt": body.get("cache_salt")}
     spec = generation.with_output(state, generation.build_spec(state, prompt, options),
                                   thinking, plan)
     failed = generation.error_fault(state)

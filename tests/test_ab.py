@@ -10,6 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from specperf.measure.lock import GpuLock, lock_path_for
+
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
 pytestmark = pytest.mark.slow
 
@@ -40,7 +42,7 @@ def test_a_slower_candidate_fails_on_step_time(perf_project, start_sim):
                                 production.url)
     assert result.parseoutcomes().get("failed", 0) >= 2, result.stdout.str()
     result.stdout.fnmatch_lines([
-        "candidate vs production: *step time * ms (+1*%*) explains it*step-time regression*"])
+        "production → candidate: *step time * ms (+1*%*) explains it*step-time regression*"])
     assert "acceptance regression" not in result.stdout.str()
 
 
@@ -50,9 +52,14 @@ def test_both_endpoints_are_locked_in_a_fixed_order(perf_project, start_sim):
     result = project.run(*ARGS, "--contexts=13", "--endpoint", candidate.url,
                          "--compare-endpoint", production.url)
     result.assert_outcomes(passed=2, skipped=2)  # one context: no fit to compare
-    names = sorted(p.name for p in project.lock_dir.glob("gpu-*.lock"))
-    ports = sorted(u.rsplit(":", 1)[1] for u in (candidate.url, production.url))
-    assert names == sorted(f"gpu-localhost-{p}.lock" for p in ports)  # canonical: this machine
+    assert list(project.lock_dir.glob("gpu-*")) == []  # each lock removed its own file
+    # Production's lock is taken too: while another run holds it, the A/B run waits on it.
+    held = lock_path_for(production.url, project.lock_dir)
+    assert held.name == f"gpu-localhost-{production.url.rsplit(':', 1)[1]}.lock"  # canonical
+    with GpuLock(held):
+        blocked = project.run(*ARGS, "--contexts=13", "--endpoint", candidate.url,
+                              "--compare-endpoint", production.url, "--gpu-lock-timeout=0.5")
+    assert f"GPU lock {held} held by" in blocked.stdout.str()
 
 
 def test_compare_endpoint_without_a_candidate_is_a_usage_error(perf_project):
@@ -77,7 +84,7 @@ def test_gate_ab_acceptance_regression_blocks_and_unreachable_is_infrastructure(
     blocked = _gate(tmp_path, "--candidate", candidate.url, "--production", production.url, "--",
                     "--output-tokens=200")
     assert blocked.returncode == 1, blocked.stdout + blocked.stderr
-    assert "candidate vs production: tok/s" in blocked.stdout
+    assert "production → candidate: tok/s" in blocked.stdout
     assert "acceptance regression: check the drafter and the text." in blocked.stdout
     down = _gate(tmp_path, "--candidate", "http://127.0.0.1:9", "--production", production.url,
                  "--", "--output-tokens=200")

@@ -178,8 +178,9 @@ FAULTS: dict[int, Edit | str] = {
 EXPECTED = [
     "MalformedResponse: /generate meta_info.completion_tokens is missing: expected a whole "
     "number of tokens",
-    "MalformedResponse: reasoning-ctx14: the accept histogram sums to * steps but "
-    "spec_verify_ct is *: the server's spec fields disagree.",
+    "ImpossibleSample: reasoning-ctx14: the accept histogram sums to * steps but the server "
+    "counts * verify steps (spec_verify_ct): a histogram has one entry per step, so the "
+    "server's spec fields disagree; check its speculative metrics.",
     "MalformedResponse: reasoning-ctx15: completion_tokens is 64 but output_ids has 63 entries.",
     "DegenerateOutput: reasoning-ctx16: the output collapsed into a loop (9?% of its 8-grams "
     "repeat, limit 50%; the class's own text repeats 0%): a loop is easy to draft and inflates "

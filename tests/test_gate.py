@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from specperf.cli import gate as gate_module
 from specperf.cli.gate import CaseOutcome, GateExit, decide, read_junit
 from specperf.measure.lock import lock_path_for
 
@@ -124,6 +126,23 @@ def test_step_time_regression_blocks_with_exit_1_attributed_to_step_time(start_s
         "  FAIL  smoke subset: step time rose *% across the smoke subset*step-time regression*",
         "specperf gate: REGRESSION (exit 1): 4 of 5 smoke cases regressed: block the deploy.",
     ])
+
+
+@pytest.mark.slow  # a whole perf session or gate run (README: test commands)
+def test_a_server_ignoring_ignore_eos_errors_every_case_and_exits_3(start_sim, baseline_dir,
+                                                                     lock_dir):
+    sim = start_sim(time_scale=SIM_SCALE)
+    _inject(sim.url, early_stop_rate=1.0)
+    result = gate(lock_dir, *_args(sim.url, baseline_dir))
+    assert result.returncode == 3, result.stdout + result.stderr
+    _lines(result).fnmatch_lines([
+        "  ERROR reasoning-ctx3333: IgnoreEosNotHonoured: reasoning-ctx3333: asked for exactly "
+        "200 tokens with ignore_eos, got * (finish reason 'stop')*",
+        "  ERROR smoke subset: IgnoreEosNotHonoured: *",  # the sweep errors too, never fails
+        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 5 of 5 smoke cases could not be "
+        "measured: an infrastructure problem, not the deploy's fault; page the owner of the box.",
+    ])
+    assert "  FAIL " not in result.stdout
 
 
 def _free_port() -> int:
@@ -266,14 +285,81 @@ def test_read_junit_takes_failures_from_the_verdicts_and_errors_from_the_report(
     ]
 
 
-def test_the_smoke_subset_is_fixed_whatever_the_planned_contexts():
+def test_the_smoke_subset_is_fixed_whatever_the_planned_contexts(tmp_path):
     done = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "perf_tests"), "-m", "smoke",
                            "-p", "no:cacheprovider", "--collect-only",
                            "-q", "--contexts=1663,5553"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
+                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False,
+                          env=_env(tmp_path / "locks"))
     ids = [line.split("[", 1)[1].rstrip("]") for line in done.stdout.splitlines()
            if line.startswith("perf_tests/test_smoke.py::test_smoke[")]
     assert tuple(ids) == SMOKE_IDS, done.stdout + done.stderr
+
+
+JUNIT = ('<testsuites><testsuite>'
+         '<testcase name="test_smoke[padding-ctx13]">'
+         '<error message="failed on setup">{error}</error></testcase>'
+         '<testcase name="test_sweep_smoke[smoke subset]">'
+         '<error message="failed on setup">{error}</error></testcase>'
+         '</testsuite></testsuites>')
+
+
+def _record(tmp_path: Path, error: str, stopped_by: str | None) -> Path:
+    nodes = ("perf_tests/test_smoke.py::test_smoke[padding-ctx13]",
+             "perf_tests/test_sweep.py::test_sweep_smoke[smoke subset]")
+    doc = {"outcomes": {n: "error" for n in nodes}, "errors": {n: error for n in nodes},
+           "verdicts": [], "run": {"kind": "gate", "stopped_by": stopped_by}}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize("error", [
+    "BaselineError: --require-baseline: no baseline for deployment 'x'",
+    "BaselineError: there is no baseline for 'x' yet: create one",  # reworded: same decision
+])
+def test_the_gate_decides_from_the_record_not_from_the_errors_words(tmp_path, error):
+    junit = tmp_path / "smoke.xml"
+    junit.write_text(JUNIT.format(error=error))
+    result = gate_module._result(1, junit, _record(tmp_path, error, "no-baseline"))
+    assert result.code == GateExit.INFRASTRUCTURE
+    assert result.reason.startswith("2 of 2 smoke cases have no baseline to be judged against")
+    assert [(c.case_id, c.outcome, c.message) for c in result.cases] == [
+        ("padding-ctx13", "error", error), ("smoke subset", "error", error)]
+
+
+def test_an_error_the_record_does_not_call_a_missing_baseline_is_not_one(tmp_path):
+    error = "BaselineError: --require-baseline: no baseline for deployment 'x'"
+    junit = tmp_path / "smoke.xml"
+    junit.write_text(JUNIT.format(error=error))
+    result = gate_module._result(1, junit, _record(tmp_path, error, "outage"))
+    assert result.code == GateExit.INFRASTRUCTURE
+    assert result.reason.startswith("2 of 2 smoke cases could not be measured")
+
+
+def test_a_run_that_left_no_record_is_decided_from_its_junit_xml(tmp_path):
+    junit = tmp_path / "smoke.xml"
+    junit.write_text(JUNIT.format(error="BaselineError: --require-baseline: no baseline"))
+    result = gate_module._result(1, junit, None)
+    assert result.code == GateExit.INFRASTRUCTURE
+    assert result.reason.startswith("2 of 2 smoke cases have no baseline")
+    assert gate_module._result(1, tmp_path / "absent.xml", None).reason.startswith(
+        "the JUnit XML of the run could not be read")
+
+
+def test_the_record_a_run_wrote_is_found_by_what_was_not_there_before(tmp_path, monkeypatch):
+    old = tmp_path / "run-1" / "results.json"
+    old.parent.mkdir()
+    old.write_text("{}")
+    before = set(tmp_path.glob("*/results.json"))
+    assert gate_module.find_record(tmp_path, before) is None
+    new = tmp_path / "run-2" / "results.json"
+    new.parent.mkdir()
+    new.write_text("{}")
+    assert gate_module.find_record(tmp_path, before) == new
+    monkeypatch.setenv("SPECPERF_REPORT_DIR", str(tmp_path))
+    assert gate_module.report_dir_of([]) == tmp_path.resolve()
+    assert gate_module.report_dir_of(["--report-dir", "x"]) == Path("x").resolve()
 
 
 def test_a_not_applicable_skip_is_fine_but_a_missing_baseline_is_not():

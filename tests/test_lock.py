@@ -101,7 +101,7 @@ def test_unwritable_holder_record_does_not_stop_the_run(
     monkeypatch.setattr(os, "replace", refuse)
     with GpuLock(lock_path) as lock:
         assert lock.held and read_holder(lock_path) is None
-    assert list(lock_path.parent.iterdir()) == [lock_path]  # no temp file left behind
+    assert list(lock_path.parent.iterdir()) == []  # no temp file left behind
 
 
 def test_describe() -> None:
@@ -236,3 +236,38 @@ def test_an_xdist_worker_is_named_as_such_in_the_holder_record(monkeypatch):
 
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw2")
     assert Holder.current().command == f"pytest-xdist worker gw2 of pid {os.getppid()}"
+
+
+def test_the_lock_directory_does_not_grow_run_after_run(tmp_path: Path) -> None:
+    # Each embedded simulator listens on a new port, so each run locks a new path: a
+    # release removes its own file (and holder record), or the directory grows forever.
+    for port in range(30000, 30020):
+        with GpuLock(lock_path_for(f"http://127.0.0.1:{port}", tmp_path)) as lock:
+            assert lock.held and lock.path.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_waiter_on_a_removed_file_locks_the_new_one(lock_path: Path, tmp_path: Path) -> None:
+    # The holder removes the file as it releases; two runs that waited on it must still
+    # take turns (each must lock the file at the path, not the removed one).
+    first = _start_holder(lock_path, 0.5)
+    log = tmp_path / "turns.log"
+    script = ("import sys, time\n"
+              "from pathlib import Path\n"
+              "from specperf.measure.lock import GpuLock\n"
+              "with GpuLock(Path(sys.argv[1]), timeout_s=20, poll_s=0.02):\n"
+              "    with open(sys.argv[2], 'a') as f: f.write(f'in {time.monotonic()}\\n')\n"
+              "    time.sleep(0.4)\n"
+              "    with open(sys.argv[2], 'a') as f: f.write(f'out {time.monotonic()}\\n')\n")
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    waiters = [subprocess.Popen([sys.executable, "-c", script, str(lock_path), str(log)],
+                                env=env) for _ in range(2)]
+    try:
+        assert all(w.wait(timeout=30) == 0 for w in waiters)
+    finally:
+        first.wait(timeout=10)
+        assert first.stdout is not None
+        first.stdout.close()
+    events = [line.split()[0] for line in log.read_text().splitlines()]
+    assert events == ["in", "out", "in", "out"]  # never two holders at once
+    assert not lock_path.exists()

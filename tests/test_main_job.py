@@ -28,7 +28,8 @@ def test_embedded_simulator_runs_the_main_job_and_reports_simulated(perf_project
     # No baseline yet: every case is skipped with the command that creates one.
     result.assert_outcomes(skipped=6)
     # The command carries this run's own flags, so it writes the baseline this run reads.
-    assert ("create one with `pytest perf_tests -m context_scaling --deployment "
+    # The project has no perf_tests/ directory, so the command names the installed copy.
+    assert ("create one with `pytest --pyargs specperf.perf_tests -m context_scaling --deployment "
             f"sim-kimi-k26-ddtree --baseline-dir {tmp_path} --output-tokens 64 "
             "--update-baselines`") in out
     assert "SIMULATED: profile kimi-k26-ddtree at time scale 0.5" in out

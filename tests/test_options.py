@@ -166,6 +166,35 @@ def test_help_shows_the_tolerances_flag_once_with_its_env_and_ini(pytester):
     assert len(re.findall(r"^  specperf_tolerances \(linelist\)", text, re.M)) == 1
 
 
+def test_help_shows_the_verdict_contract_options_with_their_env_and_ini(pytester):
+    text = pytester.runpytest_subprocess("--help").stdout.str()
+    flat = " ".join(text.split())
+    for flag, env, ini in (("--sweep-tolerance=SWEEP_TOLERANCE", "SPECPERF_SWEEP_TOLERANCE",
+                            "specperf_sweep_tolerance"),
+                           ("--sweep-effect=SWEEP_EFFECT", "SPECPERF_SWEEP_EFFECT",
+                            "specperf_sweep_effect"),
+                           ("--acceptance-mode=ACCEPTANCE_MODE", "SPECPERF_ACCEPTANCE_MODE",
+                            "specperf_acceptance_mode")):
+        assert len(re.findall(rf"^  {flag}", text, re.M)) == 1
+        assert f"[env {env}, ini {ini}]" in flat
+    assert ("The sweep-level test's tolerance: a step-time or acceptance change across the whole "
+            "sweep up to this fraction passes (a sure change inside it is noted, never a "
+            "failure)") in flat
+    assert "'identical' fails on any prompt whose verify steps changed" in flat
+
+
+def test_the_sweep_effect_must_lie_above_the_sweep_tolerance():
+    s = resolve({}, {}, {})
+    assert (s.sweep_tolerance, s.sweep_effect, s.acceptance_mode) == (0.03, 0.05, "tolerance")
+    with pytest.raises(ConfigError) as err:
+        resolve({"sweep_tolerance": "0.05"}, {"SPECPERF_SWEEP_EFFECT": "0.04"}, {})
+    assert str(err.value) == ("SPECPERF_SWEEP_EFFECT = 0.04 is not above --sweep-tolerance = "
+                              "0.05: expected the change to catch above the change to let pass.")
+    with pytest.raises(ConfigError, match=r"^--acceptance-mode = 'exact' is not valid: expected "
+                                          r"one of tolerance, identical\.$"):
+        resolve({"acceptance_mode": "exact"}, {}, {})
+
+
 def test_contexts_with_an_empty_item_name_the_source():
     with pytest.raises(ConfigError) as err:
         resolve({}, {"SPECPERF_CONTEXTS": "13,,20"}, {})

@@ -43,17 +43,19 @@ def test_a_run_where_every_request_errored_leaves_an_outage_record(perf_project,
     result = project.run("-m", "context_scaling", "--endpoint", sim.url)
     result.assert_outcomes(errors=6)
     doc, history = _only_record(project.pytester.path)
-    assert doc["run"] == {"kind": "full", "interrupted": False, "outage": True, "cases": 6,
-                          "measured": 0, "errored": 6, "not_run": 0,
-                          "label": "full sweep, OUTAGE (nothing was measured: 6 of 6 perf "
-                                   "tests errored)"}
+    # FAST's two contexts are a custom sweep, not the default matrix: labelled as such.
+    assert doc["run"] == {"kind": "custom", "interrupted": False, "outage": True, "cases": 6,
+                          "measured": 0, "errored": 6, "not_run": 0, "stopped_by": "outage",
+                          "scope": "contexts 13, 1663",
+                          "label": "custom sweep (contexts 13, 1663), OUTAGE (nothing was "
+                                   "measured: 6 of 6 perf tests errored)"}
     assert doc["measurements"] == {} and len(doc["errors"]) == 6
     assert history[0]["outage"] is True and history[0]["label"] == sim.url
     assert "answered HTTP 503" in history[0]["errors"][0]
     page = (next(project.pytester.path.glob("reports/*/report.html"))).read_text()
-    assert 'data-kind="partial">full sweep, OUTAGE' in page
-    result.stdout.fnmatch_lines(["specperf: this run: full sweep, OUTAGE (nothing was measured: "
-                                 "6 of 6 perf tests errored)",
+    assert 'data-kind="partial">custom sweep (contexts 13, 1663), OUTAGE' in page
+    result.stdout.fnmatch_lines(["specperf: this run: custom sweep (contexts 13, 1663), OUTAGE "
+                                 "(nothing was measured: 6 of 6 perf tests errored)",
                                  "specperf: report reports/*/report.html"])
 
 
@@ -74,7 +76,8 @@ def test_nightly_command_without_a_baseline_errors_before_any_request(perf_proje
         f"{base} --output-tokens 64 --update-baselines`."])
     assert _finished_requests(sim.url) == 0
     doc, _ = _only_record(project.pytester.path)
-    assert doc["run"]["outage"] is True  # nothing was measured: the record says so
+    # Nothing was measured, and not because the box was down: the record says why.
+    assert (doc["run"]["stopped_by"], doc["run"]["outage"]) == ("no-baseline", False)
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)

@@ -122,8 +122,9 @@ def test_xdist_run_reports_once_from_the_controller(scenario):
 
 def test_trend_of_three_runs_has_three_points_per_cell(scenario, tmp_path, capsys):
     out = tmp_path / "trend.html"
+    # The scenario's two contexts are a custom sweep (record/runkind.py), plotted as such.
     code = cli.main(["trend", "--history", str(scenario.reports / "history.jsonl"),
-                     "--out", str(out)])
+                     "--out", str(out), "--kind", "custom"])
     assert code == 0, capsys.readouterr().err
     page = out.read_text()
     rows = re.findall(r'data-cell="([^"]+)" data-points="(\d+)"', page)

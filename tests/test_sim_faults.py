@@ -89,6 +89,17 @@ def test_early_stop_despite_ignore_eos(sim: Any) -> None:
     assert 1 <= meta["completion_tokens"] <= 50
 
 
+def test_extra_verify_steps_over_count_spec_verify_ct_consistently(sim: Any) -> None:
+    honest = _generate(sim).json()["meta_info"]
+    _set(sim, extra_verify_steps=30)
+    meta = _generate(sim).json()["meta_info"]
+    assert meta["spec_verify_ct"] >= 30 + 1
+    assert meta["spec_accept_length"] == pytest.approx(24 / meta["spec_verify_ct"])
+    histogram = meta["spec_correct_drafts_histogram"]
+    assert sum(histogram) == meta["spec_verify_ct"]  # the extra steps drafted nothing
+    assert set(honest) == set(meta)
+
+
 def test_omit_spec_fields(sim: Any) -> None:
     _set(sim, omit_spec_fields=True)
     meta = _generate(sim).json()["meta_info"]

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from specperf.core.errors import MalformedResponse, SpecperfError
+from specperf.core.errors import ImpossibleSample, SpecperfError
+from specperf.measure.sample import Sample
 from specperf.servers import fingerprint, probe, routes, vllm
 from specperf.servers.messages import Completion
 
@@ -99,19 +100,34 @@ def test_a_bracket_over_more_than_one_request_is_no_count():
     assert got.source == "response estimate"
 
 
+def _sample(steps: vllm.Steps) -> Sample:
+    """A vLLM sample of 64 tokens whose raw fields are the steps' (as the measuring loop
+    builds it): the one physical check every server kind's samples pass."""
+    return Sample("padding-ctx13", 0, False, 13, 64, 1.0, steps.steps, 0.5, 0.1, None, None,
+                  "response", "length", raw=steps.raw())
+
+
 def test_an_impossible_avg_commit_is_an_error_naming_its_figures():
     # what the old reading gave on ngram: 63 tokens over 4 drafting steps, k = 4
-    with pytest.raises(MalformedResponse) as err:
-        vllm.guard_commit(64, vllm.Steps(4, "response", 4, 4), "padding-ctx13")
-    assert issubclass(MalformedResponse, SpecperfError)
-    text = str(err.value)
-    assert "15.75" in text and "[1, 5]" in text and "response" in text and "padding-ctx13" in text
-    vllm.guard_commit(64, vllm.Steps(13, "response", 13, 4), "c")  # 4.85: fine
-    vllm.guard_commit(64, vllm.Steps(4, "response", 4, None), "c")  # k unknown: no bound
+    with pytest.raises(ImpossibleSample) as err:
+        _sample(vllm.Steps(4, "response estimate", 4, 4))
+    assert issubclass(ImpossibleSample, SpecperfError)
+    assert str(err.value) == (
+        "padding-ctx13: avg commit 15.75 = (64 − 1) / 4 verify steps (response estimate; "
+        "num_spec_steps 4) is above 5, the most a step commits with 4 draft tokens per step "
+        "(num_speculative_tokens 4): the step count is wrong; check the server's step counter "
+        "before judging it.")
+    _sample(vllm.Steps(13, "response estimate", 13, 4))  # 4.85: fine
+    _sample(vllm.Steps(4, "response estimate", 4, None))  # k unknown: only [1, N] applies
+
+
+def test_count_steps_leaves_the_bound_to_the_sample_check():
+    got = vllm.count_steps(comp(64, 27, spec(4, 4)), "", "", spec_tokens=4, where="c")
+    assert (got.steps, got.raw()["draft_tokens_per_step"]) == (59, 4)
 
 
 def test_the_histogram_must_sum_to_num_spec_steps():
-    with pytest.raises(MalformedResponse, match="sums to 14 steps but num_spec_steps is 15"):
+    with pytest.raises(ImpossibleSample, match="sums to 14 steps but num_spec_steps is 15"):
         vllm.count_steps(comp(64, 27, spec(15, 48, [2, 1, 0, 0, 11])), "", "",
                          spec_tokens=4, where="c")
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import httpx
 import pytest
+
+from specperf.measure.lock import GpuLock, lock_path_for
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
 pytestmark = pytest.mark.slow
@@ -33,12 +34,23 @@ def test_xdist_lock_is_held_by_the_controller(perf_project, start_sim, tmp_path)
     sim = start_sim(time_scale=0.5)
     project = perf_project()
     lock_dir = Path(project.lock_dir)
-    result = project.run("-n", "2", "-m", "context_scaling", "--endpoint", sim.url,
-                         "--contexts=13", "--baseline-dir", str(tmp_path))
-    result.assert_outcomes(skipped=4)
-    # The workers took only the per-case lock: the session lock's holder was the controller.
-    assert list(lock_dir.glob("*.lock.case")), sorted(p.name for p in lock_dir.iterdir())
-    assert not any(json.loads(p.read_text()).get("pid") for p in lock_dir.glob("*.holder.json"))
+    session_lock = lock_path_for(sim.url, lock_dir)
+    # Held by this test: a worker that takes the per-case lock waits for it and times out;
+    # the session lock stays free for the controller, which takes it once.
+    held = GpuLock(session_lock.with_name(session_lock.name + ".case"), timeout_s=0)
+    held.acquire()
+    try:
+        result = project.run("-n", "2", "-m", "context_scaling", "--endpoint", sim.url,
+                             "--contexts=13", "--baseline-dir", str(tmp_path),
+                             "--gpu-lock-timeout", "1")
+    finally:
+        held.release()
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("errors", 0) >= 1 and "passed" not in outcomes, outcomes
+    result.stdout.fnmatch_lines([f"*GpuLockTimeout: GPU lock {held.path} held by*"])
+    assert f"GPU lock {session_lock} held" not in result.stdout.str()
+    # Released locks leave nothing behind.
+    assert not list(lock_dir.glob("*.holder.json")), sorted(p.name for p in lock_dir.iterdir())
 
 
 def test_update_baselines_refuses_to_run_split_over_workers(perf_project, tmp_path):

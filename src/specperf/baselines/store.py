@@ -28,9 +28,9 @@ from ..core.stats import Summary
 from ..measure import determinism
 from ..measure.lock import write_lock
 from ..measure.loop import METRICS, Measurement, sample_values
+from ..settings.hints import perf_command
 
 SCHEMA_VERSION = 1
-CREATE_COMMAND = "pytest perf_tests -m context_scaling --update-baselines"
 REPAIR = "restore it from git or write a new version with --update-baselines"
 ABOUT = ("specperf baseline. Per metric: median, MAD and n over the repeats; 'direction' says "
          "which way is a regression; 'tolerance' is the limit in force when the file was "
@@ -324,9 +324,10 @@ class BaselineStore:
         """Load one version (None: the latest)."""
         versions = self.versions(deployment)
         if not versions:
+            command = perf_command("-m", "context_scaling", "--update-baselines")
             raise BaselineError(f"no baseline for deployment {deployment!r} in "
                                 f"{self.directory(deployment)}: create one with "
-                                f"`{CREATE_COMMAND}` against a quiet server.")
+                                f"`{command}` against a quiet server.")
         chosen = versions[-1] if version is None else version
         if chosen not in versions:
             listed = ", ".join(str(v) for v in versions)

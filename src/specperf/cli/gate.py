@@ -2,8 +2,11 @@
 
 It runs the very same perf suite, ``pytest perf_tests -m smoke`` (the perf tests installed
 with the package, ``specperf/perf_tests``), in a subprocess (so its progress and closing
-table stream to the CI log), reads each case's outcome back from the JUnit XML, prints one
-attributed line per case and exits with:
+table stream to the CI log), reads each case's outcome back from the run's record
+(``results.json``: its outcomes, errors and verdicts, and why a run that measured nothing
+stopped) — the JUnit XML only for the order and the words of each line, or for everything
+when the run died before writing its record — prints one attributed line per case and exits
+with:
 
 ====  ==============  ====================================================================
 code  meaning         when
@@ -32,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from importlib.resources import files
 from pathlib import Path
@@ -68,6 +71,9 @@ class CaseOutcome:
     requests: int = 0
     server_s: float = 0.0
     endpoint: str = ""  # a fleet's endpoint name (fleet.py); empty for one endpoint
+    # The error is the missing (or unreadable) baseline --require-baseline checks before any
+    # request: from the record's run.stopped_by, never from the message's words.
+    no_baseline: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,15 +99,24 @@ def _case(tc: ElementTree.Element) -> CaseOutcome:
     # A path case's requests are all its paths' (its native measurement is one of them).
     requests, server_s = (_paths_cost(props["specperf_paths"]) if "specperf_paths" in props
                           else _cost(props.get("specperf_measurement")))
-    name = tc.get("name", "")
+    endpoint = props.get("specperf_endpoint", "")
+    case_id = _case_id(tc.get("name", ""), endpoint)
+    outcome = _outcome(tc, case_id, verdicts, requests, server_s, endpoint)
+    if outcome.outcome == "error" and _no_baseline(outcome.message):
+        return replace(outcome, no_baseline=True)
+    return outcome
+
+
+def _case_id(name: str, endpoint: str) -> str:
+    """A test's line in the summary: its parameter (a fleet's endpoint prefix dropped), with
+    what a ``test_smoke_*`` test checks (e.g. the parser case: "reasoning-ctx3333 parser")."""
     case_id = name[name.find("[") + 1:-1] if name.endswith("]") else name
     test = name.split("[", 1)[0]
-    if test.startswith("test_smoke_"):  # e.g. the parser case: "reasoning-ctx3333 parser"
+    if test.startswith("test_smoke_"):
         case_id = f"{case_id} {test.removeprefix('test_smoke_').replace('_', ' ')}"
-    endpoint = props.get("specperf_endpoint", "")
     if endpoint and case_id.startswith(f"{endpoint}-"):
         case_id = case_id[len(endpoint) + 1:]
-    return _outcome(tc, case_id, verdicts, requests, server_s, endpoint)
+    return case_id
 
 
 def _outcome(tc: ElementTree.Element, case_id: str, verdicts: list[dict[str, Any]],
@@ -147,6 +162,58 @@ def _cost(measurement: str | None) -> tuple[int, float]:
     return len(samples), sum(float(s.get("wall_s", 0.0)) for s in samples)
 
 
+# -- reading the record (results.json) --------------------------------------------------------
+def read_record(path: Path, worded: Sequence[CaseOutcome] = ()) -> list[CaseOutcome]:
+    """Every test of a run as its results document records it (a fleet: each endpoint's own
+    document); ``OSError``/``ValueError`` if unreadable.
+
+    The record decides each outcome; ``worded`` (the JUnit XML's reading, when there is one)
+    gives each line its order, message and cost, and marks a comparison that could not be
+    measured, which its verdict recorded.
+    """
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    parts = [(str(e["name"]), e["document"]) for e in doc.get("endpoints", ())] or [("", doc)]
+    words = {(c.endpoint, c.case_id): c for c in worded}
+    found = [_recorded(nodeid, outcome, endpoint, part, words)
+             for endpoint, part in parts for nodeid, outcome in part["outcomes"].items()]
+    order = {key: i for i, key in enumerate(words)}
+    return sorted(found, key=lambda c: order.get((c.endpoint, c.case_id), len(order)))
+
+
+def _recorded(nodeid: str, outcome: str, endpoint: str, part: dict[str, Any],
+              words: dict[tuple[str, str], CaseOutcome]) -> CaseOutcome:
+    case_id = _case_id(nodeid.rsplit("::", 1)[-1], endpoint)
+    said = words.get((endpoint, case_id), CaseOutcome(case_id, outcome))
+    if outcome == "not run":
+        outcome, message = "error", "not run: the run stopped before this test ran."
+    elif outcome == "error":
+        message = str(part.get("errors", {}).get(nodeid, "")) or said.message
+    elif said.outcome == "error":  # a verdict that could not be measured (read_junit)
+        outcome, message = "error", said.message
+    else:
+        message = said.message
+    stopped = (part.get("run") or {}).get("stopped_by")
+    return CaseOutcome(case_id, outcome, message, said.requests, said.server_s, endpoint,
+                       no_baseline=outcome == "error" and stopped == "no-baseline")
+
+
+def find_record(report_dir: Path, before: set[Path]) -> Path | None:
+    """The results.json this gate's run wrote under ``report_dir`` (absent before it ran)."""
+    new = [p for p in report_dir.glob("*/results.json") if p not in before]
+    return max(new, key=lambda p: p.stat().st_mtime) if new else None
+
+
+def report_dir_of(pytest_args: Sequence[str]) -> Path:
+    """Where the run writes its record: --report-dir, else SPECPERF_REPORT_DIR, else reports."""
+    where = os.environ.get("SPECPERF_REPORT_DIR") or "reports"
+    for i, arg in enumerate(pytest_args):
+        if arg == "--report-dir" and i + 1 < len(pytest_args):
+            where = pytest_args[i + 1]
+        elif arg.startswith("--report-dir="):
+            where = arg.split("=", 1)[1]
+    return Path(where).resolve()
+
+
 # -- deciding ------------------------------------------------------------------------------
 def decide(pytest_exit: int, cases: Sequence[CaseOutcome]) -> GateResult:
     """Map pytest's exit code and the case outcomes to the gate's exit code and reason."""
@@ -161,7 +228,7 @@ def decide(pytest_exit: int, cases: Sequence[CaseOutcome]) -> GateResult:
     skipped = [c for c in found if c.outcome == "skipped"
                and not c.message.startswith(NOT_APPLICABLE)]
     n = len(found)
-    if errors and all(_no_baseline(c.message) for c in errors):
+    if errors and all(c.no_baseline for c in errors):
         return GateResult(GateExit.INFRASTRUCTURE,
                           f"{len(errors)} of {n} smoke cases have no baseline to be judged "
                           "against (checked before any request): write one with the command "
@@ -188,6 +255,7 @@ def decide(pytest_exit: int, cases: Sequence[CaseOutcome]) -> GateResult:
 
 
 def _no_baseline(message: str) -> bool:
+    """Only for a run that left no record: the JUnit XML keeps no error's kind but its words."""
     return message.startswith("BaselineError: --require-baseline:")
 
 
@@ -218,7 +286,8 @@ def summary_lines(result: GateResult, endpoint: str) -> list[str]:
         lines.append(f"specperf gate: {len(result.cases)} smoke cases against {endpoint}")
     previous = ""
     for case in result.cases:
-        first, *rest = (case.message or "").splitlines() or [""]
+        message = _without_power(case.message) if case.outcome == "failed" else case.message
+        first, *rest = (message or "").splitlines() or [""]
         if case.message and case.message == previous:
             first, rest = "the same as above", []  # e.g. one missing baseline, every case
         previous = case.message
@@ -233,6 +302,17 @@ def summary_lines(result: GateResult, endpoint: str) -> list[str]:
                  f"{result.reason}")
     return lines
 
+
+
+def _without_power(message: str) -> str:
+    """A failed case without the sweep's "Would have caught …" sentence (judge/sweep.py): the
+    chance that a clean sweep would catch a 5% change says how far to trust a *pass*; on a
+    regression it explains nothing."""
+    kept = [line.partition(_POWER_SENTENCE)[0].rstrip() for line in message.splitlines()]
+    return "\n".join(line for line in kept if line)
+
+
+_POWER_SENTENCE = "Would have caught "
 
 
 # -- a fleet (fleet.py): each endpoint decided alone, the worst one decides the run ---------
@@ -358,15 +438,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"specperf gate: no perf tests at {where}: pass --perf-tests DIR, or reinstall "
               "specperf.", file=sys.stderr)
         return int(GateExit.USAGE)
+    reports = report_dir_of(args.pytest_args)
+    before = set(reports.glob("*/results.json"))
     with tempfile.TemporaryDirectory(prefix="specperf-gate-") as tmp:
         junit = Path(tmp) / "smoke.xml"
         cmd = pytest_command(args, tests, junit)
         print("specperf gate: python " + shlex.join(cmd[1:]), flush=True)
         code = _run_pytest(cmd)
-        result = _result(code, junit)
+        result = _result(code, junit, find_record(reports, before))
     if fleet is not None:  # the worst endpoint decides, and is named
         result = fleet_result(code, result)
         lines = fleet_summary_lines(result, endpoint)
+    elif args.production is not None:  # A/B: name both sides, in the verdicts' order
+        lines = summary_lines(result, f"candidate {endpoint}, judged against production "
+                                      f"{args.production} (figures read production \u2192 "
+                                      "candidate)")
     else:
         lines = summary_lines(result, endpoint)
     for line in lines:
@@ -374,15 +460,24 @@ def run(args: argparse.Namespace) -> int:
     return int(result.code)
 
 
-def _result(pytest_exit: int, junit: Path) -> GateResult:
-    if pytest_exit in (_PYTEST_OK, _PYTEST_FAILED):
+def _result(pytest_exit: int, junit: Path, record: Path | None = None) -> GateResult:
+    """Decide from the run's record; from the JUnit XML alone when it left none."""
+    if pytest_exit not in (_PYTEST_OK, _PYTEST_FAILED):
+        return decide(pytest_exit, [])
+    unreadable: Exception | None = None
+    try:
+        worded = read_junit(junit)
+    except (OSError, ElementTree.ParseError) as exc:
+        worded, unreadable = [], exc
+    if record is not None:
         try:
-            cases = read_junit(junit)
-        except (OSError, ElementTree.ParseError) as exc:
-            return GateResult(GateExit.INFRASTRUCTURE,
-                              f"the JUnit XML of the run could not be read ({exc}).")
-        return decide(pytest_exit, cases)
-    return decide(pytest_exit, [])
+            return decide(pytest_exit, read_record(record, worded))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a record cut short: the JUnit XML still tells the outcomes
+    if unreadable is not None:
+        return GateResult(GateExit.INFRASTRUCTURE,
+                          f"the JUnit XML of the run could not be read ({unreadable}).")
+    return decide(pytest_exit, worded)
 
 
 def add_subcommand(subparsers: Any) -> None:

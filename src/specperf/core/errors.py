@@ -15,6 +15,9 @@ Third-party exceptions (httpx, filelock) are translated at one boundary each
     │   ├── MalformedResponse     not JSON, or a needed field missing or inconsistent
     │   └── IgnoreEosNotHonoured  fewer tokens than requested, or finish reason not "length"
     ├── AcceptanceUnavailable     the chosen acceptance source gives no step count
+    ├── ImpossibleSample          figures the server cannot physically produce (avg commit
+    │                             outside [1, draft tokens + 1], more steps than tokens, a
+    │                             step time not above 0, counters that contradict each other)
     ├── ContaminatedMeasurement   other requests ran on the server during a measurement
     │   ├── PrefixCacheHit        the prefix cache served prompt past the unique nonce
     │   └── DegenerateOutput      the output collapsed into a loop (inflates acceptance)
@@ -73,6 +76,10 @@ class IgnoreEosNotHonoured(EndpointError):
 
 class AcceptanceUnavailable(SpecperfError):
     """No working source of verify-step counts."""
+
+
+class ImpossibleSample(SpecperfError):
+    """A sample's figures lie outside what the server can physically produce: not judged."""
 
 
 class ContaminatedMeasurement(SpecperfError):

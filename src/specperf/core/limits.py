@@ -4,7 +4,7 @@ Each metric has a direction (:data:`DIRECTION`: +1 must not fall, −1 must not 
 default tolerance, a fraction of the baseline median. The formatting here is shared by every
 sentence the suite prints (verdicts, baselines, fingerprints, digests), so a number reads the
 same wherever it appears. This module sits at the bottom of the package: it imports only
-:mod:`specperf.core.errors`.
+:mod:`specperf.core.errors` and :mod:`specperf.core.contract` (what a move's status is).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from . import contract
 from .errors import ConfigError
 
 DEFAULT_TOLERANCES: dict[str, float] = {
@@ -127,12 +128,17 @@ class Move:
         return self.direction * self.change
 
     @property
+    def status(self) -> str:
+        """The contract's status of this move, a point estimate (:mod:`specperf.core.contract`)."""
+        return contract.status(contract.Change(self.change), self.direction, self.tolerance)
+
+    @property
     def regressed(self) -> bool:
-        return self.good_change < -self.tolerance
+        return self.status == contract.REGRESSION
 
     @property
     def improved(self) -> bool:
-        return self.good_change > self.tolerance
+        return self.status == contract.IMPROVED
 
     @property
     def noise(self) -> bool:

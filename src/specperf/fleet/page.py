@@ -8,6 +8,7 @@ verdict), then each endpoint's own section, the single-endpoint page's content u
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,21 +50,32 @@ def _overview(doc: Mapping[str, Any], parts: Sequence[Mapping[str, Any]]) -> str
                          rows, cls="fleet"))
 
 
+_CASE_IN_ID = re.compile(r"(?:^|[\[-])([A-Za-z0-9_]+-ctx\d+)\]$")
+
+
+def errored_cases(outcomes: Mapping[str, str]) -> set[str]:
+    """The case ids (class-ctxN) of the perf tests that errored, from their node ids
+    (``test_context_scaling[reasoning-ctx13]``; in a fleet ``[box-reasoning-ctx13]``)."""
+    return {m.group(1) for nodeid, outcome in outcomes.items()
+            if outcome == "error" and (m := _CASE_IN_ID.search(nodeid))}
+
+
 def _verdict_status(part: Mapping[str, Any], case_id: str) -> str:
     sub = part["document"]
     for verdict in sub["verdicts"]:
         if verdict["case_id"] == case_id:
             return str(verdict["status"])
-    errored = any(f"-{case_id}]" in nodeid for nodeid, outcome in sub["outcomes"].items()
-                  if outcome == "error")
-    return "error" if errored else ""
+    return "error" if case_id in errored_cases(sub["outcomes"]) else ""
 
 
 def cross_table(parts: Sequence[Mapping[str, Any]]) -> str:
-    """Rows: cases; per endpoint: tok/s, step ms, avg commit and the case's verdict."""
+    """Rows: cases; per endpoint: tok/s, step ms, avg commit and the case's verdict. A case
+    that errored on a box is a row too, its cells saying so: never a silent gap."""
     cases = sorted({cid for p in parts for cid in p["document"]["measurements"]}
                    | {v["case_id"] for p in parts for v in p["document"]["verdicts"]
-                      if "-ctx" in v["case_id"] and " " not in v["case_id"]})
+                      if "-ctx" in v["case_id"] and " " not in v["case_id"]}
+                   | {cid for p in parts for cid in errored_cases(p["document"]["outcomes"])},
+                   key=_case_key)
     headers = ["case"] + [f"{p['name']} {m}" for p in parts
                           for m in ("tok/s", "step ms", "avg commit")]
     rows = []
@@ -77,6 +89,8 @@ def cross_table(parts: Sequence[Mapping[str, Any]]) -> str:
                       for m in ("tok_s", "step_ms", "avg_commit")]
             text = ["—" if v is None else f"{v:.1f}" if i < 2 else f"{v:.2f}"
                     for i, v in enumerate(values)]
+            if data is None and status == "error":
+                text = ["error"] * len(values)
             cell_attrs = (f' data-endpoint="{page.esc(part["name"])}" '
                           f'data-status="{page.esc(status or "none")}"')
             row += [f'<td class="num {cls}"{cell_attrs}>{page.esc(t)}</td>' for t in text]
@@ -85,6 +99,11 @@ def cross_table(parts: Sequence[Mapping[str, Any]]) -> str:
         return "<p>No endpoint measured a case.</p>"
     attrs = [f' class="cross-case" data-case="{page.esc(cid)}"' for cid in cases]
     return page.table(headers, rows, cls="cross", row_attrs=attrs)
+
+
+def _case_key(case_id: str) -> tuple[str, int]:
+    name, _, ctx = case_id.rpartition("-ctx")
+    return (name, int(ctx)) if ctx.isdigit() else (case_id, 0)
 
 
 def _section(part: Mapping[str, Any]) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ import pytest
 
 from .. import __version__
 from ..measure.session import git_revision
-from ..plugin.reporting import ERROR_CHARS, _baseline
+from ..plugin.reporting import ERROR_CHARS, custom_matrix, endpoint_document
 from ..plugin.runstate import RunState
 from ..record import results, runkind
 from ..settings.endpoints import Endpoint
@@ -142,11 +142,7 @@ class FleetCollector:
                               lock_wait_s=record.lock_wait_s,
                               settings=state.settings.public_dict(), suite_version=__version__,
                               git_revision=revision)
-        doc = results.build(run, server=found.server, measurements=found.measurements,
-                            verdicts=found.verdicts, outcomes=found.outcomes, errors=record.errors,
-                            baseline=_baseline(state, found.server), paths=found.paths)
-        doc["interrupted"] = interrupted
-        doc["run"] = _run_kind([record], state, interrupted)
+        doc = endpoint_document(run, state, found, record.errors, interrupted)
         found.record = doc  # the endpoint's closing block renders from its record
         return {**record.endpoint.to_dict(), "status": record.status(),
                 "counts": record.counts(), "lock_wait_s": record.lock_wait_s,
@@ -175,7 +171,8 @@ class FleetCollector:
             for error in dict.fromkeys(record.errors.values()):
                 lines.append(f"  error: {error.strip().splitlines()[-1]}")
         lines += ["", "specperf fleet: same case on each box (tok/s, step ms, avg commit):"]
-        lines += cross_lines([(n, r.found.measurements) for n, r in self.records.items()])
+        lines += cross_lines([(n, r.found.measurements) for n, r in self.records.items()],
+                             [page.errored_cases(r.found.outcomes) for r in self.records.values()])
         lines.append(self.timing_line())
         for name, record in self.records.items():
             lines.append(f"specperf fleet: {name}: {record.status().upper()} "
@@ -202,16 +199,20 @@ def _error_text(report: pytest.TestReport) -> str:
     return "\n".join(lines)[-ERROR_CHARS:]
 
 
-def cross_lines(parts: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
-    """One row per case, one column per endpoint: the same case side by side."""
-    cases = sorted({cid for _, m in parts for cid in m},
+def cross_lines(parts: Sequence[tuple[str, Mapping[str, Any]]],
+                errored: Sequence[Collection[str]] = ()) -> list[str]:
+    """One row per case, one column per endpoint: the same case side by side; a case that
+    errored on a box (``errored``: per endpoint, its errored case ids) says so there."""
+    failed = list(errored) or [()] * len(parts)
+    cases = sorted({cid for _, m in parts for cid in m} | {c for e in failed for c in e},
                    key=lambda c: (c.split("-ctx")[0], int(c.rsplit("ctx", 1)[-1] or 0)
                                   if c.rsplit("ctx", 1)[-1].isdigit() else 0))
     width = max([len(c) for c in cases] + [4])
     head = f"{'case':<{width}} | " + " | ".join(f"{n:>22}" for n, _ in parts)
     lines = [head, "-" * len(head)]
     for cid in cases:
-        cells = [_cell(m.get(cid)) for _, m in parts]
+        cells = ["error" if m.get(cid) is None and cid in bad else _cell(m.get(cid))
+                 for (_, m), bad in zip(parts, failed, strict=True)]
         lines.append(f"{cid:<{width}} | " + " | ".join(f"{c:>22}" for c in cells))
     return lines
 
@@ -229,14 +230,17 @@ def _run_kind(records: Any, state: RunState, interrupted: bool) -> dict[str, Any
     smoke: set[str] = set()
     scaling: set[str] = set()
     measured = 0
+    error_kinds: dict[str, list[str]] = {}
     for record in records:
         outcomes.update(record.found.perf_outcomes)
+        error_kinds.update(record.found.error_kinds)
         smoke |= record.found.smoke
         scaling |= record.found.scaling_cases
         measured += len(record.found.measurements)
     return runkind.classify(ab=False, interrupted=interrupted, outcomes=outcomes, smoke=smoke,
                             scaling_cases=scaling, planned=[c.id for c in state.cases],
-                            measured=measured).to_dict()
+                            measured=measured, error_kinds=error_kinds,
+                            custom=custom_matrix(state.settings)).to_dict()
 
 
 def _secrets(states: Mapping[str, RunState]) -> list[str]:

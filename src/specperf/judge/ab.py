@@ -26,7 +26,8 @@ from ..plan.workload import Case
 from ..servers.fingerprint import fingerprint_differences
 from .verdict import NotJudged, Verdict
 
-PREFIX = "candidate vs production: "
+# Every figure in the message reads reference → measured: production → candidate.
+PREFIX = "production → candidate: "
 
 PairDecide = Callable[[Mapping[str, Sequence[float]], Mapping[str, Sequence[float]]],
                       RepeatDecision]

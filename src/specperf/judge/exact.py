@@ -4,7 +4,16 @@ At temperature 0 a speculative server commits the target's greedy tokens, in ver
 decided by the drafter; for the same prompt both repeat exactly on a deterministic server.
 When a run sends the baseline's prompts (:mod:`specperf.plan.reuse`) and the server repeated
 itself in this run (the warm-up re-sent repeat 0's prompt: :func:`deterministic`), each
-prompt's verify steps are compared with the baseline's, exactly: no tolerance, no repeats.
+prompt's verify steps are compared with the baseline's, exactly: no repeats, no noise. A server
+that does not repeat itself falls back to statistics and says so.
+
+The comparison is evidence, not yet a verdict: it says with certainty whether and where
+acceptance changed. Whether that is a regression is the verdict contract's
+(:mod:`specperf.core.contract`) on the change of the case's avg commit over the compared
+prompts, against the acceptance tolerance: beyond it a regression, inside it **noted** (the
+run passes; numerics alone move greedy paths on real engines). The setting
+``acceptance_mode = identical`` (a deploy that must not touch decoding, e.g. a parser) fails
+on any changed prompt instead.
 
 A change is attributed by the output: the same output text in more or fewer steps is the
 **drafter** (greedy verification is lossless, so only the proposals changed); a different
@@ -18,7 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..core.limits import ARROW
+from ..core import contract
+from ..core.limits import ARROW, DEFAULT_TOLERANCES, format_percent
 from ..measure.determinism import (
     EXACT_SOURCES,
     PromptRecord,
@@ -49,6 +59,7 @@ class ExactResult:
     changes: tuple[tuple[int, int, int, bool], ...] = ()  # (k, base, new, same output)
     cause: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    commit_change: float = 0.0  # the avg commit's relative change over the compared prompts
 
     @property
     def steps_delta(self) -> int:
@@ -58,7 +69,7 @@ class ExactResult:
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "message": self.message, "compared": self.compared,
                 "changed": len(self.changes), "cause": self.cause,
-                "steps_delta": self.steps_delta,
+                "steps_delta": self.steps_delta, "commit_change": self.commit_change,
                 "changes": [{"prompt": k, "base_steps": b, "steps": n, "same_output": same}
                             for k, b, n, same in self.changes], **self.extra}
 
@@ -116,21 +127,50 @@ def _changed(same: Sequence[int], changes: tuple[tuple[int, int, int, bool], ...
     total = (sum(base[k].steps for k in same), sum(mine[k].steps for k in same))
     message = (f"acceptance changed on {len(changes)} of {len(same)} prompts (verify steps "
                f"{shown}{more}; {total[0]} {ARROW} {total[1]} in all): {why}.")
-    return ExactResult("changed", message, len(same), changes, cause)
+    # Every prompt has the same output length, so avg commit (N − 1)/S moves as 1/ΣS.
+    commit_change = total[0] / total[1] - 1.0 if total[1] else 0.0
+    return ExactResult("changed", message, len(same), changes, cause,
+                       commit_change=commit_change)
 
 
-def combine(verdict: Verdict, result: ExactResult) -> Verdict:
-    """The case verdict with the exact acceptance result: a change where prompts took more
-    steps fails at once (no tolerance); fewer steps is an improvement; step time keeps its
-    statistical judgement (the statistical sentence follows)."""
+def combine(verdict: Verdict, result: ExactResult, mode: str = "tolerance",
+            tolerance: float | None = None) -> Verdict:
+    """The case verdict with the exact acceptance result, judged by the contract: the avg
+    commit's exact change beyond the acceptance tolerance (``tolerance``, default the one the
+    case verdict used) is a regression, inside it noted; in ``mode`` "identical" any changed
+    prompt fails. Step time keeps its statistical judgement (the statistical sentence
+    follows)."""
     combined = replace(verdict, exact=result.to_dict())
     if result.status != "changed":
         return combined
-    message = f"{result.message} Statistics: {verdict.message}"
-    if result.steps_delta > 0 or verdict.status == "fail":
-        return replace(combined, status="fail", message=message)
-    status = "improved" if result.steps_delta < 0 else verdict.status
-    return replace(combined, status=status, message=message)
+    if mode == "identical":
+        return replace(combined, status=contract.REGRESSION, message=(
+            f"{result.message} In acceptance_mode = identical any changed prompt fails: this "
+            f"deploy must not touch decoding. Statistics: {verdict.message}"))
+    limit = _acceptance_tolerance(verdict) if tolerance is None else tolerance
+    found = contract.status(contract.Change.exact(result.commit_change), +1, limit)
+    move = (f"avg commit {format_percent(result.commit_change)} on these prompts, "
+            f"{'beyond' if found in (contract.REGRESSION, contract.IMPROVED) else 'inside'} "
+            f"the {round(100 * limit, 1):g}% acceptance tolerance")
+    if found == contract.REGRESSION:
+        judged = (f"{move} \u2014 acceptance regression (drafter or numerics: here the "
+                  f"{result.cause}).")
+    elif found == contract.IMPROVED:
+        judged = f"{move} \u2014 better than the baseline."
+    else:
+        judged = f"{move}: noted, not a regression."
+    message = f"{result.message} {judged[0].upper()}{judged[1:]} Statistics: {verdict.message}"
+    if verdict.status == contract.REGRESSION or found == contract.REGRESSION:
+        return replace(combined, status=contract.REGRESSION, message=message)
+    if found == contract.IMPROVED or verdict.status == contract.IMPROVED:
+        return replace(combined, status=contract.IMPROVED, message=message)
+    return replace(combined, status=contract.NOTED, message=message)
+
+
+def _acceptance_tolerance(verdict: Verdict) -> float:
+    """The avg commit tolerance the case verdict was judged with (its detail's limit)."""
+    limit = verdict.details.get("avg_commit", {}).get("limit")
+    return abs(limit) if limit else DEFAULT_TOLERANCES["avg_commit"]
 
 
 def summary_lines(verdicts: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -25,7 +25,14 @@ is tested once, on all its cases pooled:
 
 The tests of one sweep are step time (every case) and acceptance (each text class); the
 sweep's false-alarm rate ``alpha`` is split evenly over them (Bonferroni), and each is a
-:class:`specperf.core.sequential.Sprt` of H0 "no change" against H1 "a change of ``effect``".
+:class:`specperf.core.sequential.Sprt` of H0 "a change of at most ``tolerance``" against H1
+"a change of ``effect``" (the settings ``sweep_tolerance``, default 3 %, and ``sweep_effect``,
+default 5 %): the SPRT runs on ``d − log(1 + tolerance)``, so ``alpha`` is the false-alarm
+rate at a change of exactly the tolerance, and less below it. The status of each factor is the
+verdict contract's (:func:`specperf.core.contract.status`): a regression only beyond the
+tolerance with confidence; a change we are sure of (its 95 % CI excludes zero) but inside the
+tolerance is **noted**, never a failure; a test that reaches its budget with an interval that
+straddles the tolerance is **undetermined**.
 """
 
 from __future__ import annotations
@@ -36,15 +43,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core import contract
+from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import format_percent
 from ..core.sequential import Sprt
 from ..core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, Summary, t_quantile
 from ..plan.workload import Case
-from .verdict import ACCEPTANCE_HINT, STEP_HINT, Verdict
+from .verdict import ACCEPTANCE_HINT, REFRESH_HINT, STEP_HINT, Verdict
 
-SWEEP_ALPHA = 0.01   # false alarms per sweep, all its tests together
+SWEEP_ALPHA = 0.10   # false alarms per sweep at a change of exactly SWEEP_TOLERANCE, all tests
 SWEEP_BETA = 0.05    # misses of a regression of SWEEP_EFFECT
-SWEEP_EFFECT = 0.05  # the regression every sweep must catch (H1)
+SWEEP_TOLERANCE = 0.03  # a change the sweep lets pass (H0): settings.sweep_tolerance
+SWEEP_EFFECT = 0.05  # the regression every sweep must catch (H1): settings.sweep_effect
 # Below this a relative spread is quantisation (commits are (N−1)/S for integer S) or clock
 # resolution, not evidence of a perfectly quiet box: it keeps one quiet case from weighing
 # infinitely.
@@ -121,10 +131,40 @@ def _has(data: CaseData, metric: str) -> bool:
         and all(v > 0 for v in data.run[metric])
 
 
+def _worse_log(fraction: float, sign: int) -> float:
+    """A relative change of ``fraction`` in the bad direction as ``d`` (a log-ratio, worse
+    positive): a 3 % step-time rise is log 1.03, a 3 % commit fall −log 0.97."""
+    return math.log1p(fraction) if sign > 0 else -math.log1p(-fraction)
+
+
+@dataclass(frozen=True)
+class FactorTest:
+    """One factor's SPRT of H0 "change ≤ tolerance" against H1 "change ≥ effect": Wald's
+    test of a shift, run on ``d − null`` (``null``: the tolerance as a log-ratio)."""
+
+    sprt: Sprt
+    null: float
+
+    def decide(self, est: Estimate) -> str:
+        return self.sprt.decide(est.d - self.null, est.se)
+
+    def final(self, est: Estimate) -> bool:
+        return self.sprt.final(est.d - self.null, est.se, est.df)
+
+    def power(self, est: Estimate) -> float:
+        return self.sprt.power(est.se, est.df)
+
+
 def tests_for(found: Sequence[Factor], alpha: float = SWEEP_ALPHA, beta: float = SWEEP_BETA,
-              effect: float = SWEEP_EFFECT) -> Sprt:
+              effect: float = SWEEP_EFFECT,
+              tolerance: float = SWEEP_TOLERANCE) -> dict[str, FactorTest]:
     """Each factor's SPRT: the sweep's alpha split evenly over its tests."""
-    return Sprt(alpha / max(1, len(found)), beta, effect)
+    share = alpha / max(1, len(found))
+    out = {}
+    for f in found:
+        null = _worse_log(tolerance, f.sign)
+        out[f.key] = FactorTest(Sprt(share, beta, _worse_log(effect, f.sign) - null), null)
+    return out
 
 
 def _logs(values: Sequence[float]) -> np.ndarray:
@@ -219,12 +259,17 @@ More = Callable[[CaseData], None]
 
 @dataclass(frozen=True)
 class FactorResult:
-    """One factor's outcome: its estimate, how the SPRT ended and the power it reached."""
+    """One factor's outcome: its estimate, how the SPRT ended, its contract status and the
+    power it reached."""
 
     estimate: Estimate
     ended: str  # "regressed", "clean" (the SPRT decided) or "budget" (fixed-sample rule)
-    regressed: bool
+    status: str  # the contract's: pass, noted, fail (regression), improved, undetermined
     power: float
+
+    @property
+    def regressed(self) -> bool:
+        return self.status == REGRESSION
 
 
 @dataclass(frozen=True)
@@ -237,22 +282,35 @@ class SweepResult:
     extra_s: float
     alpha: float
     effect: float
+    tolerance: float = SWEEP_TOLERANCE
 
     @property
     def regressed(self) -> bool:
         return any(r.regressed for r in self.results)
 
+    @property
+    def status(self) -> str:
+        """The sweep's status: the worst of its factors' (a regression over an undetermined
+        one over an improvement over a noted change over a pass)."""
+        found = {r.status for r in self.results}
+        return next((s for s in (REGRESSION, UNDETERMINED, IMPROVED, NOTED) if s in found), PASS)
+
     def verdict(self) -> Verdict:
-        """The sweep's own verdict: 'fail' naming each regressed factor, else 'pass'."""
+        """The sweep's own verdict, its status the contract's, naming each factor that is not a
+        plain pass."""
         details = {r.estimate.factor.key: _detail(r) for r in self.results}
-        failing = [r for r in self.results if r.regressed]
         power = self._power_clause()
-        if failing:
-            message = " ".join(_regression_sentence(r, self.label) for r in failing)
-            return Verdict(self.label, "fail", f"{message} {power}", None, details)
-        moves = ", ".join(_move_text(r) for r in self.results)
-        return Verdict(self.label, "pass",
-                       f"no regression across the {self.label}: {moves}. {power}", None, details)
+        status = self.status
+        if status == PASS:
+            moves = ", ".join(_move_text(r) for r in self.results)
+            return Verdict(self.label, PASS, f"no regression across the {self.label}: "
+                           f"{moves}. {power}", None, details)
+        shown = [r for r in self.results if r.status == status]
+        message = " ".join(_status_sentence(r, self.label, self.tolerance) for r in shown)
+        rest = [r for r in self.results if r.status != status]
+        others = f" Otherwise: {', '.join(_move_text(r) for r in rest)}." \
+            if rest and status != REGRESSION else ""
+        return Verdict(self.label, status, f"{message}{others} {power}", None, details)
 
     def _power_clause(self) -> str:
         size = f"{100 * self.effect:g}%"
@@ -263,21 +321,22 @@ class SweepResult:
         if acc:
             parts.append(f"a {size} acceptance fall with {' and '.join(acc)}")
         return (f"Would have caught {', '.join(parts)} ({self.extra} extra requests, "
-                f"{self.extra_s:.0f} s; false alarms \u2264 {100 * self.alpha:g}% per sweep).")
+                f"{self.extra_s:.0f} s; false alarms \u2264 {100 * self.alpha:g}% per sweep at "
+                f"a change of the {_pct(self.tolerance)} sweep tolerance).")
 
 
 def judge_sweep(cases: Sequence[CaseData], label: str, more: More | None = None,
                 budget: int = 0, *, alpha: float = SWEEP_ALPHA, beta: float = SWEEP_BETA,
-                effect: float = SWEEP_EFFECT) -> SweepResult:
+                effect: float = SWEEP_EFFECT, tolerance: float = SWEEP_TOLERANCE) -> SweepResult:
     """Test every factor; while a test is undecided and ``budget`` requests remain, ``more``
     takes one request of the case that adds the most evidence per second to the open tests."""
     by_id = {c.case.id: c for c in cases}
     found = factors(cases)
-    sprt = tests_for(found, alpha, beta, effect)
+    tests = tests_for(found, alpha, beta, effect, tolerance)
     extra, extra_s = 0, 0.0
     while True:
         estimates = [estimate(f, by_id) for f in found]
-        open_ = [e for e in estimates if sprt.decide(e.d, e.se) == "more"]
+        open_ = [e for e in estimates if tests[e.factor.key].decide(e) == "more"]
         if not open_ or more is None or extra >= budget:
             break
         target = max(by_id.values(), key=lambda c: sum(
@@ -285,15 +344,19 @@ def judge_sweep(cases: Sequence[CaseData], label: str, more: More | None = None,
         more(target)
         target.extra += 1
         extra, extra_s = extra + 1, extra_s + target.cost_s
-    results = tuple(_result(sprt, e) for e in estimates)
-    return SweepResult(label, results, extra, extra_s, alpha, effect)
+    results = tuple(_result(tests[e.factor.key], e, tolerance) for e in estimates)
+    return SweepResult(label, results, extra, extra_s, alpha, effect, tolerance)
 
 
-def _result(sprt: Sprt, est: Estimate) -> FactorResult:
-    ended = sprt.decide(est.d, est.se)
-    regressed = ended == "regressed" or (ended == "more" and sprt.final(est.d, est.se, est.df))
-    return FactorResult(est, "budget" if ended == "more" else ended, regressed,
-                        sprt.power(est.se, est.df))
+def _result(test: FactorTest, est: Estimate, tolerance: float) -> FactorResult:
+    """The contract's status from the SPRT's decision (at the budget: the fixed-sample rule,
+    else the 95 % interval against the tolerance)."""
+    ended = test.decide(est)
+    decision = "regressed" if ended == "more" and test.final(est) else ended
+    low, high = est.ci()
+    found = contract.status(contract.Change(est.change, low, high), -est.factor.sign, tolerance,
+                            decision)
+    return FactorResult(est, "budget" if ended == "more" else ended, found, test.power(est))
 
 
 # -- sentences ---------------------------------------------------------------------------------
@@ -317,18 +380,38 @@ def _where(est: Estimate) -> str:
     return f"{len(worse)} of {len(est.per_case)} cases: {', '.join(worse)}"
 
 
-def _regression_sentence(result: FactorResult, label: str) -> str:
+def _pct(fraction: float) -> str:
+    return f"{round(100 * fraction, 1):g}%"
+
+
+def _status_sentence(result: FactorResult, label: str, tolerance: float) -> str:
+    """One factor's sentence: what moved, where, and what the contract made of it."""
     est = result.estimate
-    size = f"{100 * abs(est.change):.1f}%"
-    if est.factor.name == "step":
-        return (f"step time rose {size} across the {label} ({_ci_text(est)}, {_where(est)}) "
-                f"\u2014 {STEP_HINT}.")
-    return (f"avg commit fell {size} on {est.factor.scope} text across the {label} "
-            f"({_ci_text(est)}, {_where(est)}) \u2014 {ACCEPTANCE_HINT}.")
+    step = est.factor.name == "step"
+    worse = est.factor.sign * est.change > 0
+    verb = ("rose" if worse else "fell") if step else ("fell" if worse else "rose")
+    what = "step time" if step else "avg commit"
+    scope = "" if step else f" on {est.factor.scope} text"
+    head = (f"{what} {verb} {100 * abs(est.change):.1f}%{scope} across the {label} "
+            f"({_ci_text(est)}, {_where(est)})")
+    tol = _pct(tolerance)
+    if result.status == REGRESSION:
+        return f"{head} \u2014 {STEP_HINT if step else ACCEPTANCE_HINT}."
+    if result.status == NOTED:
+        return (f"{head} \u2014 a change inside the {tol} sweep tolerance: noted, not a "
+                f"regression.")
+    if result.status == IMPROVED:
+        return f"{head} \u2014 better than the baseline beyond the {tol} sweep tolerance: " \
+            f"{REFRESH_HINT}."
+    return (f"{head} \u2014 the interval straddles the {tol} sweep tolerance after the "
+            f"request budget, so it is neither a pass nor a fail: measure again with more "
+            f"repeats (pytest perf_tests -m context_scaling --repeats 6), or set "
+            f"--sweep-tolerance to the change that matters.")
 
 
 def _detail(result: FactorResult) -> dict[str, float]:
     est = result.estimate
     low, high = est.ci()
     return {"change": est.change, "low": low, "high": high, "se": est.se, "df": est.df,
-            "power": result.power, "regressed": float(result.regressed)}
+            "power": result.power, "regressed": float(result.regressed),
+            "noted": float(result.status == NOTED)}

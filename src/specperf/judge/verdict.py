@@ -6,8 +6,10 @@ a person acts on (or None). Regressions are attributed with the log identity of
 an acceptance share, a step-time share and an unexplained rest.
 
 Tolerances are fractions of the baseline median; each metric has a direction
-(:data:`DIRECTION`): +1 must not fall, −1 must not rise. A metric regresses when
-its median moves past ``baseline · (1 ∓ tolerance)`` in its bad direction.
+(:data:`DIRECTION`): +1 must not fall, −1 must not rise. Every status is decided by the one
+contract (:mod:`specperf.core.contract`): a case's medians are a point estimate, so a metric
+regresses when its median moves past ``baseline · (1 ∓ tolerance)`` in its bad direction; a
+context slope carries its interval, so it is a regression only when the whole interval is.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..core import contract
+from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import (
     ARROW,
     DIRECTION,
@@ -33,7 +37,7 @@ from ..core.stats import Summary
 if TYPE_CHECKING:  # baseline imports this module's tables, so only a type-time import here
     from ..baselines.store import CaseBaseline
 
-STATUSES = ("pass", "fail", "improved", "no-baseline", "undetermined")
+STATUSES = (*contract.STATUSES, "no-baseline")
 
 # Attribution thresholds. A part "explains" a drop when the other part's share is
 # below SECONDARY_SHARE (it is then noise-sized next to the main cause); when both
@@ -63,7 +67,7 @@ class Verdict:
 
     def fails(self) -> str | None:
         """The sentence to fail the case with, or None when it did not regress."""
-        return self.message if self.status == "fail" else None
+        return self.message if self.status == REGRESSION else None
 
 
 @dataclass(frozen=True)
@@ -95,14 +99,14 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
               if m in moves and moves[m].regressed]
     if broken:
         message = _regression_message(moves, broken[0], attribution)
-        return Verdict(case_id, "fail", message, attribution, details)
+        return Verdict(case_id, REGRESSION, message, attribution, details)
     summary = _pass_summary(moves)
     if any(mv.improved for mv in moves.values()):
         faster = any(moves[m].improved for m in ("tok_s", "decode_tok_s", "step_ms") if m in moves)
         word = "faster" if faster else "better"
         message = f"{summary} — {word} than the baseline: {REFRESH_HINT}."
-        return Verdict(case_id, "improved", message, attribution, details)
-    return Verdict(case_id, "pass", f"{summary} — within tolerance.", attribution, details)
+        return Verdict(case_id, IMPROVED, message, attribution, details)
+    return Verdict(case_id, PASS, f"{summary} — within tolerance.", attribution, details)
 
 
 def _moves(current: Mapping[str, Summary], base: CaseBaseline,
@@ -179,11 +183,13 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
     """Compare the context slope b (step time per 1k context) with the baseline's, judged
     against both slopes' standard errors.
 
-    With z the 95 % t quantile of the run's repeats: fail when b − z·se is past the limit,
-    improved when b + z·se is below the lower bound, pass when b + z·se is within the limit.
-    Anything else is "undetermined" (never a pass or a fail): the errors are wider than the
-    tolerance band (the contexts lie too close together) or straddle the limit; its
-    message says which contexts to add, or to take more repeats.
+    With z the 95 % t quantile of the run's repeats, the interval b ± z·se is judged by the
+    contract (:func:`specperf.core.contract.status`): fail when b − z·se is past the limit,
+    improved when b + z·se is below the lower bound, pass when b + z·se is within the limit
+    (noted when the interval also excludes the baseline's slope). Anything else is
+    "undetermined" (never a pass or a fail): the errors are wider than the tolerance band (the
+    contexts lie too close together) or straddle the limit; its message says which contexts
+    to add, or to take more repeats.
     """
     case_id = f"{text_class}-fit"
     old, new = base.b_ms_per_1k, current.b_ms_per_1k
@@ -193,7 +199,6 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
                        f"({old:.1f} ms per 1k), so its slope cannot be compared — write a new "
                        f"version with --update-baselines.")
     change = _change(old, new)
-    limit = old * (1.0 + slope_tolerance)
     se_new, se_old = current.b_se_ms_per_1k or 0.0, base.b_se_ms_per_1k or 0.0
     margin = t95(current.dof) * math.hypot(se_new, (1.0 + slope_tolerance) * se_old) \
         if current.b_se_ms_per_token is not None else 0.0
@@ -202,16 +207,28 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
             f"+{round(100 * slope_tolerance, 1):g}%)")
     details = {"slope": {"base": old, "new": new, "change": change, "limit": slope_tolerance,
                          "base_se": se_old, "new_se": se_new, "margin": margin}}
-    if new - margin > limit:
-        return Verdict(case_id, "fail", f"{head} — attention scaling regression: step time "
+    found = contract.status(_slope_change(old, new, margin, current), -1, slope_tolerance)
+    if found == REGRESSION:
+        return Verdict(case_id, REGRESSION, f"{head} — attention scaling regression: step time "
                        f"grows faster with context than in the baseline.", None, details)
-    if new + margin < old * (1.0 - slope_tolerance):
-        return Verdict(case_id, "improved", f"{head} — flatter than the baseline: "
+    if found == IMPROVED:
+        return Verdict(case_id, IMPROVED, f"{head} — flatter than the baseline: "
                        f"{REFRESH_HINT}.", None, details)
-    if new + margin <= limit:
-        return Verdict(case_id, "pass", f"{head} — within tolerance.", None, details)
+    if found == NOTED:
+        return Verdict(case_id, NOTED, f"{head} — a change beyond its uncertainty but within "
+                       f"tolerance: noted.", None, details)
+    if found == PASS:
+        return Verdict(case_id, PASS, f"{head} — within tolerance.", None, details)
     why = _undetermined(text_class, margin, old * slope_tolerance, se_new, se_old, contexts)
-    return Verdict(case_id, "undetermined", f"{head}: {why}", None, details)
+    return Verdict(case_id, UNDETERMINED, f"{head}: {why}", None, details)
+
+
+def _slope_change(old: float, new: float, margin: float, current: ContextFit) -> contract.Change:
+    """The slope's relative change with its interval; a point when the fit states no error."""
+    if current.b_se_ms_per_token is None:
+        return contract.Change(_change(old, new))
+    return contract.Change(_change(old, new), (new - margin) / old - 1.0,
+                           (new + margin) / old - 1.0)
 
 
 def _pm(value: float, se: float | None) -> str:

@@ -13,7 +13,7 @@ reads steps and server times off the reply (the stream figures and parser checks
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -23,6 +23,7 @@ from ..plan.workload import Case
 from ..servers import routes
 from ..servers.acceptance import MetricsSnapshot
 from ..servers.routes import Completion, RouteOptions
+from .sample import StepFigures, check_possible
 
 
 @dataclass(frozen=True)
@@ -104,11 +105,28 @@ def validate(case: Case, request: Request, comp: Completion, *, calibrated: bool
         raise MalformedResponse(
             f"{where}: completion_tokens is {comp.completion_tokens} but output_ids has "
             f"{comp.output_ids} entries.")
-    if comp.histogram_sum is not None and comp.verify_steps is not None \
-            and comp.histogram_sum != comp.verify_steps:
-        raise MalformedResponse(
-            f"{where}: the accept histogram sums to {comp.histogram_sum} steps but "
-            f"spec_verify_ct is {comp.verify_steps}: the server's spec fields disagree.")
+    # The response's own step count and counters, before any is read as a sample.
+    check_possible(StepFigures(where, comp.completion_tokens, comp.verify_steps,
+                               _steps_field(comp), histogram_sum=comp.histogram_sum,
+                               **_drafts(comp)))
+
+
+def _steps_field(comp: Completion) -> str:
+    """What the response's step count is, in the server's words."""
+    if isinstance(comp.spec, Mapping):
+        return "num_spec_steps"  # vLLM's metrics.speculative_decoding
+    if comp.timings_from == "timings":
+        return "N − 1 − draft_n_accepted"  # llama.cpp's timings
+    return "spec_verify_ct"
+
+
+def _drafts(comp: Completion) -> dict[str, int | None]:
+    """Draft tokens accepted and proposed, as a response counts them (vLLM's
+    ``metrics.speculative_decoding``); empty when it does not."""
+    spec = comp.spec if isinstance(comp.spec, Mapping) else {}
+    found = {name: spec.get(key) for name, key in (("accepted", "num_accepted_draft_tokens"),
+                                                   ("drafted", "num_draft_tokens"))}
+    return {k: v for k, v in found.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def _check_prompt(case: Case, request: Request, comp: Completion, *, calibrated: bool) -> None:

@@ -250,8 +250,14 @@ class GpuLock:
 
     The lock is an ``fcntl.flock`` (via ``filelock``): the kernel frees it
     when the holding process exits for any reason, SIGKILL included, so a
-    stale lock file is harmless and is never deleted. The holder record
-    beside it is informational and may be stale; the flock is the truth.
+    stale lock file is harmless. The holder record beside it is informational
+    and may be stale; the flock is the truth.
+
+    A release removes the lock file while still holding it, so the lock
+    directory does not grow by one file per endpoint ever measured (each
+    embedded simulator listens on a new port). That is safe because an
+    acquire counts only when the file it locked is still the one at the path:
+    a waiter that locked a file just removed tries again on the path's file.
 
     The hold belongs to the object, not to a thread, so a lock acquired on
     one thread may be released on another. Waiting is done in slices so a
@@ -280,8 +286,10 @@ class GpuLock:
         self._progress_interval_s = progress_interval_s
         self._poll_s = poll_s
         self._holder: Holder | None = None
+        self._locked_inode: int | None = None
         # mode 0o666: the next run may belong to another user and must open the file.
-        self._lock = filelock.FileLock(str(self.path), mode=0o666, thread_local=False)
+        self._lock = filelock.FileLock(str(self.path), mode=0o666, thread_local=False,
+                                       on_acquired=self._note_inode)
 
     @property
     def held(self) -> bool:
@@ -314,7 +322,8 @@ class GpuLock:
         self._holder = holder
 
     def release(self) -> None:
-        """Remove our holder record and release the lock; does nothing when not held."""
+        """Remove our holder record and the lock file, then release the lock; does nothing
+        when not held."""
         if not self.held:
             return
         try:
@@ -322,7 +331,30 @@ class GpuLock:
                 _remove_holder(self.path, self._holder)
         finally:
             self._holder = None
+            self._remove_own_file()
+            self._locked_inode = None
             self._lock.release(force=True)
+
+    def _note_inode(self, fd: int) -> None:
+        self._locked_inode = os.fstat(fd).st_ino
+
+    def _locked_current_file(self) -> bool:
+        """Whether the file this object locked is still the one at the path (a holder
+        removes it on release; a waiter blocked on the removed file must not count)."""
+        try:
+            return self._locked_inode is not None and \
+                os.stat(self.path).st_ino == self._locked_inode
+        except OSError:
+            return False
+
+    def _remove_own_file(self) -> None:
+        # Only while holding it, and only the file we locked. Another user's file in a
+        # sticky directory cannot be removed: it stays, one per endpoint, as before.
+        if self._locked_current_file():
+            try:
+                self.path.unlink()
+            except OSError:
+                pass
 
     def __enter__(self) -> GpuLock:
         self.acquire()
@@ -355,7 +387,12 @@ class GpuLock:
             slice_s = max(0.0, min(deadline, next_progress) - time.monotonic())
             try:
                 self._acquire_slice(slice_s)
-                return
+                # No descriptor seen (a soft lock, where a filesystem lacks flock): as is.
+                if self._locked_inode is None or self._locked_current_file():
+                    return
+                # The holder removed the file as it released it: lock the path's new file.
+                self._lock.release(force=True)
+                continue
             except filelock.Timeout as exc:
                 now = time.monotonic()
                 if now >= deadline:

@@ -25,6 +25,7 @@ from .sample import (  # re-exported: measure is where the loop's data was alway
     Measurement,
     Sample,
     context_fit,
+    limit_raw,
     mean_context,
     sample_values,
     step_repeats,
@@ -167,7 +168,8 @@ class Measurer:
             ttft_s=None if got.ttft_s is None else got.ttft_s / scale,
             server_accept_length=comp.accept_length, cached_tokens=comp.cached_tokens,
             acceptance_source=got.acceptance_source, finish_reason=comp.finish,
-            retries=retries, raw={"wall_s_unscaled": wall_s, **got.raw, **checks,
+            retries=retries, raw={"wall_s_unscaled": wall_s,
+                                  **limit_raw(self.server.fingerprint), **got.raw, **checks,
                                   **(used.raw(comp.text, comp.ids) if used else {})})
 
     def _after(self, before: MetricsSnapshot | None, request: Request, comp: Completion,

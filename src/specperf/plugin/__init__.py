@@ -10,6 +10,7 @@ May import: core, settings, plan, servers, measure, baselines, judge, record, vi
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import threading
@@ -62,6 +63,21 @@ MARKERS = (
 _PREVIOUS_SIGTERM = pytest.StashKey[Any]()
 
 
+class _ValueRequired(argparse.Action):
+    """An option whose value may start with '-' (``--contexts -5,13``): argparse takes such a
+    word for an option and leaves the flag without a value; say how to write it instead of
+    argparse's bare 'expected one argument'."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        if values is None:
+            flag = option_string or self.dest
+            raise argparse.ArgumentError(self, (
+                f"expected one value. A value that starts with '-' reads as an option: attach "
+                f"it with '=', e.g. {flag}=-5,13 (not {flag} -5,13)"))
+        setattr(namespace, self.dest, values)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("specperf", "specperf: speculative-decoding performance")
     for opt in OPTIONS:
@@ -75,6 +91,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                             dest=f"specperf_{opt.name}", metavar=opt.name.upper(),
                             help=text.replace(opt.help, opt.help + " Given more than once as "
                                               "NAME=URL: a fleet (see --endpoints).", 1))
+        elif opt.name == "contexts":  # "-5,13" looks like an option to argparse
+            group.addoption(opt.flag, default=None, dest=f"specperf_{opt.name}", nargs="?",
+                            action=_ValueRequired, metavar=opt.name.upper(), help=text)
         else:
             group.addoption(opt.flag, default=None, dest=f"specperf_{opt.name}",
                             metavar=opt.name.upper(), help=text)
@@ -261,6 +280,24 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         session.config.stash[_PREVIOUS_SIGTERM] = [
             (signum, signal.signal(signum, handler)) for signum in (signal.SIGTERM,
                                                                      signal.SIGINT)]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """Drop traceback entries without a line number before pytest renders the interrupt.
+
+    A signal can land on an instruction Python 3.11 maps to no line (``tb_lineno`` None);
+    pytest's report of the KeyboardInterrupt then dies with a TypeError and a second
+    traceback, and the run ends with exit 1 instead of 2 (interrupted).
+    """
+    excinfo.traceback = excinfo.traceback.filter(_has_line)
+
+
+def _has_line(entry: Any) -> bool:
+    try:
+        return entry.lineno is not None
+    except TypeError:  # tb_lineno is None: ``lineno`` is tb_lineno - 1
+        return False
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -8,13 +8,13 @@ so pytest reports them as *errors*; regressions are ``pytest.fail`` in the test 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import pytest
 
 from ..baselines.store import Baseline, CaseBaseline
-from ..core.errors import BaselineError
+from ..core.errors import BaselineError, SpecperfError
 from ..core.limits import NOT_APPLICABLE, check_tolerance
 from ..judge.pathverdict import (
     COMPARISONS,
@@ -106,7 +106,7 @@ def measurement(request: pytest.FixtureRequest, perf_case: Case,
     """The case's measurement (taken once per session, adaptive repeats near a limit)."""
     state = state_of(request)
     tolerances = state.tolerances_for(perf_case, _marker_tolerances(request))
-    measured = state.measure(perf_case, tolerances)
+    measured = _measure(request, state, perf_case, tolerances)
     request.node.user_properties.append(
         ("specperf_measurement", json.dumps(measured.to_dict(), default=str)))
     if specperf_session.server is not None:
@@ -114,6 +114,19 @@ def measurement(request: pytest.FixtureRequest, perf_case: Case,
             ("specperf_server", json.dumps(specperf_session.server.to_dict(), default=str)))
     _lock_property(request, specperf_session)
     return measured
+
+
+def _measure(request: pytest.FixtureRequest, state: RunState, case: Case,
+             tolerances: Mapping[str, float]) -> Measurement:
+    """``state.measure``; a case that errors ships the samples it took with its report."""
+    try:
+        return state.measure(case, tolerances)
+    except SpecperfError:
+        partial = state.partials.get(case.id)
+        if partial is not None:
+            request.node.user_properties.append(
+                ("specperf_partial", json.dumps(partial, default=str)))
+        raise
 
 
 def _lock_property(request: pytest.FixtureRequest, session: PerfSession) -> None:
@@ -134,22 +147,24 @@ def perf_case(request: pytest.FixtureRequest) -> Case:
 
 
 @pytest.fixture
-def class_measurements(pytestconfig: pytest.Config, text_class: str,
+def class_measurements(request: pytest.FixtureRequest, pytestconfig: pytest.Config,
+                       text_class: str,
                        specperf_endpoint: str | None,
                        specperf_session: PerfSession) -> list[Measurement]:
     """Every planned context of one text class, measured (or reused) during setup."""
     state = state_for(pytestconfig, specperf_endpoint)
-    return [state.measure(case, state.tolerances_for(case, {}))
+    return [_measure(request, state, case, state.tolerances_for(case, {}))
             for case in state.cases if case.text_class == text_class]
 
 
 @pytest.fixture
-def largest_context_by_class(pytestconfig: pytest.Config, specperf_endpoint: str | None,
+def largest_context_by_class(request: pytest.FixtureRequest, pytestconfig: pytest.Config,
+                             specperf_endpoint: str | None,
                              specperf_session: PerfSession) -> dict[str, Measurement]:
     """Each planned text class at the largest planned context, measured during setup."""
     state = state_for(pytestconfig, specperf_endpoint)
     context = max(state.settings.contexts)
-    return {c.text_class: state.measure(c, state.tolerances_for(c, {}))
+    return {c.text_class: _measure(request, state, c, state.tolerances_for(c, {}))
             for c in state.cases if c.context == context}
 
 
@@ -238,10 +253,8 @@ def _require_parsers(sampler: PathSampler) -> None:
 def _path_run(request: pytest.FixtureRequest, sampler: PathSampler, run: PathRun) -> PathRun:
     request.node.user_properties.append(
         ("specperf_server", json.dumps(sampler.server.to_dict(), default=str)))
-    native = run.measurements.get("native")
-    if native is not None:  # the case's plain measurement: the table row
-        request.node.user_properties.append(
-            ("specperf_measurement", json.dumps(native.to_dict(), default=str)))
+    # The paths' measurements stay in the record's paths, never among the case's own: their
+    # samples are not the ones the case's verdict judged (one case id, one measurement).
     request.node.user_properties.append(("specperf_paths", json.dumps(run.to_dict(),
                                                                       default=str)))
     return run

@@ -25,6 +25,7 @@ from ..baselines.store import Baseline
 from ..core.errors import SpecperfError
 from ..measure.session import git_revision
 from ..record import results, runkind
+from ..settings.config import Settings
 from ..views import page, summary
 from ..views.report import report_dir, write_report
 from .fixtures import STATE
@@ -52,9 +53,23 @@ class ReportPlugin:
         if report.failed and report.when != "call":
             self.errors[report.nodeid] = report.longreprtext[-ERROR_CHARS:]
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
+                                  ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        # The error's class travels with the report (also from an xdist worker): the run's
+        # kind says a lock timeout or a missing baseline, not an outage (record/runkind.py).
+        if call.excinfo is not None and isinstance(call.excinfo.value, SpecperfError):
+            names = [c.__name__ for c in type(call.excinfo.value).__mro__
+                     if issubclass(c, SpecperfError)]
+            report.user_properties.append(("specperf_error", json.dumps(names)))
+        return report
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if hasattr(self.config, "workerinput"):
             return  # workers send their reports to the controller, which writes once
+        if self.config.option.collectonly:
+            return  # nothing was measured or attempted: no run to record
         found = summary.collected(self.config)
         # An interrupted run keeps what it measured and says what it never reached.
         for item in getattr(session, "items", []):
@@ -68,8 +83,16 @@ class ReportPlugin:
                     found.smoke.add(item.nodeid)
         self.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         state = self.config.stash.get(STATE, None)
-        # Every perf run leaves a record, also when nothing could be measured (an outage).
-        if state is None or not (found.measurements or found.perf_outcomes):
+        if state is None:
+            return
+        # This process's samples of a case it was measuring when stopped (no report carries
+        # them) and of cases that errored; a worker's came in its reports.
+        for cid, data in state.partials.items():
+            found.partials.setdefault(cid, data)
+        # Every perf run that attempted something leaves a record, also when nothing could
+        # be measured (an outage); one that attempted nothing (all "not run") leaves none.
+        attempted = any(o != "not run" for o in found.perf_outcomes.values())
+        if not (found.measurements or found.partials or attempted):
             return
         doc = self.document(state, found)
         found.record = doc  # the terminal summary renders from it too
@@ -89,15 +112,7 @@ class ReportPlugin:
             lock_wait_s=session.lock_wait_s if session is not None else None,
             settings=state.settings.public_dict(), suite_version=__version__,
             git_revision=git_revision(self.config.rootpath))
-        doc = results.build(
-            run, server=found.server, measurements=found.measurements, verdicts=found.verdicts,
-            outcomes=found.outcomes, errors=self.errors,
-            baseline=_baseline(state, found.server), paths=found.paths)
-        doc["interrupted"] = self.interrupted
-        doc["run"] = runkind.classify(
-            ab=state.settings.compare_endpoint is not None, interrupted=self.interrupted,
-            outcomes=found.perf_outcomes, smoke=found.smoke, scaling_cases=found.scaling_cases,
-            planned=[c.id for c in state.cases], measured=len(found.measurements)).to_dict()
+        doc = endpoint_document(run, state, found, self.errors, self.interrupted)
         scrubbed: dict[str, Any] = results.scrub(doc, [state.settings.api_key() or ""])
         return scrubbed
 
@@ -110,6 +125,31 @@ class ReportPlugin:
             terminalreporter.write_line(f"specperf: report NOT written: {self.problem}")
 
 
+def endpoint_document(run: results.RunInfo, state: RunState, found: summary.Collector,
+                      errors: Mapping[str, str], interrupted: bool) -> dict[str, Any]:
+    """One endpoint's results document (not yet scrubbed): the single run's record, and
+    each endpoint's part of a fleet's, built the same way."""
+    doc = results.build(
+        run, server=found.server, measurements=found.measurements, verdicts=found.verdicts,
+        outcomes=found.outcomes, errors=dict(errors),
+        baseline=judged_baseline(state, found.server), paths=found.paths,
+        partial=found.partials)
+    doc["interrupted"] = interrupted
+    doc["run"] = runkind.classify(
+        ab=state.settings.compare_endpoint is not None, interrupted=interrupted,
+        outcomes=found.perf_outcomes, smoke=found.smoke, scaling_cases=found.scaling_cases,
+        planned=[c.id for c in state.cases], measured=len(found.measurements),
+        error_kinds=found.error_kinds, custom=custom_matrix(state.settings)).to_dict()
+    return doc
+
+
+def custom_matrix(settings: Settings) -> str:
+    """The run's planned matrix in words when it is not the default one (runkind.py)."""
+    default = Settings()
+    return runkind.custom_matrix(settings.contexts, default.contexts,
+                                 settings.text_classes, default.text_classes)
+
+
 def _shown(path: Path) -> str:
     try:
         return str(path.relative_to(Path.cwd()))
@@ -117,7 +157,7 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _baseline(state: RunState, server: Mapping[str, Any]) -> Baseline | None:
+def judged_baseline(state: RunState, server: Mapping[str, Any]) -> Baseline | None:
     """The baseline the run was judged against (the state's; under xdist the controller's
     state names it from the server its workers reported)."""
     try:

@@ -52,7 +52,11 @@ class RunState:
         self.cases = plan(select_classes(settings.text_classes, classes), settings.contexts,
                           settings.output_tokens)
         self.progress = progress
-        self.on_sample = on_sample
+        self._on_sample = on_sample
+        # Every sample of a case still being measured, so a case that errors (unstable after
+        # its repeat bound, a server gone mid-case) or is interrupted keeps what it took.
+        self._taken: dict[str, list[Sample]] = {}
+        self.partials: dict[str, dict[str, Any]] = {}
         self.session: PerfSession | None = None
         self._start_error: SpecperfError | None = None
         self._baselines: dict[str, tuple[Baseline | None, str]] = {}  # deployment: base, why
@@ -69,6 +73,21 @@ class RunState:
         self.judged = preflight.Judged()  # set by the plugin after collection
         self.baseline_written: Path | None = None
         self.unreadable_baseline = ""  # an --update-baselines run replacing a corrupt file
+
+    def on_sample(self, sample: Sample, total: int) -> None:
+        """Each finished request: kept until its case is measured, then shown as progress."""
+        self._taken.setdefault(sample.case_id, []).append(sample)
+        if self._on_sample is not None:
+            self._on_sample(sample, total)
+
+    def _keep_partial(self, case: Case, state: str, reason: str) -> None:
+        """The samples a case took before it errored or was interrupted (``partials``)."""
+        samples = self._taken.pop(case.id, [])
+        session = self.session
+        if not samples or session is None or session.measurer is None:
+            return
+        data = session.measurer.finish(case, samples).to_dict()
+        self.partials[case.id] = {**data, "state": state, "reason": reason}
 
     # -- session --------------------------------------------------------------------------
     def started_session(self) -> PerfSession:
@@ -277,7 +296,7 @@ class RunState:
                     verdict: Verdict) -> Verdict:
         plan = self._plan or PromptPlan()
         result = exact.compare(measured, base.prompts, base.deterministic, plan.reason)
-        return exact.combine(verdict, result)
+        return exact.combine(verdict, result, mode=self.settings.acceptance_mode)
 
     def tolerances_for(self, case: Case | None, marker: Mapping[str, float]) -> dict[str, float]:
         """The tolerances in force for ``case`` (None: a text class's fit): the one place
@@ -308,10 +327,16 @@ class RunState:
         if case.id in self._case_errors:
             raise self._case_errors[case.id]
         try:
-            return self._measure(session, case, tolerances)
+            measured = self._measure(session, case, tolerances)
         except SpecperfError as exc:
             self._case_errors[case.id] = exc
+            self._keep_partial(case, "errored", f"{type(exc).__name__}: {exc}")
             raise
+        except BaseException:  # Ctrl-C, SIGTERM (plugin._StopOnce): keep what was taken
+            self._keep_partial(case, "interrupted", "the run was stopped while measuring it")
+            raise
+        self._taken.pop(case.id, None)
+        return measured
 
     def _measure(self, session: PerfSession, case: Case,
                  tolerances: Mapping[str, float]) -> Measurement:

@@ -12,8 +12,10 @@ in the table stay what its own test judged.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from weakref import WeakKeyDictionary
 
 from ..baselines.store import CaseBaseline
+from ..core.contract import UNDETERMINED
 from ..judge.sweep import CaseData, More, SweepResult, judge_sweep
 from ..judge.verdict import NotJudged
 from ..measure.loop import METRICS, Sample, sample_values
@@ -24,6 +26,10 @@ TOP_UPS_PER_CASE = 4  # the sweep test's budget: at most this many extra request
 # ... but never less than the default 8-case sweep's: the precision a test needs is a total
 # over its cases, so a small subset (the gate's 3-case smoke) needs more requests per case.
 MIN_TOP_UPS = 32
+# Sweeps judged during their test's setup (:func:`prepare`), taken by the test body's
+# :func:`judge`: a case or a top-up that errors is then the test's error, not its failure.
+_PREPARED: WeakKeyDictionary[RunState, dict[tuple[str, tuple[str, ...]],
+                                            SweepResult | NotJudged]] = WeakKeyDictionary()
 
 
 def budget(cases: int, per_case: int = TOP_UPS_PER_CASE) -> int:
@@ -74,12 +80,49 @@ def _append(values: dict[str, list[float]], sample: Sample) -> None:
             values[metric].append(value)
 
 
+def chosen_cases(state: RunState, cases: Sequence[tuple[str, int]] | None) -> list[Case]:
+    """The cases a sweep judges: ``cases`` at the run's output length, or the planned matrix."""
+    output = state.settings.output_tokens
+    return state.cases if cases is None else [Case(c, int(x), output) for c, x in cases]
+
+
+def prepare(state: RunState, cases: Sequence[Case], label: str) -> None:
+    """Measure and judge the sweep ahead of its test body (in the fixture's setup), so a
+    SpecperfError of a case or of a top-up makes the test a pytest error with its sentence.
+
+    A baseline-writing run judges nothing: its cases are only measured (their errors too).
+    """
+    if state.settings.update_baselines:
+        for case in cases:
+            state.measure(case, state.tolerances_for(case, {}))
+        return
+    _PREPARED.setdefault(state, {})[_key(cases, label)] = _judge(state, cases, label)
+
+
+def _key(cases: Sequence[Case], label: str) -> tuple[str, tuple[str, ...]]:
+    return label, tuple(c.id for c in cases)
+
+
 def judge(state: RunState, cases: Sequence[Case], label: str) -> SweepResult | NotJudged:
-    """The sweep test of ``cases``, with sequential top-ups; a reason when it cannot run."""
+    """The sweep test of ``cases``, with sequential top-ups; a reason when it cannot run.
+
+    The result :func:`prepare` computed during setup when there is one.
+    """
+    prepared = _PREPARED.get(state, {}).pop(_key(cases, label), None)
+    return prepared if prepared is not None else _judge(state, cases, label)
+
+
+def _judge(state: RunState, cases: Sequence[Case], label: str) -> SweepResult | NotJudged:
     data = gather(state, cases)
     if isinstance(data, NotJudged):
         return data
     if len(data) < 2:
         return NotJudged(f"the {label} has {len(data)} case: a sweep-level test needs at least "
                          f"two.")
-    return judge_sweep(data, label, top_up(state), budget(len(data)))
+    result = judge_sweep(data, label, top_up(state), budget(len(data)),
+                         tolerance=state.settings.sweep_tolerance,
+                         effect=state.settings.sweep_effect)
+    verdict = result.verdict()
+    if verdict.status == UNDETERMINED:  # the contract: a skip naming what would decide
+        return NotJudged(verdict.message)
+    return result

@@ -62,8 +62,12 @@ def utc_now() -> str:
 def build(run: RunInfo, *, server: Mapping[str, Any], measurements: Mapping[str, Any],
           verdicts: list[dict[str, Any]], outcomes: Mapping[str, str],
           errors: Mapping[str, str], baseline: Baseline | None,
-          paths: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+          paths: Sequence[Mapping[str, Any]] = (),
+          partial: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The results document of one run (see results.schema.json).
+
+    ``partial``: the samples of cases that errored or were interrupted before they were
+    measured, by case id; kept apart from ``measurements`` so no fit or verdict reads them.
 
     Built from what the tests reported (with xdist: what the workers sent the controller),
     so it is the same either way. Its derived figures — this run's context fits and the
@@ -83,6 +87,8 @@ def build(run: RunInfo, *, server: Mapping[str, Any], measurements: Mapping[str,
         "verdicts": verdicts, "reconcile": reconcile_rows(measurements, verdicts, baseline),
         "outcomes": dict(outcomes), "errors": dict(errors),
         "paths": [dict(p) for p in paths],
+        "partial": {cid: dict(data) for cid, data in sorted((partial or {}).items())
+                    if cid not in measurements},
     }
     return doc
 
@@ -236,7 +242,9 @@ def run_fields(doc: Mapping[str, Any]) -> dict[str, Any]:
               if str(e).strip()]
     return {"kind": run.get("kind", "full"), "kind_label": run.get("label", ""),
             "interrupted": bool(run.get("interrupted", doc.get("interrupted", False))),
-            "outage": bool(run.get("outage", False)), "errors": list(dict.fromkeys(errors))[:10],
+            "outage": bool(run.get("outage", False)), "stopped_by": run.get("stopped_by"),
+            "partial": sorted(doc.get("partial") or {}),
+            "errors": list(dict.fromkeys(errors))[:10],
             "error_count": len(doc.get("errors", {}))}
 
 

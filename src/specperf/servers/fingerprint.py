@@ -52,6 +52,36 @@ def fingerprint_of(server_info: dict[str, Any], model_info: dict[str, Any],
     return fp
 
 
+# Sample.raw keys of a server's limit on one verify step (measure/sample.py checks every
+# sample against it): the draft tokens a step can propose, and where that number came from.
+LIMIT_KEY, LIMIT_FROM_KEY = "draft_tokens_per_step", "draft_tokens_from"
+
+
+def step_limit(fp: Mapping[str, Any]) -> tuple[int, str] | None:
+    """The most draft tokens one verify step can propose, per server kind, and where the
+    number came from; None when the fingerprint does not say (then only the bounds that need
+    no draft length apply: measure/sample.py ``check_possible``).
+
+    vLLM: ``num_speculative_tokens`` k. SGLang: ``speculative_num_draft_tokens``, the tokens
+    one verify pass checks (a chain's depth + 1; a tree's node count, which bounds its depth
+    + 1 too), else a DDTree's budget (nodes, so depth + 1 ≤ budget + 1). llama.cpp: the
+    draft's n_max when /props reports it (``speculative.n_max``); this build reports none,
+    and ``--spec-draft-n-max`` (default 3) is only the draft model's, ngram-mod drafts 64.
+    """
+    for key, name, where in _LIMITS:
+        value = fp.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, f"{name} {value}, from {where}"
+    return None
+
+
+# fingerprint key, the server's own name for it, where the fingerprint read it: in order.
+_LIMITS = (("num_speculative_tokens", "num_speculative_tokens", "/server_info"),
+           ("num_draft_tokens", "speculative_num_draft_tokens", "/server_info"),
+           ("ddtree_budget", "speculative_ddtree_budget", "/server_info"),
+           ("draft_n_max", "speculative.n_max", "/props"))
+
+
 FINGERPRINT_LABELS = {
     "model": "model", "speculative_algorithm": "speculative algorithm",
     "draft_model": "draft model", "ddtree_budget": "DDTree budget",

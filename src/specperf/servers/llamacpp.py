@@ -35,7 +35,13 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..core.errors import AcceptanceUnavailable, BadStatus, EndpointError, MalformedResponse
+from ..core.errors import (
+    AcceptanceUnavailable,
+    BadStatus,
+    EndpointError,
+    ImpossibleSample,
+    MalformedResponse,
+)
 from ..plan.workload import Prompt
 from .acceptance import MetricsSnapshot
 from .client import Client, StreamEvent
@@ -105,10 +111,14 @@ def _settings(props: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def fingerprint(props: Mapping[str, Any], slots: Sequence[Mapping[str, Any]],
                 simulated: bool) -> dict[str, Any]:
-    """What identifies a llama.cpp deployment: build, model, slots, speculation.
+    """What identifies a llama.cpp deployment: build, model, slots, speculation, and what
+    changes its speed when the server reports it (:func:`speed_settings`).
 
-    The draft model's path is not reported by this build; a drafter swap shows as an
-    acceptance change, not a fingerprint change.
+    This build (0c1e570) reports neither the draft model's path nor its threads, batch sizes
+    or draft length in /props or /slots (checked on a real llama-server started with
+    ``-md draft.gguf -t 2 -b 512``): those stay None, "unknown" in a fingerprint difference,
+    so ``-t 1`` against ``-t 2`` or a drafter swap shows as a speed or acceptance change
+    only; name such a deployment with --deployment.
     """
     spec = speculative(slots)
     return {
@@ -122,7 +132,28 @@ def fingerprint(props: Mapping[str, Any], slots: Sequence[Mapping[str, Any]],
         "context_per_slot": context_per_slot(props, slots),
         "reasoning_parser": None,
         "tool_call_parser": None,
+        **speed_settings(props, slots),
     }
+
+
+# What changes speed, as llama.cpp builds name it when they report it: fingerprint key, then
+# the name in /props' default_generation_settings.params or a slot's params. Upstream builds
+# report the draft length there (speculative.n_max/n_min); this one reports neither, nor
+# the threads, batch sizes or the draft model's path anywhere (see fingerprint).
+_SPEED = (("draft_n_max", "speculative.n_max"), ("draft_n_min", "speculative.n_min"))
+
+
+def speed_settings(props: Mapping[str, Any],
+                   slots: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The draft length where /props or /slots report it; None for what they do not."""
+    places = [_mapping(_settings(props).get("params"))]
+    places += [_mapping(s.get("params")) for s in slots[:1]]
+    return {key: next((p[name] for p in places if p.get(name) is not None), None)
+            for key, name in _SPEED}
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 # -- tokenizer ----------------------------------------------------------------------------------
@@ -173,10 +204,19 @@ def _num(obj: Mapping[str, Any], key: str) -> float | None:
 
 
 def steps_of(timings: Mapping[str, Any], completion_tokens: int) -> int | None:
-    """S = N − 1 − draft_n_accepted (module docstring); None for an unusable count."""
+    """S = N − 1 − draft_n_accepted (module docstring); None for an unusable count.
+
+    More tokens accepted than drafted is no count at all: an ImpossibleSample.
+    """
     accepted = _num(timings, "draft_n_accepted") if "draft_n" in timings else 0.0
     if accepted is None or accepted != int(accepted) or accepted < 0:
         return None
+    drafted = _num(timings, "draft_n")
+    if drafted is not None and accepted > drafted:
+        raise ImpossibleSample(
+            f"llama.cpp's timings count {accepted:.0f} draft tokens accepted but only "
+            f"{drafted:.0f} proposed (draft_n_accepted > draft_n): no step accepts more than it "
+            "drafted, so the server's spec counters disagree; check its speculative metrics.")
     steps = completion_tokens - 1 - int(accepted)
     return steps if steps >= 1 else None
 

@@ -25,8 +25,10 @@ counted (13 steps × 5 = 65 > 63 tokens). Without counters S is estimated from t
 as ``max(num_spec_steps, N − 1 − accepted)``: exact when every step drafts, or when the last
 one did not overshoot; otherwise short by the overshoot (at most k steps).
 
-**Guard.** The tokens a step commits lie in [1, k + 1]: an avg commit outside it is a
-MalformedResponse naming the figures and where they came from, never a sample to judge.
+**Guard.** The tokens a step commits lie in [1, k + 1]: a sample's raw fields carry k
+(:meth:`Steps.raw`), and the one check every sample of every server kind passes
+(measure/sample.py ``check_possible``) makes an avg commit outside it an ImpossibleSample
+naming the figures and where they came from, never a sample to judge.
 
 **Prefix cache.** ``cache_salt`` (a request field, vLLM ≥ 0.9) salts the prefix-cache
 hashes: a fresh salt per request means no cache hit, however often the prompt repeats
@@ -47,7 +49,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import MalformedResponse
+from ..core.errors import ImpossibleSample, MalformedResponse
+from . import fingerprint  # a module import: fingerprint imports this module too
 from .acceptance import metric_samples, metric_sums
 from .messages import Completion
 
@@ -147,8 +150,13 @@ class Steps:
     spec_tokens: int | None  # k
 
     def raw(self) -> dict[str, Any]:
-        return {"steps_from": self.source, "drafting_steps": self.drafting_steps,
-                "num_spec_tokens": self.spec_tokens}
+        """The sample's raw fields: where S came from, and k as the step limit."""
+        out: dict[str, Any] = {"steps_from": self.source, "drafting_steps": self.drafting_steps,
+                               "num_spec_tokens": self.spec_tokens}
+        if self.spec_tokens is not None:
+            out.update({fingerprint.LIMIT_KEY: self.spec_tokens,
+                        fingerprint.LIMIT_FROM_KEY: f"num_speculative_tokens {self.spec_tokens}"})
+        return out
 
 
 def spec_of(comp: Completion) -> Mapping[str, Any] | None:
@@ -172,7 +180,7 @@ def check_histogram(spec: Mapping[str, Any] | None, where: str) -> None:
         raise MalformedResponse(f"{where}: vLLM's acceptance_histogram is not a list of counts: "
                                 f"{hist!r:.120}")
     if sum(hist) != steps:
-        raise MalformedResponse(
+        raise ImpossibleSample(
             f"{where}: vLLM's acceptance_histogram {hist} sums to {sum(hist)} steps but "
             f"num_spec_steps is {steps}: the server's spec fields disagree.")
 
@@ -190,7 +198,7 @@ def count_steps(comp: Completion, before_text: str, after_text: str, *,
     n = comp.completion_tokens
     steps, source = _from_counters(comp, before_text, after_text, k), "iteration counters"
     if steps is not None and drafting is not None and steps < drafting:
-        raise MalformedResponse(
+        raise ImpossibleSample(
             f"{where}: the iteration counters give {steps} decode steps (Δ{ITERATIONS}_count "
             f"less the prefill) but the response counts {drafting} drafting steps "
             "(num_spec_steps): they cannot both be right.")
@@ -198,11 +206,7 @@ def count_steps(comp: Completion, before_text: str, after_text: str, *,
         accepted = _int(spec, "num_accepted_draft_tokens")
         steps = max(drafting, n - 1 - accepted) if accepted is not None else None
         source = "response estimate"
-    if steps is None:
-        return Steps(None, "", drafting, k)
-    result = Steps(steps, source, drafting, k)
-    guard_commit(n, result, where)
-    return result
+    return Steps(steps, source if steps is not None else "", drafting, k)
 
 
 def _from_counters(comp: Completion, before_text: str, after_text: str,
@@ -230,17 +234,3 @@ def _from_counters(comp: Completion, before_text: str, after_text: str,
             f"{ITERATIONS}_count moved by {total:g} during one request ({prefill} prefill "
             "iterations): expected at least one decode step; was the server restarted?")
     return int(steps)
-
-
-def guard_commit(completion_tokens: int, steps: Steps, where: str) -> None:
-    """avg commit = (N − 1) / S lies in [1, k + 1] when k is known; else the figures are
-    wrong, and the sample is an error (never judged)."""
-    if steps.steps is None or steps.spec_tokens is None or completion_tokens < 2:
-        return
-    commit = (completion_tokens - 1) / steps.steps
-    if not 1.0 <= commit <= steps.spec_tokens + 1:
-        raise MalformedResponse(
-            f"{where}: avg commit {commit:.2f} = ({completion_tokens} − 1) / {steps.steps} "
-            f"steps ({steps.source}; num_spec_steps {steps.drafting_steps}) is outside "
-            f"[1, {steps.spec_tokens + 1}], possible with num_speculative_tokens "
-            f"{steps.spec_tokens}: the step count is wrong.")

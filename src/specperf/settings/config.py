@@ -22,6 +22,7 @@ from ..core.limits import check_tolerance
 # The closed choices, typed once: parsed here, so later code never meets an unknown value.
 Api = Literal["auto", "sglang", "openai", "openai-chat", "llamacpp"]
 AcceptanceSource = Literal["auto", "response", "metrics", "log", "none"]
+AcceptanceMode = Literal["tolerance", "identical"]
 
 Parser = Callable[[str], Any]
 
@@ -224,6 +225,18 @@ OPTIONS: tuple[Option, ...] = (
            "replaces the others' whole value (no per-metric merge); the baseline file's "
            "tolerances and a test's tolerance marker take precedence over it.",
            "'metric=fraction' items, comma separated", lines=True),
+    Option("sweep_tolerance", _fraction, "0.03",
+           "The sweep-level test's tolerance: a step-time or acceptance change across the "
+           "whole sweep up to this fraction passes (a sure change inside it is noted, never a "
+           "failure); README 'The verdict contract'.", "a fraction in (0, 1]"),
+    Option("sweep_effect", _fraction, "0.05",
+           "The sweep-wide change the sweep-level test must catch (its power is stated for "
+           "it); above --sweep-tolerance.", "a fraction in (0, 1]"),
+    Option("acceptance_mode", _choice(*get_args(AcceptanceMode)), "tolerance",
+           "Exact acceptance: 'tolerance' fails only when a case's avg commit moves beyond its "
+           "tolerance (a smaller exact change is noted); 'identical' fails on any prompt whose "
+           "verify steps changed (deploys that must not touch decoding, e.g. a parser).",
+           "one of tolerance, identical"),
     Option("report_dir", _path, "reports",
            "Where each run writes <run-id>/results.json, report.html and history.jsonl.",
            "a directory path"),
@@ -279,6 +292,9 @@ class Settings:
     require_baseline: bool = _default("require_baseline")
     baseline_repeats: int = _default("baseline_repeats")
     tolerances: Mapping[str, float] = _default("tolerances")
+    sweep_tolerance: float = _default("sweep_tolerance")
+    sweep_effect: float = _default("sweep_effect")
+    acceptance_mode: AcceptanceMode = _default("acceptance_mode")
     report_dir: Path = _default("report_dir")
     gpu_lock: Path | None = _default("gpu_lock")
     gpu_lock_timeout: float = _default("gpu_lock_timeout")
@@ -377,6 +393,11 @@ def _check(s: Settings, environ: Mapping[str, str]) -> None:
         raise ConfigError(
             f"{s.sources.get('max_repeats', '--max-repeats')} = {s.max_repeats} is below "
             f"--repeats = {s.repeats}: expected max repeats >= repeats.")
+    if s.sweep_effect <= s.sweep_tolerance:
+        raise ConfigError(
+            f"{s.sources.get('sweep_effect', '--sweep-effect')} = {s.sweep_effect:g} is not above "
+            f"{s.sources.get('sweep_tolerance', '--sweep-tolerance')} = {s.sweep_tolerance:g}: "
+            "expected the change to catch above the change to let pass.")
     if s.log_command is not None and "{since}" not in s.log_command:
         raise ConfigError(
             f"{s.sources.get('log_command')} = {s.log_command!r} has no {{since}} "

@@ -40,10 +40,44 @@ def run_flags(settings: Settings, deployment: str | None = None) -> list[str]:
     return flags
 
 
-def update_command(settings: Settings, deployment: str | None = None) -> str:
-    """The main job writing a new baseline version for this run's server."""
-    return shlex.join(["pytest", "perf_tests", "-m", "context_scaling",
-                       *run_flags(settings, deployment), "--update-baselines"])
+def perf_tests_args(cwd: Path | None = None) -> list[str]:
+    """How pytest finds the perf tests from ``cwd``: a checkout's ``perf_tests/`` when there
+    is one, else the copy installed with the package (``--pyargs specperf.perf_tests``)."""
+    here = Path.cwd() if cwd is None else cwd
+    return ["perf_tests"] if (here / "perf_tests").is_dir() else ["--pyargs",
+                                                                  "specperf.perf_tests"]
+
+
+def perf_command(*args: str, cwd: Path | None = None) -> str:
+    """``pytest <the perf tests> ARGS…``, a command that works as printed from ``cwd``."""
+    return shlex.join(["pytest", *perf_tests_args(cwd), *args])
+
+
+def measuring_flags(settings: Settings) -> list[str]:
+    """The flags that shape what a baseline run measures and how noisy it may be (a small
+    model's contexts, a CPU box's spread and tolerances), when not the defaults."""
+    s = settings
+    flags: list[str] = []
+    for name, value in (("contexts", ",".join(map(str, s.contexts))),
+                        ("text_classes", ",".join(s.text_classes)),
+                        ("max_spread", f"{s.max_spread:g}"),
+                        ("max_repeats", str(s.max_repeats)),
+                        ("tolerances", ",".join(f"{k}={v:g}" for k, v in
+                                                sorted(s.tolerances.items())))):
+        default = OPTIONS_BY_NAME[name].default or ""
+        same = (value == f"{float(default):g}") if name == "max_spread" else value == default
+        if not same:
+            flags.append(f"{OPTIONS_BY_NAME[name].flag}={value}")
+    return flags
+
+
+def update_command(settings: Settings, deployment: str | None = None, *,
+                   measuring: bool = False) -> str:
+    """The main job writing a new baseline version for this run's server; ``measuring``
+    adds this run's case shape and noise limits (:func:`measuring_flags`)."""
+    extra = measuring_flags(settings) if measuring else []
+    return perf_command("-m", "context_scaling", *run_flags(settings, deployment), *extra,
+                        "--update-baselines")
 
 
 def create_hint(settings: Settings, deployment: str | None = None) -> str:

@@ -15,6 +15,11 @@ Fields (all apply to generation requests: /generate, /v1/completions, /v1/chat/c
 - ``early_stop_rate`` (0.0): fraction that finish with ``{"type": "stop"}`` at 10-50 % of
   max_new_tokens although ignore_eos was set.
 - ``omit_spec_fields`` (false): drop every speculative field from responses.
+- ``extra_verify_steps`` (0): /generate's ``meta_info`` reports this many verify steps more
+  than were run (``spec_verify_ct``, ``spec_accept_length`` = N / S and the histogram's
+  zero-draft entry agree with it), as a server whose step counter also counts steps it never
+  ran: avg commit (N − 1) / S falls below 1 once S reaches N. Counters, log and timings are
+  unchanged.
 - ``background_requests`` (0): foreign long generations kept running in the scheduler, each
   restarted when it ends; they share verify steps and move the counters and gauges.
 - ``foreign_output`` (0): when positive, each of our requests (not background ones) gets a
@@ -71,6 +76,7 @@ class FaultState:
     malformed_rate: float = 0.0
     early_stop_rate: float = 0.0
     omit_spec_fields: bool = False
+    extra_verify_steps: int = 0
     background_requests: int = 0
     step_time_mult: float = 1.0
     slope_mult: float = 1.0
@@ -90,8 +96,8 @@ FIELD_NAMES = tuple(f.name for f in fields(FaultState))
 _RATES = ("error_rate", "drop_rate", "malformed_rate", "early_stop_rate")
 _MULTS = ("step_time_mult", "slope_mult", "acceptance_mult")
 _BOOLS = ("omit_spec_fields", "loop_output")
-_INTS = ("error_status", "background_requests", "foreign_output", "foreign_prompt",
-         "foreign_times")
+_INTS = ("error_status", "extra_verify_steps", "background_requests", "foreign_output",
+         "foreign_prompt", "foreign_times")
 
 
 class Faults:
@@ -147,6 +153,19 @@ class Faults:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self.state)
+
+    def over_count(self, meta: dict[str, Any]) -> dict[str, Any]:
+        """``meta_info`` with ``extra_verify_steps`` more verify steps than were run."""
+        extra = self.state.extra_verify_steps
+        if not extra or "spec_verify_ct" not in meta:
+            return meta
+        steps = int(meta["spec_verify_ct"]) + extra
+        out = {**meta, "spec_verify_ct": steps,
+               "spec_accept_length": meta["completion_tokens"] / steps}
+        for key in ("spec_correct_drafts_histogram", "spec_accept_histogram"):
+            if isinstance(meta.get(key), list) and meta[key]:  # the extra steps drafted 0
+                out[key] = [meta[key][0] + extra, *meta[key][1:]]
+        return out
 
 
 def _coerce(name: str, value: object) -> Any:

@@ -51,7 +51,7 @@ def _final_body(state: SimState, request: SimRequest) -> dict[str, Any]:
     return {
         "text": state.tokenizer.decode(request.output_ids),
         "output_ids": list(request.output_ids),
-        "meta_info": meta_info(request, state.profile, omit),
+        "meta_info": state.faults.over_count(meta_info(request, state.profile, omit)),
     }
 
 

@@ -19,6 +19,9 @@ from ..judge import exact
 from ..record.results import baseline_metrics, mean_context, median
 from .plots import bar_plot, context_plot, fit_plot
 
+# How judge/sweep.py opens its power clause (SweepResult._power_clause).
+POWER_SENTENCE = "Would have caught "
+
 _STATUS_ORDER = {"fail": 0, "error": 1, "improved": 2, "no-baseline": 3, "pass": 4}
 
 
@@ -121,10 +124,12 @@ def _header(doc: Mapping[str, Any]) -> str:
 
 
 def _kind(doc: Mapping[str, Any]) -> str:
-    """The run's kind; a partial run or an outage stands out (runkind.py)."""
+    """The run's kind; a partial run, an outage or a run stopped before measuring (lock
+    timeout, no baseline, usage error) stands out (runkind.py)."""
     run = doc.get("run") or {}
     label = esc(run.get("label") or ("interrupted" if doc.get("interrupted") else "n/a"))
-    partial = run.get("interrupted") or run.get("outage") or doc.get("interrupted")
+    partial = (run.get("interrupted") or run.get("outage") or run.get("stopped_by")
+               or doc.get("interrupted"))
     return f'<span class="warn" data-kind="partial">{label}</span>' if partial else \
         f'<span data-kind="{esc(run.get("kind", ""))}">{label}</span>'
 
@@ -135,17 +140,54 @@ def _regressions(doc: Mapping[str, Any]) -> str:
     unexplained = [r for r in doc["reconcile"] if r["status"] == "fail"]
     out = []
     if failing:
-        items = [f'<li class="regression" data-case="{esc(v["case_id"])}"><b>'
-                 f'{esc(v["case_id"])}</b>: {esc(v["message"])}{_attribution(v)}</li>'
-                 for v in failing]
         out.append(f'<h2 id="regressions" class="warn">Regressions ({len(failing)})</h2>'
-                   '<ul class="regressions">' + "".join(items) + "</ul>")
+                   + "".join(_regression_group(diagnosis, group)
+                             for diagnosis, group in _by_diagnosis(failing).items()))
     if unexplained:
         items = [f'<li data-case="{esc(r["case_id"])}"><b>{esc(r["case_id"])}</b>: '
                  f'{esc(r["message"])}</li>' for r in unexplained]
         out.append(f'<h2 class="warn">Unexplained by the model ({len(unexplained)})</h2>'
                    '<ul class="unexplained">' + "".join(items) + "</ul>")
     return "".join(out)
+
+
+def _by_diagnosis(failing: list[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """Regressions grouped by what to check (the verdict's closing '— … regression: check
+    …'), in first-seen order: ten cases of one cause read as one finding, not ten."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for verdict in failing:
+        head, _, diagnosis = without_power(verdict["message"]).rpartition(" \u2014 ")
+        groups.setdefault(diagnosis if head else "", []).append(verdict)
+    return groups
+
+
+def _regression_group(diagnosis: str, group: list[Mapping[str, Any]]) -> str:
+    """One cause: its one-line summary and the cases first, then each case's figures."""
+    names = ", ".join(str(v["case_id"]) for v in group)
+    title = f"{diagnosis} ({len(group)}: {names})" if diagnosis else f"{len(group)}: {names}"
+    items = [f'<li class="regression" data-case="{esc(v["case_id"])}"><b>'
+             f'{esc(v["case_id"])}</b>: {_regression_item(v, diagnosis)}</li>' for v in group]
+    return (f'<h3 class="warn">{esc(title)}</h3>'
+            '<ul class="regressions">' + "".join(items) + "</ul>")
+
+
+def _regression_item(verdict: Mapping[str, Any], diagnosis: str) -> str:
+    """The case's figures (tok/s first), then how exact acceptance saw it, then shares."""
+    text = without_power(verdict["message"])
+    if diagnosis:
+        text = text[: -len(diagnosis)].rstrip().removesuffix("\u2014").rstrip()
+    exact_part, found, figures = text.partition(" Statistics: ")
+    headline, detail = (figures, exact_part) if found else (text, "")
+    more = f'<div class="detail">{esc(detail)}</div>' if detail else ""
+    return f"{esc(headline)}{more}{_attribution(verdict)}"
+
+
+def without_power(message: str) -> str:
+    """A failing verdict without the sweep's "Would have caught …" sentence: that is how
+    sensitive a *pass* was (the chance of catching a 5% change); on a failure it only
+    distracts from what regressed."""
+    head, found, _ = message.partition(POWER_SENTENCE)
+    return head.rstrip() if found else message
 
 
 def _baseline_text(base: Mapping[str, Any] | None) -> str:

@@ -20,7 +20,10 @@ from ..judge import exact
 from ..judge.pathverdict import COMPARISONS, UNMEASURED
 from ..measure.loop import Sample
 from ..record import results
+from ..servers.fingerprint import deployment_name
 from ..settings.config import Settings
+from ..settings.hints import update_command
+from .page import without_power
 
 COLLECTOR_NAME = "specperf-collector"
 
@@ -60,6 +63,10 @@ class Collector:
     scaling_cases: set[str] = field(default_factory=set)
     # The run's results document, once built at session end (reportplugin.ReportPlugin).
     record: dict[str, Any] | None = None
+    # Samples of cases that errored before they were measured, by case id (record: partial).
+    partials: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Per perf test that errored, the suite error's class and its bases (record.runkind).
+    error_kinds: dict[str, list[str]] = field(default_factory=dict)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._perf(report)
@@ -79,6 +86,11 @@ class Collector:
                 self.paths.append(json.loads(str(value)))
             elif key == "specperf_fingerprint_notes":
                 self.fingerprint_notes = json.loads(str(value))
+            elif key == "specperf_partial":
+                data = json.loads(str(value))
+                self.partials.setdefault(data["case"]["id"], data)
+            elif key == "specperf_error" and report.failed:
+                self.error_kinds[report.nodeid] = json.loads(str(value))
         if report.failed or report.when == "call" or report.skipped:
             self.outcomes[report.nodeid] = ("error" if report.failed and report.when != "call"
                                             else report.outcome)
@@ -151,15 +163,48 @@ def render(found: Collector, settings: Settings) -> list[str]:
     lines = ["", f"specperf — {server.get('label', '?')}; {server.get('server_name', '?')}; "
                  f"acceptance from "
                  f"{server.get('acceptance_source', '?')}; {settings.output_tokens} output "
-                 f"tokens, ignore_eos, non-streaming"]
+                 f"tokens, ignore_eos, non-streaming; {compared_with(doc, settings)}"]
     if server.get("simulated"):
         profile = server.get("fingerprint", {}).get("sim_profile") or settings.sim_profile
         lines.append(f"SIMULATED: profile {profile} at time scale "
                      f"{server.get('time_scale', 1):g}; figures are in simulated time.")
     # As the measuring process worded them (in A/B mode: against production, not a baseline).
-    lines += [f"FINGERPRINT DIFFERS FROM THE BASELINE: {n}" for n in found.fingerprint_notes]
+    reference = "PRODUCTION" if settings.compare_endpoint is not None else "THE BASELINE"
+    lines += [f"FINGERPRINT DIFFERS FROM {reference}: {n}" for n in found.fingerprint_notes]
+    if settings.compare_endpoint is not None:
+        lines.append(f"A/B: the table is the candidate's ({server.get('url') or settings.endpoint}"
+                     f"); production's medians ({settings.compare_endpoint}) are in each "
+                     "verdict, read production \u2192 candidate.")
     lines += table(doc["measurements"]) + fit_lines(doc["fits"])
-    return lines + verdict_lines(doc) + found.footer
+    return lines + verdict_lines(doc) + missing_baseline_lines(doc, settings) + found.footer
+
+
+def compared_with(doc: dict[str, Any], settings: Settings) -> str:
+    """What the verdicts are against, for the header line: 'baseline sim-x v3', production."""
+    if settings.compare_endpoint is not None:
+        return f"compared with production {settings.compare_endpoint} (A/B, same run)"
+    base = doc.get("baseline")
+    if base is None:
+        return "no baseline" if not settings.update_baselines else "writing a baseline"
+    return f"baseline {base['deployment']} v{base['version']} (created {base['created']})"
+
+
+def missing_baseline_lines(doc: dict[str, Any], settings: Settings) -> list[str]:
+    """Why nothing was judged and the command that fixes it, every time there is no baseline:
+    the cases' skip reasons show only with -rs, and a run of skips exits 0."""
+    if doc.get("baseline") is not None or settings.update_baselines \
+            or settings.compare_endpoint is not None or not doc.get("measurements"):
+        return []
+    deployment = deployment_name(settings, doc["server"])
+    # baselines/<deployment>/v<N>.json (baselines/store.py): one exists but was unreadable, so
+    # every case errored with the reason and the fix.
+    if any((settings.baseline_dir / deployment).glob("v*.json")):
+        return []
+    skipped = sum(1 for outcome in doc.get("outcomes", {}).values() if outcome == "skipped")
+    return [f"NOT JUDGED: no baseline for deployment {deployment!r} in {settings.baseline_dir}"
+            f"{f' ({skipped} skipped)' if skipped else ''}: the figures above are measured but "
+            f"compared with nothing; create one with "
+            f"`{update_command(settings, deployment, measuring=True)}`, then run again."]
 
 
 def bare_record(found: Collector) -> dict[str, Any]:
@@ -177,11 +222,13 @@ def verdict_lines(doc: dict[str, Any]) -> list[str]:
     failing = [v for v in verdicts if v["status"] == "fail"]
     if failing:
         lines.append(f"regressions ({len(failing)}):")
-        lines += [f"  {v['case_id']}: {v['message']}" for v in failing]
+        lines += [f"  {v['case_id']}: {without_power(v['message'])}" for v in failing]
     improved = [v for v in verdicts if v["status"] == "improved"]
     if improved:
         lines.append(f"better than the baseline ({len(improved)}):")
         lines += [f"  {v['case_id']}: {v['message']}" for v in improved]
+    if failing or improved:
+        lines += fingerprint_lines(doc)
     lines += [f"unexplained by the model: {r['case_id']}: {r['message']}"
               for r in results.unexplained(doc)]
     # Passing path comparisons still say what streaming and the chat route cost, and label
@@ -196,3 +243,18 @@ def verdict_lines(doc: dict[str, Any]) -> list[str]:
         lines.append(f"streaming and parser paths ({len(paths)}):")
         lines += [f"  {v['case_id']}: {v['message']}" for v in paths]
     return lines
+
+
+def fingerprint_lines(doc: dict[str, Any]) -> list[str]:
+    """Under changed cases, when the server is not the one the baseline measured: which
+    fingerprint fields differ, so a faster (or slower) server points at why."""
+    diffs: list[str] = doc.get("fingerprint_differences") or []
+    base = doc.get("baseline")
+    if not diffs or base is None:
+        return []
+    fields = ", ".join(d.split(":", 1)[0] for d in diffs)
+    return [f"  the server's fingerprint differs from baseline v{base['version']}'s "
+            f"({fields}: {'; '.join(diffs)}): these changes may be that server change, not "
+            "the code under test; if the new server is intended, write a new baseline "
+            "version with --update-baselines."]
+

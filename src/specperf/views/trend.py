@@ -8,8 +8,9 @@ run *i* is drawn at i − ½ and listed under the plots.
 
 Like is compared with like: the plots hold only complete runs of one kind (full sweeps by
 default; ``--kind gate`` for the gate's runs). Every run is still listed, with its kind, so
-an outage (every case errored: the box was down), an interrupted run, a gate run or a
-subset shows as such instead of as a silent gap or a misleading point.
+an outage (every case errored: the box was down), a lock timeout, a missing baseline, a usage
+error, an interrupted run, a gate run, a custom context list or a subset shows as such instead
+of as a silent gap or a misleading point.
 """
 
 from __future__ import annotations
@@ -55,16 +56,24 @@ def load_history(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
-GROUPS = ("full", "gate", "ab", "subset", "interrupted", "outage")
+STOPPED = ("outage", "lock-timeout", "no-baseline", "config-error", "unstable")
+GROUPS = ("full", "custom", "gate", "ab", "subset", "interrupted", *STOPPED, "empty")
 
 
 def group(run: Mapping[str, Any]) -> str:
-    """Which runs a run is comparable with: its kind, unless it is an outage or interrupted
-    (history lines written before run kinds existed are complete full sweeps)."""
+    """Which runs a run is comparable with: its kind (a custom context list is ``custom``,
+    never ``full``), unless nothing was measured (why: record/runkind.py's ``stopped_by``), it
+    was interrupted, or it holds nothing at all (a line an older suite wrote for a
+    ``--collect-only`` session). History lines written before run kinds existed are complete
+    full sweeps."""
+    if run.get("stopped_by") in STOPPED:
+        return str(run["stopped_by"])
     if run.get("outage"):
         return "outage"
     if run.get("interrupted"):
         return "interrupted"
+    if not run.get("cells") and not run.get("error_count") and not run.get("failed"):
+        return "empty"
     return str(run.get("kind") or "full")
 
 
@@ -162,7 +171,7 @@ def _runs_table(trend: Trend) -> str:
         base = run.get("baseline")
         base_text = f"{base['deployment']} v{base['version']}" if base else "none"
         kind = group(run)
-        cls = "warn" if kind in ("outage", "interrupted") else ""
+        cls = "warn" if kind in (*STOPPED, "interrupted") else ""
         rows.append([f"<td>{esc(run.get('run_id', ''))}</td>",
                      f"<td>{esc(run.get('created', ''))}</td>",
                      f'<td class="{cls}">{esc(run.get("kind_label") or kind)}</td>',

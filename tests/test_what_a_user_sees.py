@@ -1,0 +1,133 @@
+"""What a user reads at the end of a run: the closing block, the report's regressions, hints."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specperf.cli import gate
+from specperf.settings.config import resolve
+from specperf.settings.hints import perf_command, perf_tests_args, update_command
+from specperf.views import page, summary
+
+STEP = ("tok/s 54.5 → 38.1 (−30.1%, limit −10%): step time 144 → 190 ms (+31.9%) explains it "
+        "— step-time regression: check the kernels, attention backend and KV cache.")
+POWER = "Would have caught a 5% step-time rise with probability 0.06 (0 extra requests, 0 s)."
+
+
+def _settings(tmp_path: Path, **cli: Any) -> Any:
+    return resolve({"baseline_dir": str(tmp_path / "baselines"), **cli}, {}, {})
+
+
+def _doc(**extra: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {"server": {"simulated": True, "fingerprint": {"sim_profile": "p"}},
+                           "measurements": {"padding-ctx13": {}}, "verdicts": [],
+                           "reconcile": [], "baseline": None, "fingerprint_differences": [],
+                           "outcomes": {"t::a": "skipped", "t::b": "skipped"}}
+    return {**doc, **extra}
+
+
+def test_a_run_with_no_baseline_says_so_with_a_command_that_works(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no perf_tests/ here: the installed copy
+    settings = _settings(tmp_path, deployment="nosuchdep")
+    lines = summary.missing_baseline_lines(_doc(), settings)
+    assert lines == [
+        f"NOT JUDGED: no baseline for deployment 'nosuchdep' in {tmp_path / 'baselines'} "
+        "(2 skipped): the figures above are measured but compared with nothing; create one "
+        "with `pytest --pyargs specperf.perf_tests -m context_scaling --deployment nosuchdep "
+        f"--baseline-dir {tmp_path / 'baselines'} --update-baselines`, then run again."]
+    assert summary.compared_with(_doc(), settings) == "no baseline"
+
+
+def test_no_missing_baseline_line_when_judged_updating_or_ab(tmp_path):
+    base = {"deployment": "d", "version": 3, "created": "2026-12-01T00:00:00Z"}
+    assert summary.missing_baseline_lines(_doc(baseline=base), _settings(tmp_path)) == []
+    assert summary.missing_baseline_lines(_doc(), _settings(tmp_path, update_baselines=True)) == []
+    ab = _settings(tmp_path, endpoint="http://127.0.0.1:1", compare_endpoint="http://127.0.0.1:2")
+    assert summary.missing_baseline_lines(_doc(), ab) == []
+    assert summary.compared_with(_doc(baseline=base), _settings(tmp_path)) == \
+        "baseline d v3 (created 2026-12-01T00:00:00Z)"
+    assert summary.compared_with(_doc(), ab) == \
+        "compared with production http://127.0.0.1:2 (A/B, same run)"
+
+
+def test_hints_name_the_perf_tests_as_found_from_the_current_directory(tmp_path):
+    assert perf_tests_args(tmp_path) == ["--pyargs", "specperf.perf_tests"]
+    (tmp_path / "perf_tests").mkdir()
+    assert perf_tests_args(tmp_path) == ["perf_tests"]
+    assert perf_command("-m", "smoke", cwd=tmp_path) == "pytest perf_tests -m smoke"
+
+
+def test_update_command_in_a_checkout(monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    settings = resolve({"endpoint": "http://10.0.0.5:30000", "deployment": "prod"}, {}, {})
+    assert update_command(settings) == ("pytest perf_tests -m context_scaling --endpoint "
+                                        "http://10.0.0.5:30000 --deployment prod "
+                                        "--update-baselines")
+
+
+def test_changed_cases_on_a_changed_server_name_the_fingerprint_fields():
+    base = {"deployment": "d", "version": 2, "created": "x"}
+    failing = {"case_id": "padding-ctx13", "status": "fail", "message": STEP}
+    doc = _doc(baseline=base, verdicts=[failing],
+               fingerprint_differences=["draft model: a → b", "threads: 2 → 1"])
+    lines = summary.verdict_lines(doc)
+    assert lines[-1] == (
+        "  the server's fingerprint differs from baseline v2's (draft model, threads: draft "
+        "model: a → b; threads: 2 → 1): these changes may be that server change, not the code "
+        "under test; if the new server is intended, write a new baseline version with "
+        "--update-baselines.")
+    assert summary.fingerprint_lines(_doc(baseline=base, verdicts=[failing])) == []
+
+
+def test_a_failure_drops_the_power_sentence_a_pass_keeps_it():
+    failing = {"case_id": "sweep", "status": "fail", "message": f"{STEP} {POWER}"}
+    lines = summary.verdict_lines(_doc(verdicts=[failing]))
+    assert lines == ["regressions (1):", f"  sweep: {STEP}"]
+    assert page.without_power(f"no regression: x. {POWER}") == "no regression: x."
+    case = gate.CaseOutcome("sweep", "failed", f"{STEP} {POWER}")
+    out = gate.summary_lines(gate.GateResult(gate.GateExit.REGRESSION, "r", (case,)), "URL")
+    assert not any("Would have caught" in line for line in out)
+
+
+def test_report_groups_regressions_by_cause_summary_first():
+    exact = ("acceptance changed on 5 of 5 prompts (…): the output text is the same, so the "
+             "drafter proposes differently — check the draft model and its settings.")
+    failing = [{"case_id": f"padding-ctx{c}", "status": "fail",
+                "message": f"{exact} Statistics: {STEP}"} for c in (13, 1663)]
+    block = html.unescape(page._regressions({"verdicts": failing, "reconcile": []}))
+    assert block.count("<h3") == 1
+    assert ("step-time regression: check the kernels, attention backend and KV cache. "
+            "(2: padding-ctx13, padding-ctx1663)</h3>") in block
+    items = re.findall(r'<li class="regression" data-case="[^"]+"><b>[^<]+</b>: ([^<]*)<div',
+                       block)
+    assert items == ["tok/s 54.5 → 38.1 (−30.1%, limit −10%): step time 144 → 190 ms (+31.9%) "
+                     "explains it"] * 2
+
+
+def test_the_ab_gate_names_both_sides():
+    case = gate.CaseOutcome("padding-ctx13", "failed", "production → candidate: " + STEP)
+    out = gate.summary_lines(gate.GateResult(gate.GateExit.REGRESSION, "r", (case,)),
+                             "candidate C, judged against production P")
+    assert out[1] == "specperf gate: 1 smoke cases against candidate C, judged against production P"
+
+
+@pytest.mark.parametrize("args", [["--contexts", "-5,abc"], ["--contexts"]])
+def test_a_contexts_value_that_starts_with_a_dash_gets_a_hint(pytester, args):
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "*argument --contexts: expected one value. A value that starts with '-' reads as an "
+        "option: attach it with '=', e.g. --contexts=-5,13 (not --contexts -5,13)"])
+
+
+def test_the_missing_baseline_command_keeps_the_runs_case_shape_and_noise_limits(tmp_path):
+    settings = _settings(tmp_path, deployment="tiny", contexts="16,2000", max_spread="0.3",
+                         max_repeats="20", tolerances="tok_s=0.4,step_ms=0.4")
+    [line] = summary.missing_baseline_lines(_doc(), settings)
+    assert ("--deployment tiny --baseline-dir " in line and "--contexts=16,2000 --max-spread=0.3 "
+            "--max-repeats=20 --tolerances=step_ms=0.4,tok_s=0.4 --update-baselines`" in line)

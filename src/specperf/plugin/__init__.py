@@ -328,8 +328,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     state = config.stash.get(STATE, None)
     if state is None or FLEET_REQUEST in config.stash:  # a fleet: the fleet plugin's block
         return
-    # The footer (e.g. "baseline NOT updated: …") is shown even when nothing was measured.
-    lines = (summary.render(collected, state.settings) if collected.measurements
-             else collected.footer)
+    # The footer (e.g. "baseline NOT updated: …") is shown even when nothing was measured;
+    # a run of path tests alone has verdicts (paths keep their own measurements) to show.
+    lines = (summary.render(collected, state.settings)
+             if collected.measurements or collected.verdicts else collected.footer)
     for line in lines:
         terminalreporter.write_line(line)

@@ -189,14 +189,14 @@ class Measurer:
         extra: dict[str, Any] = {}
         if self.server.kind == "vllm" and self.server.acceptance_source in ("response",
                                                                            "metrics"):
-            steps = self._vllm_steps(case, reply, extra)
+            steps = self.vllm_steps(case, reply, extra)
         else:
             steps = self._steps(comp, reply.before, reply.after, reply.started)
         decode_s = self._decode_s(comp, case, steps, reply.wall_s)
         return Timing(steps, decode_s, comp.ttft_s, self.server.acceptance_source,
                       {"e2e_s": comp.e2e_s, "histogram_sum": comp.histogram_sum, **extra})
 
-    def _vllm_steps(self, case: Case, reply: Reply, extra: dict[str, Any]) -> int | None:
+    def vllm_steps(self, case: Case, reply: Reply, extra: dict[str, Any]) -> int | None:
         """vLLM's S: its iteration counters, else the response's estimate (servers/vllm.py:
         num_spec_steps counts only the steps that drafted), checked against [1, k + 1]."""
         comp = reply.comp

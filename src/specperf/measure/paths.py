@@ -234,10 +234,13 @@ class PathSampler:
         """Steps, server times, stream figures and parser checks of one path's reply."""
         comp, scale = reply.comp, self.server.time_scale
         e2e, ttft, timings_from = _timings(comp, reply.before_text, reply.after_text)
-        steps = comp.verify_steps if comp.verify_steps is not None else \
-            _metric_steps(reply.before, reply.after)
         raw: dict[str, Any] = {"path": path.name, "timings_from": timings_from,
                                "template_tokens": self._overhead(case, path)}
+        if self.server.kind == "vllm":  # num_spec_steps counts only drafting steps
+            steps = self.measurer.vllm_steps(case, reply, raw)
+        else:
+            steps = comp.verify_steps if comp.verify_steps is not None else \
+                _metric_steps(reply.before, reply.after)
         if e2e is not None:
             raw["e2e_s"] = e2e / scale
             raw["post_ms"] = 1000.0 * (reply.wall_s - e2e) / scale

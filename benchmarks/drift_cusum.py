@@ -5,9 +5,10 @@ that does not depend on the box's noise it caught no more shifts than the scan.
 Night ``t``'s statistic is its cells' mean log against the mean of every night since the
 last boundary before it, standardised by σ/√cells · √(1 + 1/n_ref) (a self-starting
 recursive residual: without a shift, independent N(0, 1) night to night when σ is known;
-σ as drift.night_sigma, from the nights before ``t``). ``S_t = max(0, S_{t−1} + z_t − k)``
-with ``k`` half of a 3 % shift in the night's standard errors (the quickest detector of a
-shift of that size); a flag when ``S_t ≥ h`` after at least drift.MIN_PERSIST nights of
+σ per cell, :func:`cell_sigma` — drift.py's σ before it modelled noise common to a night's
+cells — from the nights before ``t``). ``S_t = max(0, S_{t−1} + z_t − k)`` with ``k``
+half of a 3 % shift in the night's standard errors (the quickest detector of a shift of
+that size); a flag when ``S_t ≥ h`` after at least drift.MIN_PERSIST nights of
 the excursion. ``h`` either from Siegmund's run-length approximation at each night's k
 (adapts to the noise) or fixed per factor (calibrated at one noise level).
 """
@@ -20,8 +21,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from specperf.core import drift
+from specperf.core.stats import MAD_TO_SIGMA
 
 SHIFT = math.log(1.03)
+
+
+def cell_sigma(s: drift.Series, start: int, t: int) -> float:
+    """Night-to-night σ of one cell's log median, pooled over every cell of the metric: the
+    root mean square of consecutive nights' differences / √2, each clipped at drift.CLIP
+    robust σ. Blind to noise common to a night's cells (what drift.py now models)."""
+    diffs = np.diff(s.spread_logs[:, start:t + 1], axis=1).ravel()
+    diffs = diffs[~np.isnan(diffs)]
+    if len(diffs) < 4:
+        return math.inf
+    centre = float(np.median(diffs))
+    robust = MAD_TO_SIGMA * float(np.median(np.abs(diffs - centre)))
+    clipped = np.clip(diffs - centre, -drift.CLIP * robust, drift.CLIP * robust)
+    return max(float(np.sqrt(np.mean(clipped**2))) / math.sqrt(2), drift.SIGMA_FLOOR)
 
 
 def decision_interval(k: float, arl: float) -> float:
@@ -53,7 +69,7 @@ def night_stat(s: drift.Series, start: int, t: int) -> tuple[float, float]:
     n_ref = seen.sum(axis=1)
     ok = (n_ref >= 2) & ~np.isnan(s.logs[:, t])
     cells = int(ok.sum())
-    sigma = drift.night_sigma(s, start, t - 1)  # the nights before: independent of night t
+    sigma = cell_sigma(s, start, t - 1)  # the nights before: independent of night t
     if cells == 0 or not math.isfinite(sigma):
         return (math.nan, math.nan)
     ref_mean = np.where(seen, ref, 0.0).sum(axis=1)[ok] / n_ref[ok]

@@ -3,6 +3,8 @@
 docs/benchmarks.md §6: one look a night (instead of the best of six candidate starts)
 lowers the threshold a ≤ 1 % false-alarm rate needs, which is what a 3 % shift's four
 nights can clear; the night the shift began is still found among the candidate starts.
+The night noise has a part common to every cell of a night: a factor is judged against the
+night means' spread (a t-test), a case against the other cases of its night.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from specperf.core import drift
+from specperf.core.stats import MAD_TO_SIGMA
 from specperf.views import trend
 
 CELLS = [f"padding-ctx{x}" for x in (13, 1663, 3333, 5553)]
@@ -38,10 +42,15 @@ def test_the_decision_z_is_the_last_window_against_every_night_before() -> None:
     assert k == t - drift.WINDOW + 1 == 8
     after, before = step.logs[:, k:t + 1], step.logs[:, :k]
     expect = float(np.mean(after.mean(axis=1) - before.mean(axis=1)))
-    sigma = drift.night_sigma(step, 0, t)
-    se = sigma * math.sqrt(len(CELLS) * (1 / drift.WINDOW + 1 / k)) / len(CELLS)
+    # The night means' pooled variance before and from k (the two-sample t-test's).
+    means = step.spread_logs[:, :t + 1].mean(axis=0)
+    df = (t + 1) - 2
+    pooled = (np.sum((means[:k] - means[:k].mean()) ** 2)
+              + np.sum((means[k:] - means[k:].mean()) ** 2)) / df
+    assert drift.mean_variance(step, 0, k, t) == pytest.approx((pooled, df))
+    t_stat = expect / math.sqrt(pooled * (1 / drift.WINDOW + 1 / k))
     assert d == pytest.approx(expect)
-    assert z == pytest.approx(expect / se)
+    assert z == pytest.approx(float(stats.norm.isf(stats.t.sf(t_stat, df))))
 
 
 def test_too_few_reference_nights_means_no_look() -> None:
@@ -58,22 +67,48 @@ def test_a_flag_names_the_start_from_the_candidate_scan_not_the_window() -> None
     assert flag.change == pytest.approx(0.05, abs=0.01)
 
 
-def test_night_sigma_is_the_rms_of_differences_and_one_wild_night_is_clipped() -> None:
+def test_own_noise_is_the_residuals_rms_difference_and_no_common_move_is_in_it() -> None:
     cells = _cells(0.0, 99, nights=12)
     step = next(s for s in drift.series(cells) if s.key == "step")
-    diffs = np.diff(step.spread_logs, axis=1).ravel()
+    m = len(CELLS)
+    resid = step.spread_logs - step.spread_logs.mean(axis=0)
+    diffs = np.diff(resid, axis=1).ravel()
     centre = float(np.median(diffs))
-    robust = 1.4826 * float(np.median(np.abs(diffs - centre)))
+    robust = MAD_TO_SIGMA * float(np.median(np.abs(diffs - centre)))
     assert np.all(np.abs(diffs - centre) < drift.CLIP * robust)  # nothing to clip here
-    quiet = drift.night_sigma(step, 0, 11)
-    assert quiet == pytest.approx(float(np.sqrt(np.mean((diffs - centre) ** 2)) / math.sqrt(2)))
+    quiet = drift.own_variance(step, 0, 11)
+    assert quiet == pytest.approx(float(np.mean((diffs - centre) ** 2)) / 2 * m / (m - 1))
+    box = np.random.default_rng(9).normal(0.0, 0.03, 12)  # the whole box, night by night
+    for cell in CELLS:
+        cells[f"step_ms|{cell}"] = list(np.array(cells[f"step_ms|{cell}"]) * np.exp(box))
+    moved = next(s for s in drift.series(cells) if s.key == "step")
+    assert drift.own_variance(moved, 0, 11) == pytest.approx(quiet)
+    assert drift.mean_variance(moved, 0, 8, 11)[0] > 10 * drift.mean_variance(step, 0, 8, 11)[0]
+
+
+def test_one_wild_night_counts_in_the_night_means_but_is_clipped() -> None:
+    cells = _cells(0.0, 99, nights=12)
+    step = next(s for s in drift.series(cells) if s.key == "step")
+    quiet, df = drift.mean_variance(step, 0, 8, 11)
     for cell in CELLS:  # one night 40 % slower on every cell: an outage-like night
         cells[f"step_ms|{cell}"][6] = 1.4 * float(cells[f"step_ms|{cell}"][6] or 0)
     wild_step = next(s for s in drift.series(cells) if s.key == "step")
-    wild = drift.night_sigma(wild_step, 0, 11)
-    raw = np.diff(wild_step.spread_logs, axis=1).ravel()
-    unclipped = float(np.sqrt(np.mean((raw - np.median(raw)) ** 2))) / math.sqrt(2)
-    assert quiet < wild < unclipped / 3  # the night counts, but as CLIP robust σ, not 34 %
+    wild, _ = drift.mean_variance(wild_step, 0, 8, 11)
+    means = wild_step.spread_logs.mean(axis=0)
+    unclipped = float(np.sum((means[:8] - means[:8].mean()) ** 2)
+                      + np.sum((means[8:] - means[8:].mean()) ** 2)) / df
+    assert quiet < wild < unclipped / 9  # σ: the night counts, but as CLIP robust σ, not 34 %
+    assert drift.own_variance(wild_step, 0, 11) == pytest.approx(
+        drift.own_variance(step, 0, 11))  # a move of the whole box is no case's own noise
+
+
+def test_a_case_is_judged_against_the_other_cases_of_its_night() -> None:
+    cells = _cells(0.0, 99)
+    case = next(s for s in drift.series(cells, per_case=True)
+                if s.key == "step padding-ctx1663")
+    logs = {c: np.log(np.array(cells[f"step_ms|{c}"], dtype=float)) for c in CELLS}
+    others = np.mean([logs[c] for c in CELLS if c != "padding-ctx1663"], axis=0)
+    assert case.residual and np.allclose(case.logs[0], logs["padding-ctx1663"] - others)
 
 
 def test_the_trend_page_says_what_no_flag_means(tmp_path: Path) -> None:

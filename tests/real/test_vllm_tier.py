@@ -12,7 +12,7 @@ import pytest
 from specperf.judge.verdict import ACCEPTANCE_HINT, STEP_HINT
 
 from .conftest import results_of
-from .helpers import run_suite, table_rows
+from .helpers import TOLERANCES, run_suite, table_rows
 from .recorder import Recorder
 
 pytestmark = pytest.mark.real_vllm
@@ -22,6 +22,13 @@ pytestmark = pytest.mark.real_vllm
 ARGS = ("--contexts=13,1500", "--output-tokens=200", "--deployment=tiny-vllm")
 CASES = {"padding-ctx13", "padding-ctx1500", "reasoning-ctx13", "reasoning-ctx1500"}
 K = 4  # num_speculative_tokens of every config (tests/real/vllm.py)
+# vLLM on the CPU takes 8-16 ms a step, and its engine core spins OMP threads on both cores:
+# in CI one unchanged rerun took 41-52 % longer per step on every case than the run before it
+# (the whole machine, not one case), which the llama.cpp tier's 40 % limit cannot absorb. The
+# rerun test checks what a real vLLM reports and how the suite reads it; timing regressions
+# are the llama.cpp tier's and the simulator's to catch.
+VLLM_TOLERANCES = TOLERANCES.replace("tok_s = 0.4", "tok_s = 1.0").replace(
+    "step_ms = 0.4", "step_ms = 1.0")
 
 
 def samples_of(data):
@@ -56,10 +63,14 @@ def test_main_job_passes_against_its_fresh_baseline_on_a_draft_model_server(
         perf_project, vllm_servers, tmp_path):
     server = vllm_servers.get("draft")
     project = perf_project()
-    run_suite(project, server.url, tmp_path / "r1", tmp_path / "b", "--update-baselines",
-              *ARGS).stdout.fnmatch_lines(["specperf: wrote baseline */tiny-vllm/v1.json"])
+    # both runs through a recorder: the same path to the server for the baseline and the rerun
+    with Recorder(server.url) as first:
+        run_suite(project, first.url, tmp_path / "r1", tmp_path / "b", "--update-baselines",
+                  *ARGS, ini_text=VLLM_TOLERANCES).stdout.fnmatch_lines(
+                      ["specperf: wrote baseline */tiny-vllm/v1.json"])
     with Recorder(server.url) as rec:
-        second = run_suite(project, rec.url, tmp_path / "r2", tmp_path / "b", "-rA", *ARGS)
+        second = run_suite(project, rec.url, tmp_path / "r2", tmp_path / "b", "-rA", *ARGS,
+                           ini_text=VLLM_TOLERANCES)
     out = second.stdout.str()
     outcomes = second.parseoutcomes()
     assert "failed" not in outcomes and "errors" not in outcomes, out[-3000:]

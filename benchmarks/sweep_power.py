@@ -55,6 +55,7 @@ from specperf.measure.repeats import decide_repeats
 from specperf.plan.workload import Case
 from specperf.plugin import sweeprun
 from specperf.plugin.sweeprun import budget
+from specperf.settings.config import Settings
 
 RESULTS = Path(__file__).resolve().parent / "results"
 A_MS, B_MS, PREFILL_MS_PER_TOKEN, TOKENS = 27.25, 0.01772, 0.15, 600
@@ -67,7 +68,8 @@ SMOKE = (("reasoning", 3333), ("padding", 3333), ("padding", 13))
 STEP_SD, COMMIT_SD = 0.009, 0.0017  # calibrated residual per-request spread (§3)
 METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
 MIN_R, MAX_R, WARMUP = 3, 8, 1
-BASE_R = [5]  # --baseline-repeats (the default 5)
+BASE_DEFAULT = Settings().baseline_repeats
+BASE_R = [BASE_DEFAULT]  # --baseline-repeats (the setting's default)
 TOP_UPS_PER_CASE = [4]  # the sweep test's budget of extra requests, per case of the sweep
 # (and at least sweeprun.MIN_TOP_UPS per sweep, as sweeprun.budget takes it)
 STORE_VALUES = [True]  # the baseline keeps per-request values (False: medians only, as before)
@@ -250,7 +252,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--baseline-repeats", type=int, default=5)
+    parser.add_argument("--baseline-repeats", type=int, default=BASE_DEFAULT)
     parser.add_argument("--commit-sd", type=float, default=COMMIT_SD,
                         help="per-request spread of avg commit (0.0017 calibrated)")
     parser.add_argument("--medians-only", action="store_true",
@@ -291,7 +293,7 @@ def main() -> None:
     print(f"wall {time.perf_counter() - started:.0f} s")
     RESULTS.mkdir(exist_ok=True)
     name = "sweep_power" + ("" if args.commit_sd == COMMIT_SD else f"_commit{args.commit_sd:g}") \
-        + ("" if args.baseline_repeats == 5 else f"_base{args.baseline_repeats}") \
+        + ("" if args.baseline_repeats == BASE_DEFAULT else f"_base{args.baseline_repeats}") \
         + ("_medians" if args.medians_only else "") \
         + ("" if args.only is None else f"_{args.only}") \
         + ("" if (args.top_ups_per_case, args.min_top_ups) == (sweeprun.TOP_UPS_PER_CASE,

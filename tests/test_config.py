@@ -109,7 +109,7 @@ def test_a_baseline_run_takes_at_least_baseline_repeats():
     plain = resolve({"repeats": "3"}, {}, {})
     assert for_baseline(plain) == plain
     update = for_baseline(resolve({"repeats": "3", "update_baselines": True}, {}, {}))
-    assert (update.repeats, update.max_repeats) == (5, 8)
+    assert (update.repeats, update.max_repeats) == (10, 10)
     many = for_baseline(resolve({"repeats": "3", "max_repeats": "4", "update_baselines": True,
                                  "baseline_repeats": "6"}, {}, {}))
     assert (many.repeats, many.max_repeats) == (6, 6)

@@ -87,7 +87,7 @@ def test_an_uncertain_baseline_slope_asks_for_a_wider_baseline() -> None:
         ": the baseline's slope is too uncertain (±33.4 ms per 1k) to judge against a 2.6 ms "
         "band, so it is neither a pass nor a fail — write a baseline with more repeats over "
         "the default contexts: pytest perf_tests -m context_scaling --update-baselines "
-        "--baseline-repeats 10")
+        "--baseline-repeats 20")
 
 
 def test_a_baseline_fit_without_errors_is_judged_on_the_runs_error_alone() -> None:

@@ -23,9 +23,11 @@ from ..plan.workload import Case
 from .runstate import RunState
 
 TOP_UPS_PER_CASE = 4  # the sweep test's budget: at most this many extra requests per case
-# ... but never less than the default 8-case sweep's: the precision a test needs is a total
-# over its cases, so a small subset (the gate's 3-case smoke) needs more requests per case.
-MIN_TOP_UPS = 32
+# ... but never less than 64 per sweep: the precision a test needs is a total over its cases,
+# so a small subset (the gate's 3-case smoke) needs more requests per case to catch a 5 %
+# step-time rise 95 % of the time (docs/benchmarks.md §6). A sweep without a change
+# seldom takes any (the SPRT rules it out first).
+MIN_TOP_UPS = 64
 # Sweeps judged during their test's setup (:func:`prepare`), taken by the test body's
 # :func:`judge`: a case or a top-up that errors is then the test's error, not its failure.
 _PREPARED: WeakKeyDictionary[RunState, dict[tuple[str, tuple[str, ...]],
@@ -48,7 +50,10 @@ def gather(state: RunState, cases: Sequence[Case]) -> list[CaseData] | NotJudged
         reference = state.comparison.references.get(case.id) if state.comparison else None
         spent = list(measured.measured) + list(reference.measured if reference else ())
         cost = sum(s.wall_s for s in spent) / max(1, len(measured.measured))
-        out.append(CaseData(case, sample_values(measured.measured), dict(base.metrics),
+        run = sample_values(measured.measured)
+        if state.acceptance_pinned():  # synthetic acceptance: step time is the only factor
+            run.pop("avg_commit", None)
+        out.append(CaseData(case, run, dict(base.metrics),
                             None if reference is None else sample_values(reference.measured),
                             cost, base_requests=dict(base.values) or None))
     return out

@@ -37,3 +37,40 @@ def test_every_test_of_a_run_whose_cases_error_is_an_error(perf_project, start_s
     assert doc["outcomes"][sweep] == "error"
     assert doc["errors"][sweep].startswith("IgnoreEosNotHonoured: padding-ctx13: asked for ")
     assert not doc["verdicts"]
+
+
+# A plugin module in the project: every path's server decode rate is missing, as from a
+# server that returns no timings on its stream and serves no /metrics.
+NO_SERVER_TIMINGS = '''
+import dataclasses
+from specperf.measure import paths
+
+_figures = paths.PathRun.figures
+
+def _without_timings(self, name):
+    found = _figures(self, name)
+    values = {k: v for k, v in found.values.items() if k != "decode_tok_s"}
+    return dataclasses.replace(found, values=values)
+
+paths.PathRun.figures = _without_timings
+'''
+
+
+@pytest.mark.slow  # a whole perf session against a simulator
+def test_a_comparison_the_figures_cannot_make_is_an_error_not_a_failure(perf_project, start_sim):
+    sim = start_sim()
+    project = perf_project()
+    project.pytester.path.joinpath("test_streaming.py").write_text(
+        (ROOT / "perf_tests" / "test_streaming.py").read_text())
+    project.pytester.path.joinpath("no_timings.py").write_text(NO_SERVER_TIMINGS)
+    project.pytester.path.joinpath("test_context_scaling.py").unlink()
+    result = project.run("-p", "no_timings", "-m", "streaming", "--endpoint", sim.url,
+                         env={"PYTHONPATH": str(project.pytester.path)})
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_stream_vs_non_stream*",
+                                 "UnmeasuredComparison: not measured: no server decode tok/s "
+                                 "(server timings) on the native path*"])
+    [path] = project.pytester.path.glob("reports/*/results.json")
+    doc = json.loads(path.read_text())
+    assert sorted(doc["outcomes"].values()) == ["error", "error"]
+    assert {v["status"] for v in doc["verdicts"]} <= {"unmeasured"}

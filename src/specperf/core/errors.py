@@ -82,6 +82,10 @@ class ImpossibleSample(SpecperfError):
     """A sample's figures lie outside what the server can physically produce: not judged."""
 
 
+class UnmeasuredComparison(SpecperfError):
+    """A path comparison (chat vs native, stream vs non-stream) lacks a figure it needs."""
+
+
 class ContaminatedMeasurement(SpecperfError):
     """Other requests ran on the server while a measurement was taken."""
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from ..baselines.store import Baseline, CaseBaseline
-from ..core.errors import BaselineError, SpecperfError
+from ..core.errors import BaselineError, SpecperfError, UnmeasuredComparison
 from ..core.limits import NOT_APPLICABLE, check_tolerance
 from ..judge.pathverdict import (
     COMPARISONS,
@@ -250,13 +250,21 @@ def _require_parsers(sampler: PathSampler) -> None:
                     "gate there.")
 
 
-def _path_run(request: pytest.FixtureRequest, sampler: PathSampler, run: PathRun) -> PathRun:
+def _path_run(request: pytest.FixtureRequest, sampler: PathSampler, run: PathRun,
+              kind: str) -> PathRun:
     request.node.user_properties.append(
         ("specperf_server", json.dumps(sampler.server.to_dict(), default=str)))
     # The paths' measurements stay in the record's paths, never among the case's own: their
     # samples are not the ones the case's verdict judged (one case id, one measurement).
     request.node.user_properties.append(("specperf_paths", json.dumps(run.to_dict(),
                                                                       default=str)))
+    # A comparison the server's figures cannot make is the test's error (infrastructure),
+    # decided here in its setup, never its failure (README "The verdict contract").
+    checks = PathChecks(request)
+    verdict = checks.verdict(kind, run)
+    if verdict.status == UNMEASURED:
+        checks.record(verdict)
+        raise UnmeasuredComparison(verdict.message)
     return run
 
 
@@ -266,7 +274,8 @@ def parser_paths(request: pytest.FixtureRequest, perf_case: Case,
     """The case on the native route and the chat route with the parsers, interleaved."""
     _require_parsers(path_sampler)
     pair = parser_pair(path_sampler.server.api, path_sampler.parsers)
-    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair))
+    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair),
+                     "parser")
 
 
 @pytest.fixture
@@ -275,7 +284,8 @@ def chat_stream_paths(request: pytest.FixtureRequest, perf_case: Case,
     """The case streamed on the native route and on the chat route with the parsers."""
     _require_parsers(path_sampler)
     pair = parser_pair(path_sampler.server.api, path_sampler.parsers, stream=True)
-    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair))
+    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair),
+                     "chat_stream")
 
 
 @pytest.fixture
@@ -283,7 +293,8 @@ def stream_paths(request: pytest.FixtureRequest, perf_case: Case,
                  path_sampler: PathSampler) -> PathRun:
     """The case on the native route, unstreamed and streamed, interleaved."""
     pair = stream_pair(path_sampler.server.api)
-    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair))
+    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair),
+                     "stream")
 
 
 @pytest.fixture
@@ -301,30 +312,38 @@ class PathChecks:
 
     def parser(self, run: PathRun) -> None:
         """Chat route with parsers vs native route: tok/s and step time within tolerance."""
-        native, chat = (run.figures(p.name) for p in run.paths)
-        self._conclude(judge_parser(f"{run.case.id}{COMPARISONS[0]}", native, chat, run.parsers,
-                                    self._tolerances(run), run.case.output_tokens))
+        self._conclude(self.verdict("parser", run))
 
     def chat_stream(self, run: PathRun) -> None:
         """Chat stream with parsers vs native stream on the same transport."""
-        native, chat = (run.figures(p.name) for p in run.paths)
-        self._conclude(judge_chat_stream(f"{run.case.id}{COMPARISONS[1]}", native,
-                                         chat, run.parsers, self._tolerances(run),
-                                         run.case.output_tokens))
+        self._conclude(self.verdict("chat_stream", run))
 
     def stream(self, run: PathRun) -> None:
         """Stream vs non-stream: the server's decode must not slow; transport is labelled."""
-        plain, stream = (run.figures(p.name) for p in run.paths)
-        self._conclude(judge_stream(f"{run.case.id}{COMPARISONS[2]}", plain, stream,
-                                    self._tolerances(run)))
+        self._conclude(self.verdict("stream", run))
+
+    def verdict(self, kind: str, run: PathRun) -> Verdict:
+        """The comparison ``kind`` ("parser", "chat_stream", "stream") of ``run``'s paths."""
+        first, second = (run.figures(p.name) for p in run.paths)
+        tolerances = self._tolerances(run)
+        if kind == "parser":
+            return judge_parser(f"{run.case.id}{COMPARISONS[0]}", first, second, run.parsers,
+                                tolerances, run.case.output_tokens)
+        if kind == "chat_stream":
+            return judge_chat_stream(f"{run.case.id}{COMPARISONS[1]}", first, second,
+                                     run.parsers, tolerances, run.case.output_tokens)
+        return judge_stream(f"{run.case.id}{COMPARISONS[2]}", first, second, tolerances)
+
+    def record(self, verdict: Verdict) -> None:
+        self.request.node.user_properties.append(
+            ("specperf_verdict", json.dumps(self.state.verdict_dict(verdict), default=str)))
 
     def _tolerances(self, run: PathRun) -> dict[str, float]:
         return self.state.tolerances_for(run.case, _marker_tolerances(self.request))
 
     def _conclude(self, verdict: Verdict) -> None:
-        self.request.node.user_properties.append(
-            ("specperf_verdict", json.dumps(self.state.verdict_dict(verdict), default=str)))
-        # A comparison that could not be measured is never a pass.
+        self.record(verdict)
+        # A comparison that could not be measured is never a pass (its fixture errors first).
         message = verdict.fails() or (verdict.message if verdict.status == UNMEASURED else None)
         if message:
             pytest.fail(message, pytrace=False)

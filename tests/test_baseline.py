@@ -89,7 +89,7 @@ def test_from_run_summarises_the_measurements() -> None:
     stored = base.cases["padding-ctx13"]
     assert stored.metrics["tok_s"].median == pytest.approx(600 / 4.3)
     assert stored.metrics["tok_s"].n == 3
-    assert set(stored.metrics) == {"tok_s", "decode_tok_s", "step_ms", "avg_commit"}
+    assert set(stored.metrics) == {"tok_s", "decode_tok_s", "step_ms", "avg_commit", "ttft_ms"}
     assert base.created.endswith("Z") and base.version == 3 and base.simulated
 
 

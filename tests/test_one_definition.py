@@ -245,7 +245,7 @@ def test_tolerance_markers_closest_wins_and_a_bad_one_names_the_test():
         _marker_tolerances(_request({"tok": 0.1}))
     assert str(err.value) == (
         "perf/test_x.py::test_case[padding-ctx13]: tolerance(tok=0.1) names no tolerance: "
-        "expected one of avg_commit, decode_tok_s, slope, step_ms, tok_s as "
+        "expected one of avg_commit, decode_tok_s, slope, step_ms, tok_s, ttft_ms as "
         "'tolerance(metric=fraction)', e.g. tolerance(step_ms=0.15).")
     with pytest.raises(ConfigError, match=r"tolerance\(step_ms=15\) is not valid"):
         _marker_tolerances(_request({"step_ms": 15}))

@@ -59,7 +59,7 @@ def test_a_bad_environment_variable_names_itself(pytester, monkeypatch):
 @pytest.mark.parametrize(("ini_name", "ini_text", "message"), [
     ("pytest.ini", "[pytest]\nspecperf_tolerances = step_ms = 0.15, tok = 0.1\n",
      "ERROR: ini specperf_tolerances: 'tok = 0.1' names no tolerance: expected one of "
-     "avg_commit, decode_tok_s, slope, step_ms, tok_s as 'metric = fraction', e.g. "
+     "avg_commit, decode_tok_s, slope, step_ms, tok_s, ttft_ms as 'metric = fraction', e.g. "
      "step_ms = 0.15."),
     ("pyproject.toml", '[tool.pytest.ini_options]\nspecperf_tolerances = ["step_ms = 15"]\n',
      "ERROR: ini specperf_tolerances: 'step_ms = 15' is not valid: expected 'metric = "
@@ -124,7 +124,7 @@ def test_tolerances_cli_beats_env_beats_ini_each_replacing_the_whole_value():
 @pytest.mark.parametrize(("cli", "env", "message"), [
     ({"tolerances": "step_ms=0.15,tok=0.1"}, {},
      "--tolerances: 'tok=0.1' names no tolerance: expected one of avg_commit, decode_tok_s, "
-     "slope, step_ms, tok_s as 'metric = fraction', e.g. step_ms = 0.15."),
+     "slope, step_ms, tok_s, ttft_ms as 'metric = fraction', e.g. step_ms = 0.15."),
     ({}, {"SPECPERF_TOLERANCES": "step_ms=15"},
      "SPECPERF_TOLERANCES: 'step_ms=15' is not valid: expected 'metric = fraction' with a "
      "fraction in (0, 1], e.g. step_ms = 0.15 for 15%."),
@@ -185,7 +185,7 @@ def test_help_shows_the_verdict_contract_options_with_their_env_and_ini(pytester
 
 def test_the_sweep_effect_must_lie_above_the_sweep_tolerance():
     s = resolve({}, {}, {})
-    assert (s.sweep_tolerance, s.sweep_effect, s.acceptance_mode) == (0.03, 0.05, "tolerance")
+    assert (s.sweep_tolerance, s.sweep_effect, s.acceptance_mode) == (0.02, 0.05, "tolerance")
     with pytest.raises(ConfigError) as err:
         resolve({"sweep_tolerance": "0.05"}, {"SPECPERF_SWEEP_EFFECT": "0.04"}, {})
     assert str(err.value) == ("SPECPERF_SWEEP_EFFECT = 0.04 is not above --sweep-tolerance = "

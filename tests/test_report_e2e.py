@@ -168,6 +168,11 @@ def test_regression_report_in_headlesschromium(scenario, tmp_path):
     rows = re.findall(r'<tr class="case" data-case="([^"]+)"', dom)
     assert sorted(rows) == sorted(run.doc["measurements"])
     figures = dom.split('<figure class="plot"')[1:]
+    # acceptance per draft position, one per case (judge/positions.py), after the three plots
+    shapes = [f for f in figures if f.startswith(' data-plot="positions"')]
+    assert len(shapes) == len(run.doc["measurements"])
+    assert all(">draft position</text>" in f and "<svg" in f for f in shapes)
+    figures = [f for f in figures if f not in shapes]
     assert len(figures) == 3
     for fig in figures:
         body = fig.split("</figure>")[0]

@@ -201,7 +201,7 @@ def test_unknown_tolerance_names_the_accepted_keys() -> None:
         check_tolerance("tok", 0.1, "marker tolerance(tok=0.1)", form="tolerance(metric=x)",
                         example="tolerance(step_ms=0.15)")
     assert str(info.value) == ("marker tolerance(tok=0.1) names no tolerance: expected one of "
-                               "avg_commit, decode_tok_s, slope, step_ms, tok_s as "
+                               "avg_commit, decode_tok_s, slope, step_ms, tok_s, ttft_ms as "
                                "'tolerance(metric=x)', e.g. tolerance(step_ms=0.15).")
 
 

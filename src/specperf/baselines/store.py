@@ -28,6 +28,7 @@ from ..core.stats import Summary
 from ..measure import determinism
 from ..measure.lock import write_lock
 from ..measure.loop import METRICS, Measurement, sample_values
+from ..servers import acceptance
 from ..settings.hints import perf_command
 
 SCHEMA_VERSION = 1
@@ -58,6 +59,10 @@ class CaseBaseline:
     # Each metric's per-request values (files written before they were stored have none):
     # the sweep test compares means of logs, whose error is a mean's, not a median's.
     values: dict[str, list[float]] = field(default_factory=dict)
+    # Acceptance per draft position (mean conditional rate, index 0 = position 1) and avg
+    # commit per 100 output tokens (judge/positions.py); empty where the server reports none.
+    positions: list[float | None] = field(default_factory=list)
+    along: list[float | None] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -78,6 +83,10 @@ class CaseBaseline:
             out["prompts"] = {str(k): r.to_dict() for k, r in sorted(self.prompts.items())}
         if self.deterministic is not None:
             out["deterministic"] = self.deterministic
+        if self.positions:
+            out["acceptance_positions"] = _rounded(self.positions)
+        if self.along:
+            out["commit_along"] = _rounded(self.along)
         return out
 
 
@@ -112,7 +121,8 @@ class Baseline:
                                          m.case.output_tokens, m.summaries(), {},
                                          determinism.records(m.samples) if prompt_seed else {},
                                          determinism.deterministic(m.samples),
-                                         sample_values(m.measured))
+                                         sample_values(m.measured),
+                                         *acceptance.case_shape(s.raw for s in m.measured))
                  for m in measurements}
         created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         return cls(deployment, version, created, suite_version, git_revision, dict(fingerprint),
@@ -202,10 +212,20 @@ class _Reader:
             self.prompts(data.get("prompts", {}), f"{where}.prompts"),
             self.get(data, "deterministic", bool, where) if "deterministic" in data else None,
             {m: self.values(s, f"{where}.metrics.{m}") for m, s in metrics.items()
-             if isinstance(s, dict) and "values" in s})
+             if isinstance(s, dict) and "values" in s},
+            self.rates(data.get("acceptance_positions", []), f"{where}.acceptance_positions"),
+            self.rates(data.get("commit_along", []), f"{where}.commit_along"))
         if case.id != case_id:
             raise self.fail(where, f"describes case {case.id}, not {case_id}")
         return case
+
+    def rates(self, data: Any, where: str) -> list[float | None]:
+        """A list of rates or nulls (an acceptance shape, judge/positions.py)."""
+        if not isinstance(data, list) or not all(
+                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                for v in data):
+            raise self.fail(where, f"should be a list of numbers or nulls, found {data!r:.80}")
+        return [None if v is None else float(v) for v in data]
 
     def prompts(self, data: Any, where: str) -> dict[int, determinism.PromptRecord]:
         if not isinstance(data, dict):
@@ -270,6 +290,10 @@ class _Reader:
                 raise self.fail(f"{where}.{key}", f"is {value:g}, outside (0, 1]")
             out[key] = value
         return out
+
+
+def _rounded(values: Sequence[float | None]) -> list[float | None]:
+    return [None if v is None else round(v, 4) for v in values]
 
 
 def _as_tuple(kind: type | tuple[type, ...]) -> tuple[type, ...]:

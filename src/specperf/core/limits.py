@@ -17,12 +17,22 @@ from .errors import ConfigError
 
 DEFAULT_TOLERANCES: dict[str, float] = {
     "tok_s": 0.10, "avg_commit": 0.10, "step_ms": 0.10, "decode_tok_s": 0.10, "slope": 0.15,
+    # Prefill (time to first token) is one short burst per request: noisier than a step
+    # time averaged over hundreds of steps, so its band is wider (README: tolerances).
+    "ttft_ms": 0.25,
 }
-DIRECTION: dict[str, int] = {"tok_s": +1, "avg_commit": +1, "decode_tok_s": +1, "step_ms": -1}
+DIRECTION: dict[str, int] = {"tok_s": +1, "avg_commit": +1, "decode_tok_s": +1, "step_ms": -1,
+                             "ttft_ms": -1}
 LABELS: dict[str, str] = {
     "tok_s": "tok/s", "decode_tok_s": "decode tok/s", "avg_commit": "avg commit",
-    "step_ms": "step time",
+    "step_ms": "step time", "ttft_ms": "prefill (TTFT)",
 }
+# The metrics in milliseconds: their values carry the unit in every sentence.
+MS_METRICS = ("step_ms", "ttft_ms")
+# The smallest move that counts, in the metric's unit, whatever its relative size: a tiny
+# prompt's prefill takes a few ms, which a loaded host's timer jitter doubles. A move inside
+# it is a pass, and a median inside it cannot regress, so its spread decides no repeats.
+FLOOR: dict[str, float] = {"ttft_ms": 10.0}
 
 # Skip reasons that start with this are about the deployment, not a failed measurement:
 # the gate counts such a case as fine (no parser deployed → no parser case to judge).
@@ -54,14 +64,14 @@ def format_value(metric: str, value: float) -> str:
     """A metric value at the precision people compare it at (ms carries its unit)."""
     if metric == "avg_commit":
         return f"{value:.2f}"
-    if metric == "step_ms":
+    if metric in MS_METRICS:
         return f"{value:.1f}" if abs(value) < 10 else f"{value:.0f}"
     return f"{value:.1f}"
 
 
 def format_move(metric: str, base: float, new: float) -> str:
     """'step time 144 → 148 ms' — label, both values and unit."""
-    unit = " ms" if metric == "step_ms" else ""
+    unit = " ms" if metric in MS_METRICS else ""
     return (f"{LABELS.get(metric, metric)} {format_value(metric, base)} {ARROW} "
             f"{format_value(metric, new)}{unit}")
 
@@ -113,6 +123,7 @@ class Move:
     tolerance: float
     label: str = ""  # default: the metric's name in LABELS
     unit: str | None = None  # default: " ms" for step time, none otherwise
+    floor: float = 0.0  # FLOOR: a move smaller than this (in the metric's unit) is a pass
 
     @property
     def direction(self) -> int:
@@ -130,6 +141,8 @@ class Move:
     @property
     def status(self) -> str:
         """The contract's status of this move, a point estimate (:mod:`specperf.core.contract`)."""
+        if abs(self.new - self.base) < self.floor:
+            return contract.PASS
         return contract.status(contract.Change(self.change), self.direction, self.tolerance)
 
     @property
@@ -150,7 +163,7 @@ class Move:
         extra = f", limit {format_limit(self.metric, self.tolerance)}" if limit else \
             (", within noise" if noise and self.noise else "")
         name = self.label or LABELS.get(self.metric, self.metric)
-        unit = self.unit if self.unit is not None else (" ms" if self.metric == "step_ms"
+        unit = self.unit if self.unit is not None else (" ms" if self.metric in MS_METRICS
                                                          else "")
         return (f"{name} {format_value(self.metric, self.base)} {ARROW} "
                 f"{format_value(self.metric, self.new)}{unit}{vs} "

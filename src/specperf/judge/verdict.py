@@ -25,6 +25,7 @@ from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import (
     ARROW,
     DIRECTION,
+    FLOOR,
     Move,
     format_move,
     format_percent,
@@ -33,6 +34,7 @@ from ..core.limits import (
 )
 from ..core.model import Attribution, ContextFit, attribute, predict_tok_s, rel_se, rest_ratio, t95
 from ..core.stats import Summary
+from . import positions
 
 if TYPE_CHECKING:  # baseline imports this module's tables, so only a type-time import here
     from ..baselines.store import CaseBaseline
@@ -48,6 +50,8 @@ UNEXPLAINED_SHARE = 0.5
 
 ACCEPTANCE_HINT = "acceptance regression: check the drafter and the text"
 STEP_HINT = "step-time regression: check the kernels, attention backend and KV cache"
+PREFILL_HINT = ("prefill regression: check prompt processing (the batch size, e.g. llama.cpp "
+                "-ub; chunked prefill; the prefix and attention kernels)")
 REFRESH_HINT = "refresh it with --update-baselines if this is intended"
 
 Details = dict[str, dict[str, float]]
@@ -86,8 +90,17 @@ def _change(base: float, new: float) -> float:
 
 
 def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
-               tolerances: Mapping[str, float]) -> Verdict:
-    """Compare one case's medians with its baseline; tolerances are the resolved layers."""
+               tolerances: Mapping[str, float], shape: positions.Shape | None = None,
+               pinned: bool = False) -> Verdict:
+    """Compare one case's medians with its baseline; tolerances are the resolved layers.
+    ``shape``: the case's acceptance per draft position and along the output, whose changes
+    the verdict then locates (positions.py). ``pinned``: the server's acceptance is
+    synthetic (servers/pinned.py), so only what does not depend on it is judged."""
+    if pinned:
+        return _judge_pinned(case_id, _moves(current, base, tolerances))
+    if shape is not None:
+        return positions.annotate(judge_case(case_id, current, base, tolerances), shape,
+                                  current, base, tolerances)
     moves = _moves(current, base, tolerances)
     details = {m: mv.detail() for m, mv in moves.items()}
     if not moves:
@@ -95,23 +108,61 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
                        f"{case_id}: the baseline has no metric this run measured, so "
                        f"nothing can be compared — write a new version with --update-baselines.")
     attribution = _attribution(moves)
-    broken = [m for m in ("tok_s", "decode_tok_s", "avg_commit", "step_ms")
+    broken = [m for m in ("tok_s", "decode_tok_s", "avg_commit", "step_ms", "ttft_ms")
               if m in moves and moves[m].regressed]
     if broken:
-        message = _regression_message(moves, broken[0], attribution)
+        message = _regression_message(moves, broken[0], attribution, base.output_tokens)
         return Verdict(case_id, REGRESSION, message, attribution, details)
     summary = _pass_summary(moves)
+    unjudged = _prefill_unjudged(current, moves)
     if any(mv.improved for mv in moves.values()):
-        faster = any(moves[m].improved for m in ("tok_s", "decode_tok_s", "step_ms") if m in moves)
+        faster = any(moves[m].improved for m in ("tok_s", "decode_tok_s", "step_ms", "ttft_ms")
+                     if m in moves)
         word = "faster" if faster else "better"
-        message = f"{summary} — {word} than the baseline: {REFRESH_HINT}."
+        message = f"{summary} — {word} than the baseline: {REFRESH_HINT}{unjudged}."
         return Verdict(case_id, IMPROVED, message, attribution, details)
-    return Verdict(case_id, PASS, f"{summary} — within tolerance.", attribution, details)
+    return Verdict(case_id, PASS, f"{summary} — within tolerance{unjudged}.", attribution,
+                   details)
+
+
+PINNED_REASON = ("acceptance not judged: it is pinned (synthetic) on the server, so avg commit, "
+                 "tok/s and decode tok/s say nothing about the deployment")
+# What pinned acceptance leaves to judge: one verify pass, and prefill.
+PINNED_METRICS = ("step_ms", "ttft_ms")
+
+
+def _judge_pinned(case_id: str, all_moves: Mapping[str, Move]) -> Verdict:
+    """A case on a server with pinned acceptance: step time and prefill only."""
+    moves = {m: all_moves[m] for m in PINNED_METRICS if m in all_moves}
+    details = {m: mv.detail() for m, mv in moves.items()}
+    if not moves:
+        return Verdict(case_id, "no-baseline", f"{case_id}: the baseline has no step time to "
+                       f"compare and {PINNED_REASON} — write a new version with "
+                       f"--update-baselines.")
+    broken = [m for m in PINNED_METRICS if m in moves and moves[m].regressed]
+    if broken:
+        return Verdict(case_id, REGRESSION, f"{moves[broken[0]].text(limit=True)} — "
+                       f"{_HINTS[broken[0]]}; {PINNED_REASON}.", None, details)
+    summary = "; ".join(moves[m].text(limit=True) for m in moves)
+    if any(mv.improved for mv in moves.values()):
+        return Verdict(case_id, IMPROVED, f"{summary} — faster than the baseline: "
+                       f"{REFRESH_HINT}; {PINNED_REASON}.", None, details)
+    return Verdict(case_id, PASS, f"{summary} — within tolerance; {PINNED_REASON}.", None,
+                   details)
+
+
+def _prefill_unjudged(current: Mapping[str, Summary], moves: Mapping[str, Move]) -> str:
+    """The note for a run that measured prefill against a baseline written without it."""
+    if "ttft_ms" not in current or "ttft_ms" in moves:
+        return ""
+    return ("; prefill (TTFT) not judged: not in the baseline — write a new version with "
+            "--update-baselines to judge it")
 
 
 def _moves(current: Mapping[str, Summary], base: CaseBaseline,
            tolerances: Mapping[str, float]) -> dict[str, Move]:
-    return {m: Move(m, base.metrics[m].median, current[m].median, tolerance(tolerances, m))
+    return {m: Move(m, base.metrics[m].median, current[m].median, tolerance(tolerances, m),
+                    floor=FLOOR.get(m, 0.0))
             for m in DIRECTION if m in current and m in base.metrics and base.metrics[m].median}
 
 
@@ -129,21 +180,71 @@ def _pass_summary(moves: Mapping[str, Move]) -> str:
     if "tok_s" in moves:
         parts.append(moves["tok_s"].text(limit=True))
     parts += [format_move(m, moves[m].base, moves[m].new)
-              for m in ("avg_commit", "step_ms") if m in moves]
+              for m in ("avg_commit", "step_ms", "ttft_ms") if m in moves]
     return "; ".join(parts)
 
 
+_HINTS = {"avg_commit": ACCEPTANCE_HINT, "step_ms": STEP_HINT, "ttft_ms": PREFILL_HINT}
+
+
 def _regression_message(moves: Mapping[str, Move], first: str,
-                        attribution: Attribution | None) -> str:
+                        attribution: Attribution | None, output_tokens: int = 0) -> str:
     head = moves[first].text(limit=True)
-    if first in ("avg_commit", "step_ms"):
-        hint = ACCEPTANCE_HINT if first == "avg_commit" else STEP_HINT
-        return f"{head}{_while_tok_s(moves)} — {hint}."
+    if first in _HINTS:
+        return f"{head}{_while_tok_s(moves)} — {_HINTS[first]}."
     ratio_attr = attribution if first == "tok_s" else _decode_attribution(moves)
     if ratio_attr is None or "avg_commit" not in moves or "step_ms" not in moves:
         return (f"{head} — acceptance or step time was not measured, so the drop cannot be "
                 f"attributed: check the acceptance source.")
+    # Decode tok/s has no prefill in it; tok/s does (one prefill per request).
+    prefill = _prefill_share(moves, output_tokens) if first == "tok_s" else None
+    if prefill is not None and prefill[1] >= SECONDARY_SHARE:
+        return f"{head}: {_prefill_clause(moves, ratio_attr, *prefill)}"
     return f"{head}: {_cause_clause(moves['avg_commit'], moves['step_ms'], ratio_attr)}"
+
+
+def _prefill_share(moves: Mapping[str, Move], output_tokens: int) -> tuple[Move, float] | None:
+    """The prefill move and its share of the tok/s change: the log change that prefill's
+    extra milliseconds alone make to the baseline's request time N / tok/s."""
+    prefill, tok = moves.get("ttft_ms"), moves["tok_s"]
+    if prefill is None or output_tokens <= 0 or tok.base <= 0 or tok.new <= 0:
+        return None
+    total = math.log(tok.new / tok.base)
+    wall_ms = 1000.0 * output_tokens / tok.base
+    extra = prefill.new - prefill.base
+    if total == 0 or wall_ms + extra <= 0:
+        return None
+    return prefill, -math.log1p(extra / wall_ms) / total
+
+
+def _prefill_clause(moves: Mapping[str, Move], attr: Attribution, prefill: Move,
+                    share: float) -> str:
+    """What explains a tok/s drop that prefill carries at least a secondary share of."""
+    commit, step = moves["avg_commit"], moves["step_ms"]
+    acc, stp = attr.share("acceptance"), attr.share("step")
+    rest = attr.share("rest") - share
+    if rest >= UNEXPLAINED_SHARE:
+        return (f"{commit.text(noise=True)}; {step.text(noise=True)}; {prefill.text()} "
+                f"explains {share:.0%} — the rest is neither acceptance, step time nor "
+                f"prefill (transport or client overhead?).")
+    if max(acc, stp) < SECONDARY_SHARE:
+        return (f"{prefill.text()} explains it; {commit.text(noise=True)}; "
+                f"{step.text(noise=True)} — {PREFILL_HINT}.")
+    # Acceptance and step time act on the decode part only; their log shares assume the
+    # whole request decodes, so scale them into what prefill leaves.
+    scale = min(1.0, (1.0 - share) / (acc + stp)) if acc + stp > 0 else 1.0
+    named = [(n, m, s * scale) for n, m, s in (("acceptance", commit, acc),
+                                                ("step time", step, stp))
+             if s >= SECONDARY_SHARE]
+    moved = ", ".join(m.text() for _, m, _ in named)
+    shares = ", ".join(f"{n} {s:.0%}" for n, _, s in named)
+    then = " and ".join(_CHECKS[n] for n, _, _ in named)
+    return (f"{moved} and {prefill.text()} moved together ({shares}, prefill {share:.0%} of "
+            f"the drop) — {PREFILL_HINT}; then check {then}.")
+
+
+_CHECKS = {"acceptance": "the drafter and the text",
+           "step time": "the kernels, attention backend and KV cache"}
 
 
 def _while_tok_s(moves: Mapping[str, Move]) -> str:
@@ -253,7 +354,7 @@ def _undetermined(text_class: str, margin: float, band: float, se_new: float, se
         return (f"the baseline's slope is too uncertain (±{se_old:.1f} ms per 1k) to judge "
                 f"against a {band:.1f} ms band, so it is neither a pass nor a fail — write a "
                 f"baseline with more repeats over the default contexts: pytest perf_tests -m "
-                f"context_scaling --update-baselines --baseline-repeats 10")
+                f"context_scaling --update-baselines --baseline-repeats 20")
     wanted = _wider(contexts, margin / band)
     listed = ",".join(str(c) for c in contexts)
     return (f"contexts {listed} lie too close together to determine the slope (±{margin:.1f} "

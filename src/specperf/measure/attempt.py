@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core.errors import IgnoreEosNotHonoured, MalformedResponse
 from ..plan.workload import Case
-from ..servers import routes
+from ..servers import acceptance, routes, vllm
 from ..servers.acceptance import MetricsSnapshot
 from ..servers.routes import Completion, RouteOptions
 from .sample import StepFigures, check_possible
@@ -147,3 +147,29 @@ def _check_prompt(case: Case, request: Request, comp: Completion, *, calibrated:
         raise MalformedResponse(
             f"{where}: the prompt was built to {case.context} tokens but the server "
             f"counted {comp.prompt_tokens}: its tokenizer and /tokenize disagree.")
+
+
+def acceptance_shape(reply: Reply, where: str) -> dict[str, Any]:
+    """Acceptance per draft position and along the output of one reply, as ``Sample.raw``
+    fields (``accepted_per_pos``, ``drafts``, ``positions_from``; ``commit_along``,
+    ``along_from``), from what the reply already carries, so no request is added.
+
+    Positions: the response's own accept histogram (SGLang ``spec_correct_drafts_histogram``,
+    vLLM ``acceptance_histogram``), else the per-position counters of the traffic guard's
+    /metrics bracket (llama.cpp, vLLM), trusted only when the attempt was not retried. Along
+    the output: vLLM's ``per_step_accepted``; SGLang sends its spec fields on the finished
+    response only (tokenizer_manager.py ``_calculate_spec_decoding_metrics``, called when the
+    request finished) and llama.cpp only totals, so they have no curve.
+    """
+    comp = reply.comp
+    spec = vllm.spec_of(comp)
+    counts = acceptance.positions_from_histogram(comp.histogram, "accept histogram", where) \
+        if comp.histogram else vllm.positions_of(spec, where)
+    if counts is None and reply.retries == 0:
+        counts = acceptance.positions_from_metrics(reply.before_text, reply.after_text, where)
+    out: dict[str, Any] = counts.raw() if counts is not None else {}
+    commits = vllm.step_commits(spec)
+    if commits is not None:
+        out.update(commit_along=[round(v, 4) for v in acceptance.commit_along(commits)],
+                   along_from="per_step_accepted")
+    return out

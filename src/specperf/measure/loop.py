@@ -18,7 +18,7 @@ from ..servers.client import Client, TimeoutPolicy
 from ..servers.probe import ServerInfo
 from ..servers.routes import Completion
 from . import determinism, guard
-from .attempt import ReadTiming, Reply, Request, Timing, validate
+from .attempt import ReadTiming, Reply, Request, Timing, acceptance_shape, validate
 from .repeats import RepeatDecision, decide_repeats
 from .sample import (  # re-exported: measure is where the loop's data was always imported from
     METRICS,
@@ -170,6 +170,7 @@ class Measurer:
             acceptance_source=got.acceptance_source, finish_reason=comp.finish,
             retries=retries, raw={"wall_s_unscaled": wall_s,
                                   **limit_raw(self.server.fingerprint), **got.raw, **checks,
+                                  **acceptance_shape(reply, request.where(case)),
                                   **(used.raw(comp.text, comp.ids) if used else {})})
 
     def _after(self, before: MetricsSnapshot | None, request: Request, comp: Completion,

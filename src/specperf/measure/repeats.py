@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..core.limits import DIRECTION, LABELS, tolerance
+from ..core.limits import DIRECTION, FLOOR, LABELS, tolerance
 from ..core.stats import (
     MAD_TO_SIGMA,
     MEDIAN_SE_FACTOR,
@@ -69,7 +69,10 @@ def decide_repeats(values: Mapping[str, Sequence[float]], base: Reference | None
     n = min((len(v) for v in values.values() if v), default=0)
     if n < min_repeats:
         return RepeatDecision("more", f"{n} of at least {min_repeats} repeats taken.")
-    summaries = {m: summarize(v) for m, v in values.items() if v}
+    # A median inside its metric's floor (core.limits.FLOOR: a tiny prompt's prefill) cannot
+    # regress, so its spread and margin decide nothing.
+    summaries = {m: s for m, v in values.items()
+                 if v and (s := summarize(v)).median >= FLOOR.get(m, 0.0)}
     noisy = _noisy(summaries, n, max_repeats, max_spread)
     if noisy is not None:
         return noisy

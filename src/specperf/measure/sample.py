@@ -15,7 +15,7 @@ from ..plan.workload import Case
 from ..servers.fingerprint import LIMIT_FROM_KEY, LIMIT_KEY, step_limit
 
 # The metrics every measurement summarises (results.json and baselines use these names).
-METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
+METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit", "ttft_ms")
 
 
 @dataclass(frozen=True)
@@ -176,6 +176,11 @@ class Sample:
         if not self.decode_s:
             return None
         return (self.completion_tokens - 1) / self.decode_s
+
+    @property
+    def ttft_ms(self) -> float | None:
+        """Time to first token (prefill, the first token included), in milliseconds."""
+        return None if self.ttft_s is None else 1000.0 * self.ttft_s
 
     def metric(self, name: str) -> float | None:
         value: float | None = getattr(self, name)

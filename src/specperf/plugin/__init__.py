@@ -29,6 +29,12 @@ from ..settings import endpoints
 from ..settings.config import OPTIONS, Settings, for_baseline, resolve
 from ..views import summary
 from . import reporting
+from .burstfixtures import (  # noqa: F401  (the concurrency test's fixtures)
+    BurstPlugin,
+    concurrency_level,
+    concurrency_levels,
+    specperf_concurrency,
+)
 from .fixtures import (  # noqa: F401  (fixtures are registered by being importable here)
     FLEET_REQUEST,
     STATE,
@@ -53,6 +59,8 @@ from .sweepfixtures import specperf_sweep  # noqa: F401  (the sweep-level test's
 
 MARKERS = (
     "context_scaling: step time and acceptance across context lengths (the main job)",
+    "concurrency_scaling: tok/s per user and aggregate, acceptance and step time across "
+    "concurrency levels (bursts of C concurrent requests)",
     "text_class: acceptance per text class at equal context",
     "smoke: the short deploy-gate subset",
     "parser: the chat route with reasoning and tool-call parsers engaged",
@@ -135,6 +143,8 @@ def pytest_configure(config: pytest.Config) -> None:
             "--update-baselines needs the whole sweep in one process: run it without -n "
             "(pytest-xdist), so one run writes one complete baseline.")
     config.pluginmanager.register(summary.Collector(), summary.COLLECTOR_NAME)
+    if not fleet:
+        config.pluginmanager.register(BurstPlugin(config), "specperf-bursts")
     if fleet:  # one report over every endpoint, written by the fleet plugin
         return
     config.pluginmanager.register(reporting.ReportPlugin(config), "specperf-report")
@@ -331,6 +341,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
     # The footer (e.g. "baseline NOT updated: …") is shown even when nothing was measured;
     # a run of path tests alone has verdicts (paths keep their own measurements) to show.
     lines = (summary.render(collected, state.settings)
-             if collected.measurements or collected.verdicts else collected.footer)
+             if collected.measurements or collected.verdicts or collected.concurrency
+             else collected.footer)
     for line in lines:
         terminalreporter.write_line(line)

@@ -133,7 +133,7 @@ def endpoint_document(run: results.RunInfo, state: RunState, found: summary.Coll
         run, server=found.server, measurements=found.measurements, verdicts=found.verdicts,
         outcomes=found.outcomes, errors=dict(errors),
         baseline=judged_baseline(state, found.server), paths=found.paths,
-        partial=found.partials)
+        partial=found.partials, concurrency=found.concurrency)
     doc["interrupted"] = interrupted
     doc["run"] = runkind.classify(
         ab=state.settings.compare_endpoint is not None, interrupted=interrupted,

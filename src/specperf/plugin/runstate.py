@@ -19,6 +19,7 @@ from ..core.limits import DEFAULT_TOLERANCES
 from ..core.model import ContextFit
 from ..judge import exact
 from ..judge.ab import Comparison, measure_pair, pair_decider
+from ..judge.positions import Shape
 from ..judge.verdict import NotJudged, Verdict, judge_case, judge_fit
 from ..measure.lock import LockMode
 from ..measure.loop import Measurement, Sample, context_fit
@@ -28,7 +29,7 @@ from ..plan import digest
 from ..plan.reuse import PromptPlan
 from ..plan.workload import Case, Prompt, TextClass, plan, select_classes
 from ..servers import routes
-from ..servers.fingerprint import deployment_name, fingerprint_differences
+from ..servers.fingerprint import deployment_name, fingerprint_differences, pinned_flags
 from ..settings.config import Settings
 from ..settings.hints import create_hint, update_command
 
@@ -365,13 +366,20 @@ class RunState:
     def judge(self, measured: Measurement, base: CaseBaseline,
               marker: Mapping[str, float]) -> list[Verdict]:
         tolerances = self.tolerances_for(measured.case, marker)
-        verdict = judge_case(measured.case.id, measured.summaries(), base, tolerances)
+        pinned = self.acceptance_pinned()
+        verdict = judge_case(measured.case.id, measured.summaries(), base, tolerances,
+                             Shape.of(s.raw for s in measured.measured), pinned=pinned)
         if self.comparison is not None:
             verdict = self.comparison.label(verdict)
-        else:
+        elif not pinned:  # a synthetic acceptance is not compared, exactly or otherwise
             verdict = self._with_exact(measured, base, verdict)
         self.verdicts.append(verdict)
         return [verdict]
+
+    def acceptance_pinned(self) -> bool:
+        """Whether the probed server's acceptance is synthetic (servers/pinned.py)."""
+        server = self.session.server if self.session is not None else None
+        return server is not None and pinned_flags(server.fingerprint) is not None
 
     def class_fit(self, text_class: str) -> ContextFit | None:
         return context_fit(self.measure(case, self.tolerances_for(case, {}))

@@ -26,6 +26,7 @@ from ..core.limits import DEFAULT_TOLERANCES
 from ..core.model import ContextFit, fit_repeats, predict_tok_s
 from ..judge.verdict import base_rest, observe, reconcile
 from ..measure import sample
+from ..servers import acceptance
 from ..servers.fingerprint import fingerprint_differences
 
 SCHEMA_VERSION = 1
@@ -63,7 +64,8 @@ def build(run: RunInfo, *, server: Mapping[str, Any], measurements: Mapping[str,
           verdicts: list[dict[str, Any]], outcomes: Mapping[str, str],
           errors: Mapping[str, str], baseline: Baseline | None,
           paths: Sequence[Mapping[str, Any]] = (),
-          partial: Mapping[str, Any] | None = None) -> dict[str, Any]:
+          partial: Mapping[str, Any] | None = None,
+          concurrency: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The results document of one run (see results.schema.json).
 
     ``partial``: the samples of cases that errored or were interrupted before they were
@@ -89,8 +91,69 @@ def build(run: RunInfo, *, server: Mapping[str, Any], measurements: Mapping[str,
         "paths": [dict(p) for p in paths],
         "partial": {cid: dict(data) for cid, data in sorted((partial or {}).items())
                     if cid not in measurements},
+        "concurrency": concurrency_section(concurrency or {}),
+        "acceptance_shapes": acceptance_shapes(measurements, baseline),
     }
     return doc
+
+
+def acceptance_shapes(measurements: Mapping[str, Any],
+                      baseline: Baseline | None) -> dict[str, Any]:
+    """Per case: acceptance per draft position (mean conditional rate) and avg commit per
+    100 output tokens, this run's and the baseline's (judge/positions.py judges them), and
+    where they came from ("" when the server reports none)."""
+    out: dict[str, Any] = {}
+    for cid, data in sorted(measurements.items()):
+        raws = [s.get("raw") or {} for s in data.get("samples", []) if not s.get("warmup")]
+        positions, along = acceptance.case_shape(raws)
+        entry = baseline.cases.get(cid) if baseline is not None else None
+        out[cid] = {"positions": positions, "along": along,
+                    "base_positions": list(entry.positions) if entry else [],
+                    "base_along": list(entry.along) if entry else [],
+                    "positions_from": _first(raws, "positions_from"),
+                    "along_from": _first(raws, "along_from"),
+                    "along_tokens": acceptance.ALONG_TOKENS}
+    return out
+
+
+def _first(raws: Sequence[Mapping[str, Any]], key: str) -> str:
+    return next((str(r[key]) for r in raws if r.get(key)), "")
+
+
+def concurrency_section(levels: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The concurrency levels (measure/burst.py Level.to_dict) as rows, with how acceptance
+    and step time change against the lowest level, the fit of step time against batch size
+    and the GPU-seconds (Σ burst walls); None when no level was measured."""
+    if not levels:
+        return None
+    ordered = sorted(levels.values(), key=lambda d: d["concurrency"])
+    rows = [_level_row(d) for d in ordered]
+    first = rows[0]
+    for row in rows:
+        for key, metric in (("commit_vs_c1", "avg_commit"), ("step_vs_c1", "step_ms")):
+            row[key] = row[metric] / first[metric] - 1.0 \
+                if row[metric] is not None and first[metric] else None
+    points = [(float(d["concurrency"]), [float(s["step_ms"]) for b in d["bursts"]
+                                         if not b["warmup"] for s in b["samples"]
+                                         if s.get("step_ms") is not None]) for d in ordered]
+    fit = fit_repeats(points)
+    return {"case": ordered[0]["case"], "levels": rows,
+            "fit": None if fit is None else fit.to_dict(),
+            "gpu_s": sum(r["gpu_s"] for r in rows),
+            "bursts": {d["id"]: d["bursts"] for d in ordered}}
+
+
+def _level_row(data: Mapping[str, Any]) -> dict[str, Any]:
+    def med(metric: str) -> float | None:
+        entry = data["summaries"].get(metric)
+        return None if entry is None else float(entry["median"])
+
+    server = data.get("server_step_ms")
+    return {"id": data["id"], "concurrency": data["concurrency"], "tok_s": med("tok_s"),
+            "agg_tok_s": med("agg_tok_s"), "avg_commit": med("avg_commit"),
+            "step_ms": med("step_ms"), "decode_tok_s": med("decode_tok_s"),
+            "server_step_ms": None if server is None else float(server["median"]),
+            "summaries": data["summaries"], "gpu_s": float(data["gpu_s"])}
 
 
 def unexplained(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -104,7 +167,9 @@ def baseline_dict(base: Baseline) -> dict[str, Any]:
             "suite_version": base.suite_version, "git_revision": base.git_revision,
             "fingerprint": base.fingerprint, "simulated": base.simulated,
             "cases": {cid: {"output_tokens": c.output_tokens,
-                            "metrics": {m: s.to_dict() for m, s in c.metrics.items()}}
+                            "metrics": {m: s.to_dict() for m, s in c.metrics.items()},
+                            "acceptance_positions": list(c.positions),
+                            "commit_along": list(c.along)}
                       for cid, c in base.cases.items()},
             "fits": {tc: f.to_dict() for tc, f in base.fits.items()}}
 
@@ -164,9 +229,13 @@ def reconcile_rows(measurements: Mapping[str, Any], verdicts: list[dict[str, Any
         observed = observe(_repeat_values(data))
         if observed is None:
             continue
+        # The baseline's rest is its own: with its own prefill (older files have none: this
+        # run's), so a slower prefill is predicted, not called unexplained.
+        base_prefill = entry.metrics["ttft_ms"].median if "ttft_ms" in entry.metrics \
+            else prefill
         found = reconcile(cid, observed, fit, ctx, int(case["output_tokens"]),
                           limits.get(cid, DEFAULT_TOLERANCES["tok_s"]), prefill,
-                          base_rest(entry, int(case["output_tokens"]), prefill))
+                          base_rest(entry, int(case["output_tokens"]), base_prefill))
         predicted = predict_tok_s(commit, step, int(case["output_tokens"]), prefill)
         rows.append({"case_id": cid, "avg_commit": commit, "predicted_step_ms": step,
                      "predicted_tok_s": predicted, "observed_tok_s": tok,

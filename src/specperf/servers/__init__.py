@@ -5,7 +5,8 @@ of every generation route), ``streaming`` and ``messages`` (SSE and chat message
 ``serverkind`` (SGLang, vLLM or OpenAI-compatible, and at which release), ``llamacpp`` (the
 llama.cpp adapter), ``simulated`` (the bundled simulator's adapter: the only module that
 knows the simulator), ``probe`` (identify the server once), ``fingerprint`` (what a
-deployment is) and ``acceptance`` (where verify-step counts come from).
+deployment is), ``pinned`` (a llama-server whose acceptance is synthetic) and ``acceptance``
+(where verify-step counts come from).
 
 The simulator is imported by ``simulated`` alone.
 

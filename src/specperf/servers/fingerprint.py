@@ -88,7 +88,27 @@ FINGERPRINT_LABELS = {
     "attention_backend": "attention backend", "page_size": "page size",
     "tp_size": "tensor parallel size", "version": "server version", "simulated": "simulated",
     "reasoning_parser": "reasoning parser", "tool_call_parser": "tool-call parser",
+    "acceptance_pinned": "acceptance pinned (synthetic)",
 }
+# The fingerprint key of a server whose acceptance is dialled (servers/pinned.py): its flags.
+PINNED_KEY = "acceptance_pinned"
+PINNED_NOTE = "acceptance pinned (synthetic): step time and context fit judged only"
+
+
+def pinned_flags(fingerprint: Mapping[str, Any]) -> str | None:
+    """The synthetic-acceptance flags a fingerprint records, None when acceptance is real
+    (or unknown)."""
+    value = fingerprint.get(PINNED_KEY)
+    return value if isinstance(value, str) and value else None
+
+
+def pinned_line(fingerprint: Mapping[str, Any]) -> list[str]:
+    """The run header's line for a server with pinned acceptance (none otherwise)."""
+    flags = pinned_flags(fingerprint)
+    if flags is None:
+        return []
+    return [f"{PINNED_NOTE} (the server runs with {flags}; prefill is judged too, avg commit, "
+            "tok/s and exact acceptance are not)."]
 
 
 def deployment_slug(fingerprint: Mapping[str, Any]) -> str:

@@ -110,7 +110,7 @@ def _settings(props: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def fingerprint(props: Mapping[str, Any], slots: Sequence[Mapping[str, Any]],
-                simulated: bool) -> dict[str, Any]:
+                simulated: bool, pinned: str | bool | None = None) -> dict[str, Any]:
     """What identifies a llama.cpp deployment: build, model, slots, speculation, and what
     changes its speed when the server reports it (:func:`speed_settings`).
 
@@ -118,7 +118,8 @@ def fingerprint(props: Mapping[str, Any], slots: Sequence[Mapping[str, Any]],
     or draft length in /props or /slots (checked on a real llama-server started with
     ``-md draft.gguf -t 2 -b 512``): those stay None, "unknown" in a fingerprint difference,
     so ``-t 1`` against ``-t 2`` or a drafter swap shows as a speed or acceptance change
-    only; name such a deployment with --deployment.
+    only; name such a deployment with --deployment. ``pinned``: the server's synthetic
+    acceptance flags, if any (:func:`specperf.servers.pinned.pinned_acceptance`).
     """
     spec = speculative(slots)
     return {
@@ -132,6 +133,7 @@ def fingerprint(props: Mapping[str, Any], slots: Sequence[Mapping[str, Any]],
         "context_per_slot": context_per_slot(props, slots),
         "reasoning_parser": None,
         "tool_call_parser": None,
+        "acceptance_pinned": pinned,
         **speed_settings(props, slots),
     }
 

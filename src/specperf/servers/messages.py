@@ -33,6 +33,9 @@ class Completion:
     # vLLM: metrics.speculative_decoding as sent (present even when nothing was drafted:
     # num_spec_steps 0), read by specperf.servers.vllm
     spec: Mapping[str, Any] | None = None
+    # SGLang: the per-request accept histogram as sent (index = drafts accepted in a step,
+    # value = steps), read by specperf.servers.acceptance.positions_from_histogram
+    histogram: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

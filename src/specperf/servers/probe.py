@@ -21,6 +21,7 @@ from . import simulated as simulated_adapter
 from .client import Client
 from .fingerprint import fingerprint_of
 from .llamacpp import LlamaTokenizer
+from .pinned import pinned_acceptance
 
 
 @dataclass(frozen=True)
@@ -265,7 +266,8 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
         model=served or (props or {}).get("model_alias"),
         fingerprint=_with_profile(
             fingerprint_of(server_info, model_info, simulated) if props is None
-            else llamacpp.fingerprint(props, slots, simulated), sim),
+            else llamacpp.fingerprint(props, slots, simulated,
+                                      pinned_acceptance(client.base_url)), sim),
         time_scale=scale,
         simulated=simulated, tokenizer_path=tok_path,
         max_model_len=max_len, metrics=metrics,

@@ -130,6 +130,14 @@ def _hist_sum(obj: Mapping[str, Any]) -> int | None:
     return int(total) if math.isfinite(total) else None
 
 
+def _histogram(obj: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """The accept histogram as whole step counts (either spelling), None when absent or
+    empty (see _hist_sum)."""
+    hist = obj.get("spec_correct_drafts_histogram", obj.get("spec_accept_histogram"))
+    counts = _ids(hist)
+    return counts if counts else None
+
+
 def _ids(value: Any) -> tuple[int, ...] | None:
     if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool)
                                        for v in value):
@@ -155,6 +163,7 @@ def _parse_native(data: Mapping[str, Any]) -> Completion:
         e2e_s=e2e,
         ttft_s=_opt_num(meta, "first_token_latency"),
         histogram_sum=_hist_sum(meta),
+        histogram=_histogram(meta),
         output_ids=len(raw_ids) if isinstance(raw_ids, list) else None,
         text=_text(data.get("text")),
         ids=_ids(raw_ids),
@@ -199,6 +208,7 @@ def _parse_openai(api: str, data: Mapping[str, Any]) -> Completion:
         accept_length=_opt_num(spec, "spec_accept_length") or _opt_num(meta, "spec_accept_length"),
         e2e_s=e2e, ttft_s=ttft,
         histogram_sum=_hist_sum(spec) if spec else _hist_sum(meta),
+        histogram=_histogram(spec) if spec else _histogram(meta),
         output_ids=None,
         text=_text(text),
         reasoning=_opt_text(message.get("reasoning_content", message.get("reasoning"))),

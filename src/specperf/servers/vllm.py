@@ -51,7 +51,7 @@ from typing import Any
 
 from ..core.errors import ImpossibleSample, MalformedResponse
 from . import fingerprint  # a module import: fingerprint imports this module too
-from .acceptance import metric_samples, metric_sums
+from .acceptance import PositionCounts, metric_samples, metric_sums, positions_from_histogram
 from .messages import Completion
 
 ITERATIONS = "vllm:iteration_tokens_total"
@@ -234,3 +234,26 @@ def _from_counters(comp: Completion, before_text: str, after_text: str,
             f"{ITERATIONS}_count moved by {total:g} during one request ({prefill} prefill "
             "iterations): expected at least one decode step; was the server restarted?")
     return int(steps)
+
+
+# -- acceptance per position and along the output (vllm/v1/metrics/stats.py
+# RequestSpecDecodeMetrics.to_dict: ``acceptance_histogram`` dense, index = drafts accepted in a
+# step; ``per_step_accepted`` / ``per_step_drafted`` in step order, only with
+# ``--per-request-spec-decode-metrics detailed``, one entry per drafting step) ------------------
+def positions_of(spec: Mapping[str, Any] | None, where: str) -> PositionCounts | None:
+    """Per-position counts of one request from its ``acceptance_histogram``."""
+    hist = spec.get("acceptance_histogram") if spec else None
+    if not isinstance(hist, list) or not all(isinstance(n, int) for n in hist):
+        return None
+    return positions_from_histogram(hist, "acceptance_histogram", where)
+
+
+def step_commits(spec: Mapping[str, Any] | None) -> list[int] | None:
+    """Tokens committed by each drafting step in order (accepted + the bonus token), from
+    ``per_step_accepted``; None without it. Steps that drafted nothing are not listed, so on
+    an ngram server the positions along the output run a little early."""
+    steps = spec.get("per_step_accepted") if spec else None
+    if not isinstance(steps, list) or not steps \
+            or not all(isinstance(n, int) and n >= 0 for n in steps):
+        return None
+    return [n + 1 for n in steps]

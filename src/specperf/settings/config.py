@@ -215,17 +215,18 @@ OPTIONS: tuple[Option, ...] = (
            "A case without a baseline is an error, not a skip (nightly job and deploy gate); "
            "the baselines are checked before the first generation request.",
            "a flag", flag_only=True),
-    Option("baseline_repeats", _positive_int, "5",
+    Option("baseline_repeats", _positive_int, "10",
            "Minimum measured requests per case when writing a baseline: its own error "
            "limits every later verdict, and it is paid once.", "a positive integer"),
     Option("tolerances", _tolerances, "",
            "Tolerance overrides, 'metric=fraction' comma separated (in ini also one per "
            "line), e.g. step_ms=0.15,tok_s=0.08; metrics tok_s, avg_commit, step_ms, "
-           "decode_tok_s, slope; a fraction in (0, 1]. The flag, the variable or the ini key "
-           "replaces the others' whole value (no per-metric merge); the baseline file's "
-           "tolerances and a test's tolerance marker take precedence over it.",
+           "decode_tok_s, ttft_ms (prefill), slope; a fraction in (0, 1]. The flag, the "
+           "variable or the ini key replaces the others' whole value (no per-metric merge); "
+           "the baseline file's tolerances and a test's tolerance marker take precedence "
+           "over it.",
            "'metric=fraction' items, comma separated", lines=True),
-    Option("sweep_tolerance", _fraction, "0.03",
+    Option("sweep_tolerance", _fraction, "0.02",
            "The sweep-level test's tolerance: a step-time or acceptance change across the "
            "whole sweep up to this fraction passes (a sure change inside it is noted, never a "
            "failure); README 'The verdict contract'.", "a fraction in (0, 1]"),
@@ -237,6 +238,15 @@ OPTIONS: tuple[Option, ...] = (
            "tolerance (a smaller exact change is noted); 'identical' fails on any prompt whose "
            "verify steps changed (deploys that must not touch decoding, e.g. a parser).",
            "one of tolerance, identical"),
+    Option("concurrency_levels", _int_list, "1,2,4,8",
+           "Concurrency levels of the concurrency_scaling test, comma separated: each level "
+           "is a burst of C concurrent requests of one case, started together.",
+           "comma-separated positive integers"),
+    Option("concurrency_class", _text, "reasoning",
+           "Text class of the concurrency_scaling test's case.", "a class name"),
+    Option("concurrency_context", _positive_int, None,
+           "Prompt length of the concurrency_scaling test's case (default: the smallest of "
+           "--contexts).", "a positive integer"),
     Option("report_dir", _path, "reports",
            "Where each run writes <run-id>/results.json, report.html and history.jsonl.",
            "a directory path"),
@@ -295,6 +305,9 @@ class Settings:
     sweep_tolerance: float = _default("sweep_tolerance")
     sweep_effect: float = _default("sweep_effect")
     acceptance_mode: AcceptanceMode = _default("acceptance_mode")
+    concurrency_levels: tuple[int, ...] = _default("concurrency_levels")
+    concurrency_class: str = _default("concurrency_class")
+    concurrency_context: int | None = _default("concurrency_context")
     report_dir: Path = _default("report_dir")
     gpu_lock: Path | None = _default("gpu_lock")
     gpu_lock_timeout: float = _default("gpu_lock_timeout")

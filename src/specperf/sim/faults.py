@@ -30,6 +30,14 @@ Fields (all apply to generation requests: /generate, /v1/completions, /v1/chat/c
 - ``step_time_mult`` (1.0), ``slope_mult`` (1.0): multiply the whole step time, or only the
   context slope b.
 - ``acceptance_mult`` (1.0): multiplies the mean commit per step.
+- ``late_accept_mult`` (1.0), ``late_after`` (0): multiplies the mean commit of every step a
+  request takes once it has produced ``late_after`` output tokens: acceptance that falls only
+  late in the output (a drafter losing track of long generations), early output unchanged.
+- ``prefill_mult`` (1.0): multiplies every request's prefill time (time to first token) and
+  nothing else: a prompt-processing regression that leaves steps and commits alone.
+- ``batch_step_mult`` (0.0): x in a step-time factor ``1 + x · (B − 1)`` for a verify step
+  of a batch of B running requests: a regression that hurts only batched steps (a batched
+  kernel or a scheduler change), invisible at concurrency 1.
 - ``noise`` (null): overrides the profile's relative step-time noise (independent per step,
   so it averages out over a request's many steps).
 - ``request_noise`` (0.0): relative sd of a slowdown factor drawn once per request and applied
@@ -81,6 +89,10 @@ class FaultState:
     step_time_mult: float = 1.0
     slope_mult: float = 1.0
     acceptance_mult: float = 1.0
+    late_accept_mult: float = 1.0
+    late_after: int = 0
+    prefill_mult: float = 1.0
+    batch_step_mult: float = 0.0
     noise: float | None = None
     request_noise: float = 0.0
     parser_chunk_ms: float = 0.0
@@ -92,12 +104,18 @@ class FaultState:
     loop_output: bool = False
 
 
+    def late_factor(self, produced: int) -> float:
+        """``late_accept_mult`` for a step taken after ``produced`` output tokens, else 1."""
+        return self.late_accept_mult if produced >= self.late_after else 1.0
+
+
 FIELD_NAMES = tuple(f.name for f in fields(FaultState))
 _RATES = ("error_rate", "drop_rate", "malformed_rate", "early_stop_rate")
-_MULTS = ("step_time_mult", "slope_mult", "acceptance_mult")
+_MULTS = ("step_time_mult", "slope_mult", "acceptance_mult", "prefill_mult",
+          "late_accept_mult")
 _BOOLS = ("omit_spec_fields", "loop_output")
 _INTS = ("error_status", "extra_verify_steps", "background_requests", "foreign_output",
-         "foreign_prompt", "foreign_times")
+         "foreign_prompt", "foreign_times", "late_after")
 
 
 class Faults:

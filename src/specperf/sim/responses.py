@@ -8,7 +8,12 @@ Spec fields per profile switch ``spec_fields``:
   ``spec_num_proposed_drafts`` (S * (max_commit - 1): the drafted chain depth per step),
   ``spec_correct_drafts_histogram`` (index = drafts accepted in a step, value = steps; sums
   to S). As in SGLang (managers/schedule_batch.py ``update_spec_correct_drafts_histogram``)
-  the histogram grows with use: its length is the largest index seen plus one.
+  the histogram grows with use: its length is the largest index seen plus one. It is the
+  one per-position record SGLang gives (specperf reads accepted drafts per position off it,
+  servers/acceptance.py ``positions_from_histogram``): its tokenizer manager
+  (managers/tokenizer_manager.py ``_calculate_spec_decoding_metrics``) writes it, and every
+  other spec field, into ``meta_info`` only when the request finished, so a stream's
+  intermediate chunks carry no per-step commits, here as there.
 - ``aliased`` (0.5.14, 0.5.19): the current names plus the backward-compat aliases
   ``spec_accepted_drafts``, ``spec_proposed_drafts`` and ``spec_accept_histogram``.
 - ``legacy`` (0.5.11): ``spec_verify_ct``, ``spec_accept_length``, ``spec_accept_rate``,

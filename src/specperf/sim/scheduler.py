@@ -293,7 +293,8 @@ class Scheduler:
             key = _cache_key(request.spec)
             matched = max(self._cache.match(key) - (len(key) - len(prompt)), 0)
             request.cached_tokens = min(matched, len(prompt) - 1)
-            request.prefill_ms = prefill_ms(self._physics, len(prompt) - request.cached_tokens)
+            request.prefill_ms = prefill_ms(self._physics, len(prompt) - request.cached_tokens) \
+                * self._faults.state.prefill_mult
             total_ms += request.prefill_ms
         await self._sleep(total_ms)
         self._prefilling = []
@@ -330,6 +331,14 @@ class Scheduler:
         context = sum(r.context for r in batch)
         # The slowest member's per-request factor sets the pace of the whole batch.
         factor = max((r.step_factor for r in batch), default=1.0)
+        # One verify forward pass serves the whole running batch, as in SGLang, whose
+        # scheduler (sglang/srt/managers/scheduler.py, get_next_batch_to_run) decodes every
+        # running request together and whose EAGLE worker (sglang/srt/speculative/
+        # eagle_worker.py, verify) verifies bs × num_draft_tokens tokens in one pass with
+        # per-request accept lengths: the step's cost grows with the batch (c_ms per extra
+        # request, and the batch's summed context), each request's acceptance does not.
+        # batch_step_mult (faults.py) is a regression in batched steps only.
+        factor *= 1.0 + state.batch_step_mult * max(len(batch) - 1, 0)
         return step_ms(self._physics, context, len(batch), self._noise.normal(), noise,
                        state.step_time_mult * factor, state.slope_mult)
 
@@ -351,7 +360,8 @@ class Scheduler:
     def _advance(self, request: SimRequest, ms: float, acceptance_mult: float) -> int:
         if request.finish_reason is not None:
             return 0  # aborted while the step ran
-        mean = mean_commit(self._physics, request.window, acceptance_mult)
+        late = self._faults.state.late_factor(len(request.output_ids))  # faults.py
+        mean = mean_commit(self._physics, request.window, acceptance_mult * late)
         before = len(request.output_ids)
         copy = is_repetitive(self._physics, request.window)
         request.commit(request.commit_draw.draw(mean, request.remaining), copy)

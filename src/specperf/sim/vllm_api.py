@@ -6,7 +6,8 @@ built in generate/base/serving.py): with ``--enable-per-request-metrics`` the ti
 token: the decode interval), ``queue_time_ms``, ``mean_itl_ms``, ``tokens_per_second``; with
 ``--per-request-spec-decode-metrics summary`` also ``speculative_decoding`` (v1/metrics/stats.py
 ``to_dict``): a dense ``acceptance_histogram`` of length num_spec_tokens + 1, ``num_spec_steps``
-= its sum, ``mean_acceptance_length`` = 1 + accepted / steps (bonus token included). Without
+= its sum, ``mean_acceptance_length`` = 1 + accepted / steps (bonus token included); with
+``detailed`` also ``per_step_accepted`` / ``per_step_drafted``, one entry per verify step. Without
 either flag the response has no ``metrics`` at all. On streams the metrics ride on the final
 usage chunk, which exists only with ``stream_options.include_usage``.
 """
@@ -31,7 +32,17 @@ def per_request_metrics(request: SimRequest, profile: Profile) -> dict[str, Any]
         out.update(_timings(request))
     if facts.vllm_spec_metrics and request.commits:
         out["speculative_decoding"] = _spec(request, profile.physics.max_commit - 1)
+        if facts.flags.per_request_spec_decode_metrics == "detailed":
+            out["speculative_decoding"].update(_per_step(request, profile.physics.max_commit - 1))
     return out or None
+
+
+def _per_step(request: SimRequest, spec_tokens: int) -> dict[str, Any]:
+    """``--per-request-spec-decode-metrics detailed``: the accepted and proposed drafts of
+    every verify step in order (v1/metrics/stats.py RequestSpecDecodeMetrics.observe and
+    to_dict; this profile drafts k tokens at every step)."""
+    accepted = [min(max(c - 1, 0), spec_tokens) for c in request.commits]
+    return {"per_step_accepted": accepted, "per_step_drafted": [spec_tokens] * len(accepted)}
 
 
 def _timings(request: SimRequest) -> dict[str, Any]:

@@ -35,6 +35,14 @@ class VllmMetrics:
         self.draft_tokens = self._counter("spec_decode_num_draft_tokens", "Number of draft tokens.")
         self.accepted = self._counter("spec_decode_num_accepted_tokens",
                                       "Number of accepted tokens.")
+        # Unconditional per position: a step accepting j drafts raises positions 0 .. j − 1
+        # (v1/spec_decode/metrics.py SpecDecodingStats.observe_draft); every position's
+        # series exists from the start (SpecDecodingProm creates them up front).
+        self.per_pos = Counter("vllm:spec_decode_num_accepted_tokens_per_pos",
+                               "Accepted tokens per draft position.", [*_LABELS, "position"],
+                               registry=self.registry)
+        for pos in range(spec_tokens):
+            self.per_pos.labels(**self._values, position=str(pos))
         self.generation = self._counter("generation_tokens", "Number of generation tokens.")
         self.prompt = self._counter("prompt_tokens", "Number of prefill tokens processed.")
         self.iterations = Histogram("vllm:iteration_tokens_total",
@@ -67,6 +75,8 @@ class VllmMetrics:
             self.drafts.labels(**self._values).inc()
             self.draft_tokens.labels(**self._values).inc(self._spec_tokens)
             self.accepted.labels(**self._values).inc(max(commit - 1, 0))
+            for pos in range(min(max(commit - 1, 0), self._spec_tokens)):
+                self.per_pos.labels(**self._values, position=str(pos)).inc()
             self.generation.labels(**self._values).inc(commit)
 
     def on_prefill(self, report: PrefillReport) -> None:

@@ -17,7 +17,8 @@ from ..core.limits import format_percent
 from ..core.model import ContextFit
 from ..judge import exact
 from ..record.results import baseline_metrics, mean_context, median
-from .plots import bar_plot, context_plot, fit_plot
+from ..servers.fingerprint import pinned_line
+from .plots import bar_plot, concurrency_plot, context_plot, fit_plot, shape_plot
 
 # How judge/sweep.py opens its power clause (SweepResult._power_clause).
 POWER_SENTENCE = "Would have caught "
@@ -75,9 +76,11 @@ def render(doc: Mapping[str, Any]) -> str:
     """The self-contained HTML page of one results document."""
     body = [_header(doc), '<h2 id="cases">Cases</h2>', _case_table(doc),
             '<h2 id="plots">Plots</h2><div class="plots">', *_plots(doc), "</div>",
+            *_shapes(doc),
             '<h2 id="verdicts">Verdicts</h2>', _verdicts(doc),
             '<h2 id="reconcile">Predict and reconcile</h2>', _reconcile(doc),
-            '<h2 id="fits">Context fits</h2>', _fits(doc), *_paths(doc), _errors(doc),
+            '<h2 id="fits">Context fits</h2>', _fits(doc), *concurrency_section(doc),
+            *_paths(doc), _errors(doc),
             '<h2 id="samples">Samples</h2>', _samples(doc)]
     return page(f"specperf {doc['run_id']}", body)
 
@@ -117,6 +120,7 @@ def _header(doc: Mapping[str, Any]) -> str:
                          f"{settings.get('output_tokens')} output tokens, ignore_eos, "
                          f"non-streaming, {settings.get('repeats')}+ repeats per case"))]
     facts.insert(0, ("kind", _kind(doc)))
+    facts += [("acceptance", esc(line)) for line in pinned_line(doc["fingerprint"])]
     facts += [("server note", esc(note)) for note in server.get("notes", [])]
     rows = [[f"<th>{esc(k)}</th>", f"<td>{v}</td>"] for k, v in facts]
     return (f"<h1>specperf report — {esc(doc['run_id'])}</h1>"
@@ -232,8 +236,8 @@ def _delta(doc: Mapping[str, Any], data: Mapping[str, Any], metric: str) -> floa
     return None if base is None or now is None or base == 0 else now / base - 1.0
 
 
-HEADERS = ["context", "class", "tok/s", "avg commit", "step ms", "decode tok/s", "n",
-           "baseline tok/s", "Δ tok/s", "Δ avg commit", "Δ step ms", "verdict"]
+HEADERS = ["context", "class", "tok/s", "avg commit", "step ms", "decode tok/s", "TTFT ms",
+           "n", "baseline tok/s", "Δ tok/s", "Δ avg commit", "Δ step ms", "Δ TTFT", "verdict"]
 
 
 def _case_table(doc: Mapping[str, Any]) -> str:
@@ -248,9 +252,10 @@ def _case_table(doc: Mapping[str, Any]) -> str:
         cells = [str(case["context"]), esc(case["text_class"]),
                  _num(median(data, "tok_s"), ".1f"), _num(median(data, "avg_commit"), ".2f"),
                  _num(median(data, "step_ms"), ".1f"), _num(median(data, "decode_tok_s"), ".1f"),
+                 _num(median(data, "ttft_ms"), ".1f"),
                  str(n), _num(_base_median(doc, data, "tok_s"), ".1f"),
                  _pct(_delta(doc, data, "tok_s")), _pct(_delta(doc, data, "avg_commit")),
-                 _pct(_delta(doc, data, "step_ms"))]
+                 _pct(_delta(doc, data, "step_ms")), _pct(_delta(doc, data, "ttft_ms"))]
         rows.append([f'<td class="num">{c}</td>' for c in cells[:1]] + [f"<td>{cells[1]}</td>"]
                     + [f'<td class="num">{c}</td>' for c in cells[2:]]
                     + [f'<td class="{esc(status)}">{esc(status)}</td>'])
@@ -258,7 +263,7 @@ def _case_table(doc: Mapping[str, Any]) -> str:
     for cid, text in _errored_cases(doc).items():
         name, _, context = cid.partition("-ctx")
         rows.append([f'<td class="num">{esc(context)}</td>', f"<td>{esc(name)}</td>",
-                     f'<td colspan="9">{esc(text[:300])}</td>', '<td class="error">error</td>'])
+                     f'<td colspan="11">{esc(text[:300])}</td>', '<td class="error">error</td>'])
         attrs.append(f' class="case" data-case="{esc(cid)}" data-status="error"')
     return table(HEADERS, rows, cls="cases", row_attrs=attrs)
 
@@ -292,6 +297,42 @@ def _plots(doc: Mapping[str, Any]) -> list[str]:
         out.append(figure("avg_commit", bar_plot("p-commit", commit, commit_base),
                           "Tokens committed per verify step; black ticks: the baseline."))
     return out
+
+
+NOT_REPORTED = "not reported by this server"
+
+
+def _shapes(doc: Mapping[str, Any]) -> list[str]:
+    """Acceptance per draft position and along the output, per case, against the baseline
+    (the record's acceptance_shapes; judge/positions.py judges them)."""
+    shapes = doc.get("acceptance_shapes") or {}
+    if not shapes:
+        return []
+    out = ['<h2 id="acceptance-shape">Acceptance per draft position and along the output</h2>'
+           '<div class="plots">']
+    for i, (cid, shape) in enumerate(sorted(shapes.items())):
+        pos, along = shape["positions"], shape["along"]
+        if not pos:
+            out.append(f"<p>{esc(cid)}: acceptance per draft position {NOT_REPORTED}.</p>")
+        else:
+            svg = shape_plot(f"s-pos{i}", f"{cid}: acceptance per draft position",
+                             "draft position", "conditional acceptance rate", pos,
+                             shape["base_positions"], range(1, 1 + max(
+                                 len(pos), len(shape["base_positions"]))))
+            out.append(figure("positions", svg, f"{cid}: rate of each draft position given the "
+                              f"one before it was accepted ({shape['positions_from']}); "
+                              "dashed: the baseline."))
+        if not along:
+            out.append(f"<p>{esc(cid)}: acceptance along the output {NOT_REPORTED}.</p>")
+            continue
+        every = int(shape.get("along_tokens") or 100)
+        width = max(len(along), len(shape["base_along"]))
+        svg = shape_plot(f"s-along{i}", f"{cid}: avg commit along the output",
+                         "output tokens", f"avg commit per {every} tokens", along,
+                         shape["base_along"], [every * (j + 0.5) for j in range(width)])
+        out.append(figure("along", svg, f"{cid}: tokens per verify step over each {every} "
+                          f"output tokens ({shape['along_from']}); dashed: the baseline."))
+    return [*out, "</div>"]
 
 
 Points = dict[str, list[tuple[float, float]]]
@@ -445,3 +486,37 @@ def _paths(doc: Mapping[str, Any]) -> list[str]:
 
 _PATH_FIGURES = (("tok_s", ".1f"), ("decode_tok_s", ".1f"), ("step_ms", ".1f"),
                  ("delivery_tok_s", ".1f"), ("ttft_ms", ".0f"), ("chunks_per_step", ".2f"))
+
+
+def concurrency_section(doc: Mapping[str, Any]) -> list[str]:
+    """The record's concurrency levels: a table, tok/s per user and aggregate vs C,
+    acceptance vs C, the batch fit; nothing when no level was measured."""
+    section = doc.get("concurrency")
+    if not section or not section.get("levels"):
+        return []
+    rows = section["levels"]
+    cells = [[f"<td>{esc(v)}</td>" for v in (
+        r["concurrency"], _num(r["tok_s"], ".1f"), _num(r["agg_tok_s"], ".1f"),
+        _num(r["avg_commit"], ".2f"), _num(r["step_ms"], ".1f"),
+        _num(r["server_step_ms"], ".1f"), _pct(r.get("commit_vs_c1")),
+        _pct(r.get("step_vs_c1")), _num(r["gpu_s"], ".1f"))] for r in rows]
+    headers = ["C", "tok/s per user", "aggregate tok/s", "avg commit", "step ms",
+               "server step ms", "Δ commit vs lowest C", "Δ step vs lowest C", "GPU s"]
+    tok = {name: [(r["concurrency"], r[key]) for r in rows if r[key] is not None]
+           for name, key in (("tok/s per user", "tok_s"), ("aggregate tok/s", "agg_tok_s"))}
+    commit = {"avg commit": [(r["concurrency"], r["avg_commit"]) for r in rows
+                             if r["avg_commit"] is not None]}
+    fit = section.get("fit")
+    fit_text = "" if not fit else (
+        f"<p>batch fit: step_ms = {fit['a_ms']:.1f} + {fit['b_ms_per_token']:.2f} ms per "
+        f"request in the batch ({fit['n_points']} levels). GPU-seconds: "
+        f"{section['gpu_s']:.1f} s (sum of burst walls).</p>")
+    return [f'<h2 id="concurrency">Concurrency: {esc(section["case"]["id"])}</h2>',
+            table(headers, cells, "concurrency"), fit_text, '<div class="plots">',
+            figure("concurrency_tok_s", concurrency_plot(
+                "p-conc-tok", "Throughput vs concurrency", "tok/s", tok),
+                "tok/s per user (median request) and aggregate (all tokens / burst wall)."),
+            figure("concurrency_commit", concurrency_plot(
+                "p-conc-commit", "Acceptance vs concurrency", "avg commit", commit),
+                "Tokens committed per verify step at each concurrency level."),
+            "</div>"]

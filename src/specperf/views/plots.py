@@ -143,6 +143,22 @@ def bar_plot(prefix: str, values: Mapping[str, Mapping[int, float]],
         return to_svg(fig, prefix)
 
 
+def concurrency_plot(prefix: str, title: str, ylabel: str,
+                     series: Mapping[str, Sequence[tuple[float, float]]]) -> str:
+    """Figures against concurrency C, one line per series (e.g. per user and aggregate)."""
+    with _style():
+        fig, ax = _figure()
+        for i, (name, points) in enumerate(series.items()):
+            if not points:
+                continue
+            xs, ys = zip(*sorted(points), strict=True)
+            ax.plot(xs, ys, marker="o", color=_colour(i), label=_label(name))
+        levels = sorted({x for points in series.values() for x, _ in points})
+        ax.set_xticks(levels, [f"{x:g}" for x in levels])
+        _finish(ax, "concurrency C (requests in the batch)", ylabel, title, len(series))
+        return to_svg(fig, prefix)
+
+
 def trend_plot(prefix: str, ylabel: str, runs: Sequence[str],
                series: Mapping[str, Sequence[float | None]],
                boundaries: Iterable[tuple[int, str]]) -> str:
@@ -162,4 +178,23 @@ def trend_plot(prefix: str, ylabel: str, runs: Sequence[str],
         ax.set_xticks(range(len(runs)), [_label(r) for r in runs], rotation=30,
                       ha="right", fontsize=7)
         _finish(ax, "run", ylabel, f"{ylabel} per cell over runs", len(series), outside=True)
+        return to_svg(fig, prefix)
+
+
+def shape_plot(prefix: str, title: str, xlabel: str, ylabel: str,
+               current: Sequence[float | None], baseline: Sequence[float | None],
+               xs: Sequence[float]) -> str:
+    """One case's acceptance profile (per draft position, or along the output) at ``xs``:
+    this run solid, the baseline dashed; None values are gaps."""
+    with _style():
+        fig, ax = _figure(width=4.6)
+        for values, style in ((current, {"label": "this run", "marker": "o"}),
+                              (baseline, {"label": "baseline", "marker": "s",
+                                          "fillstyle": "none", "linestyle": BASE_LINE,
+                                          "alpha": BASE_ALPHA})):
+            ys = [float("nan") if v is None else v for v in values]
+            if any(y == y for y in ys):
+                ax.plot(xs[:len(ys)], ys, color=_colour(0), **style)
+        ax.set_ylim(bottom=0)
+        _finish(ax, xlabel, ylabel, _label(title), 2)
         return to_svg(fig, prefix)

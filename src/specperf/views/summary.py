@@ -20,7 +20,7 @@ from ..judge import exact
 from ..judge.pathverdict import COMPARISONS, UNMEASURED
 from ..measure.loop import Sample
 from ..record import results
-from ..servers.fingerprint import deployment_name
+from ..servers.fingerprint import deployment_name, pinned_line
 from ..settings.config import Settings
 from ..settings.hints import update_command
 from .page import without_power
@@ -67,6 +67,8 @@ class Collector:
     partials: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Per perf test that errored, the suite error's class and its bases (record.runkind).
     error_kinds: dict[str, list[str]] = field(default_factory=dict)
+    # The concurrency levels measured (measure/burst.py Level.to_dict), by level id.
+    concurrency: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._perf(report)
@@ -89,6 +91,9 @@ class Collector:
             elif key == "specperf_partial":
                 data = json.loads(str(value))
                 self.partials.setdefault(data["case"]["id"], data)
+            elif key == "specperf_concurrency" and report.when == "setup":
+                data = json.loads(str(value))
+                self.concurrency.setdefault(data["id"], data)
             elif key == "specperf_error" and report.failed:
                 self.error_kinds[report.nodeid] = json.loads(str(value))
         if report.failed or report.when == "call" or report.skipped:
@@ -125,9 +130,10 @@ def _num(summaries: dict[str, Any], metric: str, fmt: str) -> str:
 
 
 def table(measurements: dict[str, dict[str, Any]]) -> list[str]:
-    """context | class | tok/s | avg commit | step ms | decode tok/s | n, like the incident's."""
+    """context | class | tok/s | avg commit | step ms | decode tok/s | TTFT ms | n, like the
+    incident's (TTFT: prefill, the time to first token)."""
     head = (f"{'context':>8} | {'class':<10} | {'tok/s':>7} | {'avg commit':>10} | "
-            f"{'step ms':>7} | {'decode tok/s':>12} | {'n':>2}")
+            f"{'step ms':>7} | {'decode tok/s':>12} | {'TTFT ms':>7} | {'n':>2}")
     lines = [head, "-" * len(head)]
     rows = sorted(measurements.values(),
                   key=lambda d: (d["case"]["text_class"], d["case"]["context"]))
@@ -137,7 +143,7 @@ def table(measurements: dict[str, dict[str, Any]]) -> list[str]:
         lines.append(f"{data['case']['context']:>8} | {data['case']['text_class']:<10} | "
                      f"{_num(s, 'tok_s', '7.1f')} | {_num(s, 'avg_commit', '10.2f')} | "
                      f"{_num(s, 'step_ms', '7.1f')} | {_num(s, 'decode_tok_s', '12.1f')} | "
-                     f"{n:>2}")
+                     f"{_num(s, 'ttft_ms', '7.1f')} | {n:>2}")
     return lines
 
 
@@ -168,6 +174,7 @@ def render(found: Collector, settings: Settings) -> list[str]:
         profile = server.get("fingerprint", {}).get("sim_profile") or settings.sim_profile
         lines.append(f"SIMULATED: profile {profile} at time scale "
                      f"{server.get('time_scale', 1):g}; figures are in simulated time.")
+    lines += pinned_line(doc.get("fingerprint") or server.get("fingerprint") or {})
     # As the measuring process worded them (in A/B mode: against production, not a baseline).
     reference = "PRODUCTION" if settings.compare_endpoint is not None else "THE BASELINE"
     lines += [f"FINGERPRINT DIFFERS FROM {reference}: {n}" for n in found.fingerprint_notes]
@@ -175,7 +182,9 @@ def render(found: Collector, settings: Settings) -> list[str]:
         lines.append(f"A/B: the table is the candidate's ({server.get('url') or settings.endpoint}"
                      f"); production's medians ({settings.compare_endpoint}) are in each "
                      "verdict, read production \u2192 candidate.")
-    lines += table(doc["measurements"]) + fit_lines(doc["fits"])
+    if doc["measurements"] or not doc.get("concurrency"):  # a concurrency run: its own table
+        lines += table(doc["measurements"]) + fit_lines(doc["fits"])
+    lines += concurrency_lines(doc.get("concurrency"))
     return lines + verdict_lines(doc) + missing_baseline_lines(doc, settings) + found.footer
 
 
@@ -207,12 +216,57 @@ def missing_baseline_lines(doc: dict[str, Any], settings: Settings) -> list[str]
             f"`{update_command(settings, deployment, measuring=True)}`, then run again."]
 
 
+def burst_line(case_id: str, burst: Any) -> str:
+    """One finished burst (measure/burst.py Burst), printed as it completes."""
+    kind = "warm-up" if burst.warmup else f"repeat {burst.repeat + 1}"
+    per = [s.tok_s for s in burst.samples]
+    return (f"{case_id}-c{burst.concurrency} burst {kind}: {min(per):.1f}–{max(per):.1f} tok/s "
+            f"per request, aggregate {burst.agg_tok_s:.1f} tok/s")
+
+
+def concurrency_lines(section: dict[str, Any] | None) -> list[str]:
+    """The record's concurrency section: a row per level, the batch fit, GPU-seconds."""
+    if not section or not section.get("levels"):
+        return []
+    head = (f"{'C':>3} | {'tok/s/user':>10} | {'aggregate':>9} | {'avg commit':>10} | "
+            f"{'step ms':>7} | {'server step':>11} | {'Δ commit':>8} | {'Δ step':>7} | "
+            f"{'GPU s':>6}")
+    lines = ["", f"concurrency: {section['case']['id']} (bursts of C concurrent requests)",
+             head, "-" * len(head)]
+    for row in section["levels"]:
+        lines.append(
+            f"{row['concurrency']:>3} | {_opt(row['tok_s'], '10.1f')} | "
+            f"{_opt(row['agg_tok_s'], '9.1f')} | {_opt(row['avg_commit'], '10.2f')} | "
+            f"{_opt(row['step_ms'], '7.1f')} | {_opt(row['server_step_ms'], '11.1f')} | "
+            f"{_opt_pct(row['commit_vs_c1'], 8)} | {_opt_pct(row['step_vs_c1'], 7)} | "
+            f"{row['gpu_s']:6.1f}")
+    fit = section.get("fit")
+    if fit:
+        se = fit.get("b_se_ms_per_token")
+        slope = f"{fit['b_ms_per_token']:.2f}" + ("" if se is None else f" ± {se:.2f}")
+        lines.append(f"batch fit: step_ms = {fit['a_ms']:.1f} + {slope} ms per request in the "
+                     f"batch (residual {fit['residual_ms']:.2f} ms, {fit['n_points']} levels)")
+    lines.append(f"GPU-seconds: {section['gpu_s']:.1f} s over {len(section['levels'])} levels "
+                 "(sum of burst walls, server time)")
+    return lines
+
+
+def _opt(value: float | None, fmt: str) -> str:
+    width = int(fmt.split(".")[0])
+    return "n/a".rjust(width) if value is None else format(value, fmt)
+
+
+def _opt_pct(value: float | None, width: int) -> str:
+    return ("n/a" if value is None else f"{100 * value:+.1f}%").rjust(width)
+
+
 def bare_record(found: Collector) -> dict[str, Any]:
     """What the summary reads of a record, for a session that built none (no report plugin):
     the same fields, derived by the same function, without a baseline to reconcile with."""
     return {"server": found.server, "measurements": found.measurements,
             "verdicts": found.verdicts, "reconcile": [],
-            "fits": {k: f.to_dict() for k, f in results.run_fits(found.measurements).items()}}
+            "fits": {k: f.to_dict() for k, f in results.run_fits(found.measurements).items()},
+            "concurrency": results.concurrency_section(found.concurrency)}
 
 
 def verdict_lines(doc: dict[str, Any]) -> list[str]:

@@ -1,0 +1,202 @@
+"""Where acceptance changed: per draft position, and along the output.
+
+A case's avg commit says *that* acceptance moved; this module says *where*. Two views of
+one case, both from what the measured requests already carried (measure/attempt.py
+``acceptance_shape``):
+
+- **per draft position**: the conditional rate of position i given position i − 1 was
+  accepted (position 1: over the drafting steps). Servers count accepted drafts per position
+  unconditionally — a miss at position 1 removes every deeper acceptance — so a fall at the
+  first position shows in every deeper count too, and only the conditional rate locates it.
+- **along the output**: avg commit per 100 output tokens, where the server reports per-step
+  data (vLLM ``per_step_accepted``): a shape change is late-output acceptance falling while
+  early output held, or the reverse.
+
+Both are judged with the case's acceptance tolerance (``avg_commit``) through the one
+contract (:mod:`specperf.core.contract`); a sentence locating the change is added to the
+case's verdict when acceptance regressed or a position or stretch moved beyond it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from ..core import contract
+from ..core.contract import IMPROVED, PASS, REGRESSION, UNDETERMINED
+from ..core.limits import MINUS, Move, format_percent, tolerance
+from ..core.stats import Summary
+from ..servers.acceptance import ALONG_TOKENS, half_width_by_index, mean_by_index, shape_rows
+
+if TYPE_CHECKING:  # verdict imports this module; these are its types
+    from ..baselines.store import CaseBaseline
+    from .verdict import Verdict
+
+Rates = Sequence[float | None]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A case's acceptance beyond its average: the mean conditional rate per draft position
+    (index 0 = position 1) and the mean avg commit per 100 output tokens; empty where the
+    server reports none."""
+
+    positions: tuple[float | None, ...] = ()
+    along: tuple[float | None, ...] = ()
+    # The 95 % half-width of each mean over the samples (None with one sample): how sure
+    # this run is of each figure; a deep position few steps reach is not sure of much.
+    positions_hw: tuple[float | None, ...] = ()
+    along_hw: tuple[float | None, ...] = ()
+
+    @classmethod
+    def of(cls, raws: Iterable[Mapping[str, Any]]) -> Shape:
+        """The shape of a case from its measured samples' raw fields."""
+        rates, curves = shape_rows(raws)
+        return cls(tuple(mean_by_index(rates)), tuple(mean_by_index(curves)),
+                   tuple(half_width_by_index(rates)), tuple(half_width_by_index(curves)))
+
+
+@dataclass(frozen=True)
+class Step:
+    """One position's (or stretch's) rate before and after, and its contract status."""
+
+    index: int
+    base: float
+    new: float
+    status: str
+    half_width: float | None = None
+
+    @property
+    def change(self) -> float:
+        return self.new / self.base - 1.0
+
+
+def compare(base: Rates, new: Rates, tol: float, half_widths: Rates = (), *,
+            padded: bool = False) -> list[Step]:
+    """Each index both sides have, judged through the contract: must not fall by more than
+    ``tol``; with this run's ``half_widths``, as an interval (a straddling one is
+    undetermined), else as a point estimate.
+
+    ``padded`` (draft positions): a position the current run reports nothing for, just past
+    its deepest reported one, was never accepted there (an SGLang histogram ends at the
+    deepest accepted count; llama.cpp exports a position's series only once it accepted
+    there): its rate is 0 when the position before it was accepted at all. Nothing reported
+    at all is not reported, not 0.
+    """
+    if not new:
+        return []
+    padding = [0.0] if padded and len(base) > len(new) and (new[-1] or 0) > 0 else []
+    steps = []
+    for i, (b, n) in enumerate(zip(base, [*new, *padding], strict=False)):
+        if b is None or n is None or b <= 0:
+            continue
+        hw = half_widths[i] if i < len(half_widths) else None
+        change = contract.Change(n / b - 1.0) if hw is None else \
+            contract.Change(n / b - 1.0, (n - hw) / b - 1.0, (n + hw) / b - 1.0)
+        steps.append(Step(i, b, n, contract.status(change, +1, tol), hw))
+    return steps
+
+
+def _span(indices: Sequence[int]) -> str:
+    """'1', '1 and 3', '1–3' for 1-based positions."""
+    ordinal = [i + 1 for i in indices]
+    if len(ordinal) > 1 and ordinal == list(range(ordinal[0], ordinal[-1] + 1)):
+        return f"{ordinal[0]}–{ordinal[-1]}"
+    return ", ".join(map(str, ordinal[:-1])) + (" and " if len(ordinal) > 1 else "") \
+        + str(ordinal[-1])
+
+
+def _plural(indices: Sequence[int]) -> str:
+    return f"position{'s' if len(indices) > 1 else ''} {_span(indices)}"
+
+
+def _moved(steps: Sequence[Step], word: str, limit: str) -> str:
+    """'draft position 3 (conditional acceptance) fell from 0.88 to 0.12 (−86.2%, limit …)'."""
+    one = len(steps) == 1
+    each = ", ".join(f"{'' if one else f'{s.index + 1} '}from {s.base:.2f} to {s.new:.2f} "
+                     f"({format_percent(s.change)}" + (limit if one else "") + ")"
+                     for s in steps)
+    head = f"draft {_plural([s.index for s in steps])} (conditional acceptance) {word}"
+    return f"{head} {each}" if one else f"{head} ({limit.lstrip(', ')}): {each}"
+
+
+def position_sentence(base: Rates, new: Rates, tol: float, regressed: bool,
+                      half_widths: Rates = ()) -> str | None:
+    """The sentence locating a per-position change, or None when there is nothing to say:
+    no position moved beyond ``tol`` and acceptance did not regress."""
+    steps = compare(base, new, tol, half_widths, padded=True)
+    if not steps:
+        return None
+    fell = [s for s in steps if s.status == REGRESSION]
+    rose = [s for s in steps if s.status == IMPROVED]
+    unsure = [s for s in steps if s.status == UNDETERMINED]
+    held = [s.index for s in steps if s not in fell and s not in rose and s not in unsure]
+    limit = f", limit {MINUS}{round(100 * tol, 1):g}%"
+    parts = []
+    if fell:
+        parts.append(_moved(fell, "fell", limit))
+    if rose:
+        parts.append(_moved(rose, "rose", "" if fell else limit))
+    if not parts:
+        if not regressed:
+            return None
+        shown = ", ".join(f"{s.base:.2f} → {s.new:.2f}" for s in steps)
+        return (f"No single draft position moved beyond the {round(100 * tol, 1):g}% limit "
+                f"(conditional acceptance per position {shown}): the fall is spread over "
+                "every position.")
+    if held:
+        parts.append(f"{_plural(held)} held")
+    if unsure:
+        each = ", ".join(f"{s.base:.2f} → {s.new:.2f} ± {s.half_width or 0:.2f}" for s in unsure)
+        parts.append(f"{_plural([s.index for s in unsure])} undetermined ({each})")
+    return "; ".join(parts)[0].upper() + "; ".join(parts)[1:] + "."
+
+
+def _stretch(indices: Sequence[int], output_tokens: int) -> str:
+    start = indices[0] * ALONG_TOKENS
+    end = min((indices[-1] + 1) * ALONG_TOKENS, output_tokens or (indices[-1] + 1) * ALONG_TOKENS)
+    return f"tokens {start}–{end}"
+
+
+def _mean(steps: Sequence[Step], side: str) -> float:
+    values = [s.base if side == "base" else s.new for s in steps]
+    return sum(values) / len(values)
+
+
+def along_sentence(base: Rates, new: Rates, tol: float, output_tokens: int,
+                   half_widths: Rates = ()) -> str | None:
+    """The sentence for a change of shape along the output: some stretches fell beyond
+    ``tol`` while others held; None when the curve kept its shape (or is not reported)."""
+    steps = compare(base, new, tol, half_widths)
+    fell = [s for s in steps if s.status == REGRESSION]
+    held = [s for s in steps if s.status in (PASS, contract.NOTED)]
+    if not fell or not held:
+        return None
+    first_fell, last_held = min(s.index for s in fell), max(s.index for s in held)
+    where = "late-output" if first_fell > last_held else \
+        "early-output" if max(s.index for s in fell) < min(s.index for s in held) else "some"
+    before, after = _mean(fell, "base"), _mean(fell, "new")
+    return (f"Acceptance along the output changed shape: {where} avg commit fell "
+            f"({_stretch([s.index for s in fell], output_tokens)}: {before:.2f} → {after:.2f}, "
+            f"{format_percent(after / before - 1.0)}) while "
+            f"{_stretch([s.index for s in held], output_tokens)} held "
+            f"({_mean(held, 'base'):.2f} → {_mean(held, 'new'):.2f}).")
+
+
+def annotate(verdict: Verdict, shape: Shape, current: Mapping[str, Summary],
+             base: CaseBaseline, tolerances: Mapping[str, float]) -> Verdict:
+    """``verdict`` with the sentences locating an acceptance change added; a pass whose
+    positions or output stretches moved beyond the tolerance becomes noted."""
+    tol = tolerance(tolerances, "avg_commit")
+    regressed = "avg_commit" in current and bool(base.metrics.get("avg_commit")) and Move(
+        "avg_commit", base.metrics["avg_commit"].median, current["avg_commit"].median,
+        tol).regressed
+    sentences = [s for s in (
+        position_sentence(base.positions, shape.positions, tol, regressed, shape.positions_hw),
+        along_sentence(base.along, shape.along, tol, base.output_tokens, shape.along_hw))
+        if s]
+    if not sentences:
+        return verdict
+    status = contract.NOTED if verdict.status == PASS else verdict.status
+    return replace(verdict, status=status, message=" ".join([verdict.message, *sentences]))

@@ -1,0 +1,152 @@
+"""The concurrency dimension's pieces: the batch fit, the guard's accounting of a burst, the
+level and slope verdicts, the concurrency baseline file and the setting."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from specperf.baselines.concurrency import ConcurrencyBaseline
+from specperf.baselines.store import CaseBaseline
+from specperf.core.model import ContextFit
+from specperf.core.stats import Summary
+from specperf.judge.concurrency import judge_batch_fit, judge_level
+from specperf.judge.verdict import NotJudged
+from specperf.measure import guard
+from specperf.measure.burst import batch_fit, check_burst
+from specperf.servers.acceptance import MetricsSnapshot
+from specperf.settings.config import resolve
+
+
+@dataclass(frozen=True)
+class _Comp:
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def _snap(requests: float, progress: float) -> MetricsSnapshot:
+    return MetricsSnapshot(verify_calls=0, generation_tokens=0, requests=requests, running=0,
+                           queued=0, progress=progress, family="sglang")
+
+
+# -- the fit ------------------------------------------------------------------------------------
+def test_batch_fit_recovers_step_time_per_extra_request():
+    points = [(c, [20.0 + 3.0 * c] * 3) for c in (1, 2, 4, 8)]
+    fit = batch_fit(points)
+    assert fit is not None
+    assert fit.a_ms == pytest.approx(20.0, abs=1e-6)
+    assert fit.b_ms_per_token == pytest.approx(3.0, abs=1e-6)
+    assert fit.n_points == 4
+
+
+def test_batch_fit_needs_two_levels():
+    assert batch_fit([(1, [20.0, 20.1])]) is None
+
+
+# -- the guard's accounting of a burst --------------------------------------------------------
+BURST = [_Comp(13, 64)] * 4  # each accounts for 13 + 63 realtime tokens (SGLang)
+
+
+def test_a_burst_whose_counters_move_by_exactly_its_requests_is_clean():
+    check_burst(_snap(10, 1000), _snap(14, 1000 + 4 * 76), BURST, sent=4)
+
+
+def test_a_foreign_request_during_a_burst_is_caught_by_the_request_counter():
+    with pytest.raises(guard.Disturbed) as info:
+        check_burst(_snap(10, 1000), _snap(15, 1000 + 4 * 76 + 300), BURST, sent=4)
+    assert str(info.value) == ("1 foreign request ran during the burst of 4 (the "
+                               "finished-request counter moved by 5)")
+
+
+def test_a_foreign_request_still_running_is_caught_by_the_progress_counter():
+    with pytest.raises(guard.Disturbed, match="more tokens than the burst's 4 requests"):
+        check_burst(_snap(10, 1000), _snap(14, 1000 + 4 * 76 + 500), BURST, sent=4)
+
+
+def test_a_burst_the_server_did_not_count_is_disturbed():
+    with pytest.raises(guard.Disturbed, match="not by the burst's 4"):
+        check_burst(_snap(10, 1000), _snap(13, 1000 + 3 * 76), BURST, sent=4)
+
+
+def test_our_own_retried_attempts_are_not_foreign():
+    check_burst(_snap(10, 1000), _snap(15, 1000 + 5 * 76), BURST, sent=5)
+
+
+def test_disturbed_bursts_error_naming_the_burst():
+    def attempt() -> None:
+        raise guard.Disturbed("1 foreign request ran during the burst of 4")
+
+    with pytest.raises(Exception, match=r"^reasoning-ctx13-c4 \(burst of 4, repeat 1\): 1 "
+                                        r"foreign request ran during the burst of 4"):
+        guard.retry_clean("reasoning-ctx13-c4 (burst of 4, repeat 1)", attempt, 1)
+
+
+# -- verdicts ---------------------------------------------------------------------------------
+CASE = CaseBaseline("reasoning", 13, 600, {}, {})
+
+
+def _level(tok: float, agg: float, commit: float, step: float) -> dict[str, Summary]:
+    return {"tok_s": Summary(tok, 0.1, 12), "agg_tok_s": Summary(agg, 0.5, 3),
+            "avg_commit": Summary(commit, 0.01, 12), "step_ms": Summary(step, 0.05, 12)}
+
+
+def test_a_level_whose_batched_step_slowed_fails_attributed_to_step_time():
+    base = _level(80.0, 316.0, 4.75, 50.0)
+    verdict = judge_level("reasoning-ctx13-c4", _level(60.0, 237.0, 4.75, 66.7), base, {},
+                          CASE)
+    assert verdict.status == "fail"
+    assert verdict.message == (
+        "tok/s 80.0 → 60.0 (−25.0%, limit −10%): step time 50 → 67 ms (+33.4%) explains it; "
+        "avg commit 4.75 → 4.75 (+0.0%, within noise); aggregate tok/s 316.0 → 237.0 "
+        "(−25.0%) — step-time regression: check the kernels, attention backend and KV cache.")
+    assert verdict.attribution is not None and verdict.attribution.share("step") > 0.9
+
+
+def test_an_unchanged_level_passes_and_names_its_aggregate():
+    base = _level(80.0, 316.0, 4.75, 50.0)
+    verdict = judge_level("reasoning-ctx13-c4", _level(79.0, 312.0, 4.74, 50.4), base, {},
+                          CASE)
+    assert verdict.status == "pass"
+    assert "aggregate tok/s 316.0 → 312.0 (−1.3%)" in verdict.message
+    assert verdict.message.endswith("— within tolerance.")
+
+
+def test_an_aggregate_drop_alone_fails_the_level():
+    base = _level(80.0, 316.0, 4.75, 50.0)
+    verdict = judge_level("reasoning-ctx13-c4", _level(79.0, 260.0, 4.75, 50.2), base, {},
+                          CASE)
+    assert verdict.status == "fail"
+    assert verdict.message.startswith("aggregate tok/s 316.0 → 260.0 (−17.7%, limit −10%) "
+                                      "while every request stayed within its limits")
+
+
+def test_a_steeper_batch_slope_fails_and_a_flat_baseline_is_not_judged():
+    base = ContextFit(20.0, 3.0, 0.1, 4, 0.1, 0.02, 0.0, 30)
+    steeper = ContextFit(20.0, 6.0, 0.1, 4, 0.1, 0.02, 0.0, 30)
+    verdict = judge_batch_fit("reasoning-ctx13", steeper, base, 0.15)
+    assert not isinstance(verdict, NotJudged)
+    assert verdict.status == "fail" and "batching regression" in verdict.message
+    same = judge_batch_fit("reasoning-ctx13", base, base, 0.15)
+    assert not isinstance(same, NotJudged) and same.status == "pass"
+    flat = ContextFit(20.0, 0.0, 0.1, 4)
+    assert isinstance(judge_batch_fit("reasoning-ctx13", base, flat, 0.15), NotJudged)
+
+
+# -- the baseline file and the setting ----------------------------------------------------------
+def test_concurrency_baseline_round_trips(tmp_path):
+    base = ConcurrencyBaseline("dep", 3, "2026-12-02T00:00:00Z", "1.0", "abc", {"model": "m"},
+                               True, {"text_class": "reasoning", "context": 13,
+                                      "output_tokens": 600},
+                               {1: _level(140.0, 140.0, 4.75, 28.0),
+                                4: _level(80.0, 316.0, 4.75, 50.0)},
+                               ContextFit(20.0, 3.0, 0.1, 2))
+    again = ConcurrencyBaseline.from_json(base.to_json(), tmp_path / "v3.json")
+    assert again == base
+
+
+def test_concurrency_levels_come_from_cli_env_or_ini():
+    assert resolve({}, {}, {}).concurrency_levels == (1, 2, 4, 8)
+    assert resolve({"concurrency_levels": "1,3"}, {}, {}).concurrency_levels == (1, 3)
+    assert resolve({}, {"SPECPERF_CONCURRENCY_LEVELS": "2,4"}, {}).concurrency_levels == (2, 4)
+    assert resolve({}, {}, {"concurrency_levels": "8"}).concurrency_levels == (8,)

@@ -1,0 +1,74 @@
+"""The concurrency dimension end to end: bursts against a simulator process, a concurrency
+baseline, a fault that hurts only batched steps, and a foreign request during a burst."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+# Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+LEVELS = ("--concurrency-levels", "1,2,4", "--concurrency-class", "reasoning",
+          "--concurrency-context", "13")
+
+
+@pytest.fixture
+def baselined(perf_project, start_sim, tmp_path):
+    """A fresh simulator, a project with the concurrency test and a v1 concurrency baseline."""
+    sim = start_sim(time_scale=0.5)
+    project = perf_project()
+    project.pytester.path.joinpath("test_concurrency.py").write_text(
+        (ROOT / "perf_tests" / "test_concurrency.py").read_text())
+    args = ("-m", "concurrency_scaling", "--endpoint", sim.url, "--baseline-dir",
+            str(tmp_path / "baselines"), "--deployment", "test-dep", *LEVELS)
+    first = project.run(*args, "--update-baselines")
+    first.stdout.fnmatch_lines(["specperf: wrote concurrency baseline "
+                                "*/test-dep/concurrency/v1.json"])
+    return sim, project, args
+
+
+def _inject(sim, **faults):
+    httpx.post(f"{sim.url}/_sim/faults", json=faults).raise_for_status()
+
+
+def test_clean_rerun_passes_every_level(baselined):
+    sim, project, args = baselined
+    result = project.run(*args, "-rs")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 3 and "failed" not in outcomes \
+        and "errors" not in outcomes, outcomes
+    result.stdout.fnmatch_lines(["concurrency: reasoning-ctx13 (bursts of C concurrent "
+                                 "requests)", "*C | tok/s/user | aggregate*", "batch fit: *",
+                                 "GPU-seconds: * over 3 levels*"])
+
+
+def test_a_batched_step_regression_fails_from_two_up_attributed_to_step_time(baselined):
+    sim, project, args = baselined
+    _inject(sim, batch_step_mult=0.5)
+    result = project.run(*args, "-rfp")
+    outcomes = result.parseoutcomes()
+    assert "errors" not in outcomes, outcomes
+    assert any(line.startswith("PASSED") and "test_concurrency[c1]" in line
+               for line in result.stdout.lines), result.stdout.str()
+    failed = [line for line in result.stdout.lines if line.startswith("FAILED")]
+    assert not any("test_concurrency[c1]" in line for line in failed), failed
+    for level in ("c2", "c4"):
+        assert any(f"test_concurrency[{level}]" in line for line in failed), failed
+        # The summary's regression block: attributed to step time, acceptance unchanged.
+        result.stdout.fnmatch_lines([f"  reasoning-ctx13-{level}: tok/s * step time * "
+                                     "explains it; avg commit * within noise*; aggregate "
+                                     "tok/s * — step-time regression: *"])
+
+
+def test_a_foreign_request_during_a_burst_is_an_error_naming_the_burst(baselined):
+    sim, project, args = baselined
+    _inject(sim, foreign_output=200)
+    result = project.run(*args, "-k", "c2")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("errors", 0) >= 1 and "failed" not in outcomes, outcomes
+    result.stdout.fnmatch_lines(["*ContaminatedMeasurement: reasoning-ctx13-c2 (burst of 2, "
+                                 "repeat *foreign request*"])

@@ -15,8 +15,10 @@ from specperf.judge.concurrency import judge_batch_fit, judge_level
 from specperf.judge.verdict import NotJudged
 from specperf.measure import guard
 from specperf.measure.burst import batch_fit, check_burst
+from specperf.record import runkind
 from specperf.servers.acceptance import MetricsSnapshot
 from specperf.settings.config import resolve
+from specperf.views import summary
 
 
 @dataclass(frozen=True)
@@ -150,3 +152,46 @@ def test_concurrency_levels_come_from_cli_env_or_ini():
     assert resolve({"concurrency_levels": "1,3"}, {}, {}).concurrency_levels == (1, 3)
     assert resolve({}, {"SPECPERF_CONCURRENCY_LEVELS": "2,4"}, {}).concurrency_levels == (2, 4)
     assert resolve({}, {}, {"concurrency_levels": "8"}).concurrency_levels == (8,)
+
+
+# -- what the record says of a concurrency run ----------------------------------------------
+CONC = {"t.py::test_concurrency[c1]": "passed", "t.py::test_concurrency[c2]": "passed",
+        "t.py::test_batch_fit": "passed"}
+
+
+def _kind(outcomes: dict[str, str], concurrency=tuple(CONC)) -> runkind.RunKind:
+    return runkind.classify(ab=False, interrupted=False, outcomes=outcomes, smoke=(),
+                            scaling_cases=(), planned=["padding-ctx13"], measured=2,
+                            concurrency=concurrency,
+                            concurrency_scope=runkind.concurrency_scope([2, 1],
+                                                                        "reasoning-ctx13"))
+
+
+def test_a_run_of_the_concurrency_tests_alone_is_named_by_its_levels_and_case():
+    kind = _kind(CONC)
+    assert (kind.kind, kind.label()) == ("concurrency", "concurrency levels 1,2 of "
+                                                        "reasoning-ctx13")
+    assert runkind.concurrency_scope([4], "padding-ctx16") == "level 4 of padding-ctx16"
+
+
+def test_a_run_with_main_job_cases_beside_the_levels_is_not_a_concurrency_run():
+    assert _kind({**CONC, "t.py::test_context_scaling[padding-ctx13]": "passed"}).kind \
+        == "subset"
+
+
+BASE = {"deployment": "dep", "version": 2, "path": "/b/dep/concurrency/v2.json",
+        "created": "2026-12-02T00:00:00Z", "not_judged": None}
+
+
+def test_the_header_names_the_concurrency_baseline_compared_and_not_the_main_one():
+    settings = resolve({}, {}, {})
+    doc = {"run": {"kind": "concurrency"}, "baseline": None, "concurrency": {"levels": [1]},
+           "concurrency_baseline": BASE}
+    assert summary.compared_with(doc, settings) == (
+        "concurrency baseline dep v2 (/b/dep/concurrency/v2.json, created "
+        "2026-12-02T00:00:00Z)")
+    mixed = {**doc, "run": {"kind": "subset"}, "concurrency_baseline": None}
+    assert summary.compared_with(mixed, settings) == "no baseline; no concurrency baseline"
+    writing = resolve({"update_baselines": True}, {}, {})
+    assert summary.compared_with({**doc, "concurrency_baseline": None}, writing) == \
+        "writing a concurrency baseline"

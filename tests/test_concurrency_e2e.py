@@ -3,6 +3,8 @@ baseline, a fault that hurts only batched steps, and a foreign request during a 
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import httpx
@@ -14,6 +16,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 LEVELS = ("--concurrency-levels", "1,2,4", "--concurrency-class", "reasoning",
           "--concurrency-context", "13")
+KIND = "concurrency levels 1,2,4 of reasoning-ctx13"
 
 
 @pytest.fixture
@@ -26,8 +29,10 @@ def baselined(perf_project, start_sim, tmp_path):
     args = ("-m", "concurrency_scaling", "--endpoint", sim.url, "--baseline-dir",
             str(tmp_path / "baselines"), "--deployment", "test-dep", *LEVELS)
     first = project.run(*args, "--update-baselines")
-    first.stdout.fnmatch_lines(["specperf: wrote concurrency baseline "
-                                "*/test-dep/concurrency/v1.json"])
+    first.stdout.fnmatch_lines(["specperf — SIMULATED (*); *; writing a concurrency baseline",
+                                "specperf: wrote concurrency baseline "
+                                "*/test-dep/concurrency/v1.json",
+                                f"specperf: this run: {KIND}"])
     return sim, project, args
 
 
@@ -44,6 +49,41 @@ def test_clean_rerun_passes_every_level(baselined):
     result.stdout.fnmatch_lines(["concurrency: reasoning-ctx13 (bursts of C concurrent "
                                  "requests)", "*C | tok/s/user | aggregate*", "batch fit: *",
                                  "GPU-seconds: * over 3 levels*"])
+
+
+def _facts(page: str) -> dict[str, str]:
+    """The report header's rows (th → text of td)."""
+    table = page[page.index('<table class="facts">'):]
+    table = table[:table.index("</table>")]
+    return {re.sub("<[^>]+>", "", th): re.sub("<[^>]+>", "", td) for th, td in
+            re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", table)}
+
+
+def test_a_concurrency_only_run_states_the_concurrency_baseline_it_compared(baselined,
+                                                                             tmp_path):
+    sim, project, args = baselined
+    path = tmp_path / "baselines" / "test-dep" / "concurrency" / "v1.json"
+    created = json.loads(path.read_text())["created"]
+    result = project.run(*args, "--report-dir", str(tmp_path / "reports"))
+    assert result.ret == 0, result.stdout.str()
+    compared = f"concurrency baseline test-dep v1 ({path}, created {created})"
+    lines = result.stdout.lines
+    assert (f"specperf — SIMULATED ({sim.url}); SGLang 0.5.23-ddtree-sim; acceptance from "
+            f"response; 64 output tokens, ignore_eos, non-streaming; {compared}") in lines, \
+        result.stdout.str()
+    assert f"specperf: this run: {KIND}" in lines
+    doc = json.loads(next((tmp_path / "reports").glob("*/results.json")).read_text())
+    assert (doc["run"]["kind"], doc["run"]["label"], doc["baseline"]) == \
+        ("concurrency", KIND, None)
+    base = doc["concurrency_baseline"]
+    assert (base["deployment"], base["version"], base["path"], base["levels"],
+            base["not_judged"]) == ("test-dep", 1, str(path), [1, 2, 4], None)
+    facts = _facts(next((tmp_path / "reports").glob("*/report.html")).read_text())
+    assert facts["kind"] == KIND
+    assert "baseline" not in facts  # the main baseline was not compared with
+    assert facts["concurrency baseline"] == (
+        f"test-dep v1 ({path}, created {created}; levels 1, 2, 4); fingerprint same as the "
+        "baseline's")
 
 
 def test_a_batched_step_regression_fails_from_two_up_attributed_to_step_time(baselined):

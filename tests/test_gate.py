@@ -100,10 +100,11 @@ def test_acceptance_regression_blocks_with_exit_1_and_the_attribution(start_sim,
     assert result.returncode == 1, result.stdout + result.stderr
     _lines(result).fnmatch_lines([
         # The baseline's prompts again: exact acceptance names them, then the statistics.
-        "  FAIL  reasoning-ctx3333: acceptance changed on 5 of 5 prompts (verify steps * → * on "
+        # (then the draft positions that fell: judge/positions.py)
+        "  FAIL  reasoning-ctx3333: acceptance changed on * of * prompts (verify steps * → * on "
         "prompt 1*drafter*Statistics: tok/s * → * (−*%, limit −10%): avg commit * → * (−*%) "
         "explains it; step time * → * ms (*, within noise) — acceptance regression: check the "
-        "drafter and the text.",
+        "drafter and the text. Draft position* (conditional acceptance) fell*",
         "  FAIL  smoke subset: avg commit fell *% on * text across the smoke subset*acceptance "
         "regression*",
         "specperf gate: REGRESSION (exit 1): * of 5 smoke cases regressed: block the deploy.",

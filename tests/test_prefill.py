@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -244,14 +245,18 @@ LISTENER = ("import socket, sys; s = socket.socket(); s.bind(('127.0.0.1', 0)); 
             "print(s.getsockname()[1], flush=True); sys.stdin.read()")
 
 
-@pytest.mark.parametrize(("flags", "expected"), [
-    (["--spec-synth-len", "2"], "--spec-synth-len 2"),
-    (["--spec-synth-rates=0.9,0.5", "--api-key", "secret"], "--spec-synth-rates 0.9,0.5"),
-    (["--api-key", "secret"], False),
+@pytest.mark.parametrize(("flags", "env", "expected"), [
+    (["--spec-synth-len", "2"], {}, "--spec-synth-len 2"),
+    (["--spec-synth-rates=0.9,0.5", "--api-key", "secret"], {}, "--spec-synth-rates 0.9,0.5"),
+    (["--api-key", "secret"], {}, False),
+    # llama.cpp takes each flag from LLAMA_ARG_* too; the command line wins over it
+    ([], {"LLAMA_ARG_SPEC_SYNTH_RATES": "0.9,0.8", "LLAMA_API_KEY": "secret"},
+     "--spec-synth-rates 0.9,0.8"),
+    (["--spec-synth-len", "3"], {"LLAMA_ARG_SPEC_SYNTH_LEN": "5"}, "--spec-synth-len 3"),
 ])
-def test_pinned_flags_are_read_from_the_listening_process(flags, expected) -> None:
+def test_pinned_flags_are_read_from_the_listening_process(flags, env, expected) -> None:
     proc = subprocess.Popen([sys.executable, "-c", LISTENER, *flags], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, **env})
     try:
         assert proc.stdout is not None
         port = int(proc.stdout.readline())

@@ -2,13 +2,23 @@
 position's (unconditional) acceptance, reproducibly with the seed every request carries, and
 the suite's verdict names the draft position whose conditional rate fell. The counters come
 from the /metrics scrapes the traffic guard already takes around every request
-(``llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position}``): no request is added."""
+(``llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position}``): no request is added.
+
+The suite reads a loopback server's command line and judges a ``--spec-synth-rates`` server's
+acceptance not at all (pinned: only step time and prefill, servers/pinned.py). Here the dialled
+rates stand for a drafter whose positions fell, so the suite talks to each server through a
+plain loopback relay, as it would to a remote server whose flags it cannot see: the same
+requests, answers and /metrics scrapes, acceptance judged as usual. (Straight to the server,
+both cases passed as pinned on every run, and ctx500 errored as unstable on a loaded box.)
+"""
 
 from __future__ import annotations
 
 import re
 
 import pytest
+
+from slow_proxy import SlowProxy
 
 from .helpers import run_suite
 from .test_llamacpp_regressions import outcomes, regressions
@@ -18,21 +28,44 @@ pytestmark = pytest.mark.real_server
 CONTEXTS = ("--contexts=16,500", "--text-classes=padding")
 CASES = ("padding-ctx16", "padding-ctx500")
 BASE = "0.9,0.8,0.7"  # conditionally 0.90, 0.89, 0.88
+# Acceptance is what is judged here, and it is deterministic (the seed): timing only has to
+# leave it alone. On a loaded 2-core box step time spread 0.30-0.35 (relative MAD) at ctx500
+# after 20 repeats, past the tier's 0.3 (helpers.TOLERANCES): a cell errored as unstable on 2
+# runs of 3. Step time also rose 50 % at ctx16 when the first position fell (1.3 → 1.9 ms),
+# near the tier's 40 %. Acceptance keeps the tier's 15 %.
+ACCEPTANCE_ONLY = """[pytest]
+filterwarnings = error
+addopts = --strict-markers
+specperf_max_spread = 0.8
+specperf_tolerances =
+    tok_s = 0.4
+    decode_tok_s = 0.4
+    step_ms = 1.0
+    avg_commit = 0.15
+    slope = 0.6
+"""
 
 
 def synth(rates: str) -> tuple[str, ...]:
     return ("--spec-synth-rates", rates)
 
 
-def run_against(project, start_llama, tiny, rates, tmp_path, name):
-    """The suite against a llama-server dialled to ``rates``: its verdicts, by case."""
+def suite_against(project, start_llama, tiny, rates, report_dir, *args):
+    """The suite, through a relay, against a llama-server dialled to ``rates``."""
     server = start_llama(tiny.target, draft=tiny.draft, extra=synth(rates))
     try:
-        result = run_suite(project, server.url, tmp_path / name, tmp_path / "b", "-rA",
-                           *CONTEXTS)
+        with SlowProxy(server.url, delay_ms=0) as relay:
+            return run_suite(project, relay.url, report_dir, report_dir.parent / "b", *args,
+                             *CONTEXTS, ini_text=ACCEPTANCE_ONLY)
     finally:
         server.stop()
+
+
+def run_against(project, start_llama, tiny, rates, tmp_path, name):
+    """The suite against a llama-server dialled to ``rates``: its verdicts, by case."""
+    result = suite_against(project, start_llama, tiny, rates, tmp_path / name, "-rA")
     text = result.stdout.str()
+    assert "acceptance pinned" not in text, text[-3000:]
     seen, found = outcomes(text), regressions(text)
     assert set(seen) == set(CASES) and set(found) == set(CASES), text[-3000:]
     for case, sentence in sorted(found.items()):
@@ -43,10 +76,8 @@ def run_against(project, start_llama, tiny, rates, tmp_path, name):
 def test_the_verdict_names_the_draft_position_that_fell(perf_project, start_llama, tiny,
                                                          tmp_path):
     project = perf_project()
-    before = start_llama(tiny.target, draft=tiny.draft, extra=synth(BASE))
-    run_suite(project, before.url, tmp_path / "r0", tmp_path / "b", "--update-baselines",
-              *CONTEXTS).stdout.fnmatch_lines(["specperf: wrote baseline *"])
-    before.stop()
+    suite_against(project, start_llama, tiny, BASE, tmp_path / "r0", "--update-baselines"
+                  ).stdout.fnmatch_lines(["specperf: wrote baseline *"])
     # Only the deepest position's acceptance falls: 0.7 → 0.1 unconditionally.
     for sentence in run_against(project, start_llama, tiny, "0.9,0.8,0.1", tmp_path,
                                 "deep").values():

@@ -1,13 +1,21 @@
 """Real llama-servers: a prefill regression, and a server whose acceptance is pinned.
 
-The same model restarted with a smaller physical batch (``-ub 32``: the prompt is processed
-32 tokens at a time) fails against the baseline taken before as a prefill regression, with
-step time and acceptance unchanged.
+A server with a smaller physical batch (``-ub 32``: the prompt is processed 32 tokens at a
+time) fails as a prefill regression against the same model with the default batch, with step
+time and acceptance unchanged. The two run side by side in the suite's A/B mode
+(``--compare-endpoint``), their requests interleaved one by one: on a shared 2-core machine the
+load moves by 2x within minutes, and a baseline taken before the restart once read 695 ms
+against a loaded run whose -ub 32 prefill fell from 1200 to 700 ms as the load lifted (no
+cache: every answer had ``cache_n`` 0, and llama.cpp re-evaluates an identical prompt when
+``cache_prompt`` is false). Interleaved, load drift lands on both arms alike.
 Each target drafts for itself, so every draft is accepted on both sides (avg commit is the
 draft length + 1) and the verify step is a 4-token batch either way: only prompt processing
-changes. At 1500 tokens target and draft together take about twice as long on this machine's
-2 cores (measured 699 → 1350 ms); at 40 tokens the rise stays under the 10 ms floor a prefill
-rise must pass (measured 6.9 → 8.0 ms).
+changes. At 1500 tokens the default batch takes about 310 ms and -ub 32 about 690 ms on this
+machine's quiet cores (2.2x; 1.45x at 800 tokens); at 40 tokens the rise stays under the 10 ms
+floor a prefill rise must pass (measured 6.9 → 8.0 ms). 512 output tokens keep the request's
+decode (about 0.9 s) long enough that tok/s falls about 25 %, inside its 40 % limit, so the
+sentence is the prefill-only one; at 128 tokens tok/s fell 50 % and the sentence became
+``tok/s … : prefill (TTFT) … explains it``, whichever side of 40 % the load put it.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from .helpers import run_suite
 
 pytestmark = pytest.mark.real_server
 
-CONTEXTS = ("--contexts=40,1500", "--text-classes=padding", "--output-tokens=128")
+CONTEXTS = ("--contexts=40,1500", "--text-classes=padding", "--output-tokens=512")
 LONG = "padding-ctx1500"
 
 
@@ -40,38 +48,45 @@ def _ttft(doc: dict[str, Any], case_id: str) -> float:
 
 def test_a_smaller_prompt_batch_fails_as_a_prefill_regression(
         perf_project, start_llama, tiny, tmp_path):
-    project = perf_project()
-    before = start_llama(tiny.target, draft=tiny.target)
-    run_suite(project, before.url, tmp_path / "r1", tmp_path / "b", "--update-baselines",
-              *CONTEXTS).stdout.fnmatch_lines(["specperf: wrote baseline *"])
-    before.stop()
-    after = start_llama(tiny.target, draft=tiny.target, extra=("-ub", "32"))
-    result = run_suite(project, after.url, tmp_path / "r2", tmp_path / "b", "-rA", *CONTEXTS)
+    production = start_llama(tiny.target, draft=tiny.target)
+    candidate = start_llama(tiny.target, draft=tiny.target, extra=("-ub", "32"))
+    result = run_suite(perf_project(), candidate.url, tmp_path / "r", tmp_path / "none", "-rA",
+                       "--compare-endpoint", production.url, *CONTEXTS)
     out = result.stdout.str()
-    base, doc = results_of(tmp_path / "r1"), results_of(tmp_path / "r2")
+    doc = results_of(tmp_path / "r")
     for case_id in sorted(doc["measurements"]):
-        print(f"{case_id}: TTFT {_ttft(base, case_id):.1f} → {_ttft(doc, case_id):.1f} ms")
+        ttft = _verdict(doc, case_id)["details"]["ttft_ms"]
+        each = [round(s["ttft_ms"]) for s in doc["measurements"][case_id]["samples"]]
+        print(f"{case_id}: TTFT {ttft['base']:.1f} → {ttft['new']:.1f} ms; -ub 32 each {each}")
     verdict = _verdict(doc, LONG)
     print(f"{LONG}: {verdict['message']}")
     assert verdict["status"] == "fail", out[-3000:]
+    assert verdict["message"].startswith("production → candidate: prefill (TTFT) "), verdict
     assert PREFILL_HINT in verdict["message"], verdict["message"]
     assert ACCEPTANCE_HINT not in out and STEP_HINT not in out, out[-3000:]
+    assert _verdict(doc, "padding-ctx40")["status"] == "pass", doc["verdicts"]
     details = verdict["details"]
-    assert details["ttft_ms"]["change"] > 2 * DEFAULT_TOLERANCES["ttft_ms"], details  # +93 %
+    assert details["ttft_ms"]["change"] > 2 * DEFAULT_TOLERANCES["ttft_ms"], details  # +120 %
     # The tier's own limits (helpers.TOLERANCES): step time 40 %, acceptance 15 %.
     assert abs(details["step_ms"]["change"]) < 0.4, details
     assert abs(details["avg_commit"]["change"]) < 0.15, details
     assert details["ttft_ms"]["limit"] == DEFAULT_TOLERANCES["ttft_ms"]
     # Tok/s predicted with each side's own prefill: the slowdown is explained, not flagged.
     assert "unexplained by the model" not in out, out[-3000:]
-    result.stdout.fnmatch_lines([f"*{LONG}: *prefill (TTFT) * ms (+*%, limit +25%)*"])
+    result.stdout.fnmatch_lines([f"*{LONG}: *prefill (TTFT) * ms (+*%, limit +25%) while tok/s "
+                                 "* stayed within its limit*"])
+    assert not (tmp_path / "none").exists()  # A/B: production stands in, no baseline file
 
 
 def test_pinned_acceptance_judges_step_time_only(perf_project, start_llama, tiny, tmp_path):
     """With ``--spec-synth-len`` the acceptance is a dial: turned from 2 to 3 tokens per step,
     tok/s moves with it, yet nothing fails on acceptance: it is not judged, step time is."""
     project = perf_project()
-    contexts = ("--contexts=40,1000", "--text-classes=padding", "--output-tokens=128")
+    # --max-spread: the same kind of dialled server spread 0.30-0.35 (relative MAD) in step
+    # time at ctx500 on a loaded box (test_llamacpp_positions) and errored as unstable; this
+    # test asserts what is judged, not a pass.
+    contexts = ("--contexts=40,1000", "--text-classes=padding", "--output-tokens=128",
+                "--max-spread=0.6")
     before = start_llama(tiny.target, draft=tiny.draft, extra=("--spec-synth-len", "2"))
     run_suite(project, before.url, tmp_path / "r1", tmp_path / "b", "--update-baselines",
               *contexts).stdout.fnmatch_lines(["specperf: wrote baseline *"])

@@ -21,7 +21,7 @@ from ..core.model import ContextFit
 from ..core.stats import Summary
 from ..measure.burst import LEVEL_METRICS, Level, batch_fit
 from ..measure.lock import write_lock
-from .store import REPAIR, WRITE_LOCK_TIMEOUT_S, BaselineStore, _publish
+from .store import REPAIR, WRITE_LOCK_TIMEOUT_S, BaselineStore, publish
 
 SCHEMA_VERSION = 1
 DIRECTORY = "concurrency"
@@ -97,6 +97,10 @@ class ConcurrencyStore:
     def directory(self, deployment: str) -> Path:
         return self.main.directory(deployment) / DIRECTORY
 
+    def path(self, deployment: str, version: int) -> Path:
+        """Where version ``version`` of ``deployment``'s concurrency baseline lives."""
+        return self.directory(deployment) / f"v{version}.json"
+
     def latest(self, deployment: str) -> int | None:
         found = sorted(int(p.stem[1:]) for p in self.directory(deployment).glob("v*.json")
                        if p.stem[1:].isdigit())
@@ -107,7 +111,7 @@ class ConcurrencyStore:
         version = self.latest(deployment)
         if version is None:
             return None
-        path = self.directory(deployment) / f"v{version}.json"
+        path = self.path(deployment, version)
         try:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
@@ -125,7 +129,7 @@ class ConcurrencyStore:
                 for _ in range(100):
                     version = (self.latest(baseline.deployment) or 0) + 1
                     target = directory / f"v{version}.json"
-                    if _publish(target, replace(baseline, version=version).to_json()
+                    if publish(target, replace(baseline, version=version).to_json()
                                 .encode("utf-8")):
                         return target
         except OSError as exc:

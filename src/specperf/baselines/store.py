@@ -391,14 +391,14 @@ class BaselineStore:
             version = (self.latest(baseline.deployment) or 0) + 1
             target = self.path(baseline.deployment, version)
             text = replace(baseline, version=version).to_json()
-            if _publish(target, text.encode("utf-8")):
+            if publish(target, text.encode("utf-8")):
                 return target
         raise BaselineError(f"could not find a free version number in "
                             f"{self.directory(baseline.deployment)} after "
                             f"100 attempts: other writers keep taking them; try again.")
 
 
-def _publish(target: Path, data: bytes) -> bool:
+def publish(target: Path, data: bytes) -> bool:
     """Make ``target`` appear with ``data`` whole, never replacing a file; False if taken."""
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=target.parent)
     try:

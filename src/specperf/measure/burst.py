@@ -322,8 +322,12 @@ class Burster:
         validate(case, request, comp, calibrated=m.prompts.tokenizer is None,
                  url=m.client.base_url)
         checks = m._checks(case, comp, request)
-        # The burst's own counters (Burst.server_steps) stand in for the other sources.
-        steps = comp.verify_steps if m.server.acceptance_source == "response" else None
+        # A request's own steps: the response's (llama.cpp's timings count each request's own
+        # draft_n_accepted whatever the source, batched or not); for the other sources the
+        # burst's counters (Burst.server_steps) stand in, as a bracket cannot be split.
+        own = m.server.acceptance_source == "response" or (
+            m.server.flavour == "llamacpp" and comp.timings_from == "timings")
+        steps = comp.verify_steps if own else None
         decode_s = comp.e2e_s - comp.ttft_s if comp.e2e_s is not None \
             and comp.ttft_s is not None else None
         scale = m.server.time_scale

@@ -10,7 +10,7 @@ concurrency baseline at session end (:class:`BurstPlugin`, registered by the plu
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -24,6 +24,9 @@ from ..judge.verdict import NotJudged, Verdict
 from ..measure.burst import Burst, Burster, Level, batch_fit
 from ..measure.session import PerfSession, git_revision
 from ..plan.workload import Case
+from ..record import runkind
+from ..servers.fingerprint import fingerprint_differences
+from ..settings.config import Settings
 from ..settings.hints import update_command
 from ..views import summary
 from .fixtures import STATE, _marker_tolerances
@@ -33,14 +36,28 @@ BURSTS = pytest.StashKey["BurstRun"]()
 MARKER = "concurrency_scaling"
 
 
+def level_case(settings: Settings) -> Case:
+    """The one case the concurrency levels burst (--concurrency-class, -context)."""
+    return Case(settings.concurrency_class,
+                settings.concurrency_context or min(settings.contexts), settings.output_tokens)
+
+
+def scope(settings: Settings, measured: Mapping[str, Mapping[str, Any]]) -> str:
+    """What a concurrency run measured, for its kind: 'levels 1,2,4 of reasoning-ctx13' (the
+    recorded levels, Level.to_dict by id; the planned ones when none was measured)."""
+    levels = sorted({int(d["concurrency"]) for d in measured.values()}) \
+        or list(settings.concurrency_levels)
+    cases = {str(d["case"]["id"]) for d in measured.values()}
+    return runkind.concurrency_scope(levels, cases.pop() if len(cases) == 1
+                                     else level_case(settings).id)
+
+
 class BurstRun:
     """The run's concurrency levels: measured once each, judged, written as a baseline."""
 
     def __init__(self, state: RunState) -> None:
         self.state = state
-        s = state.settings
-        self.case = Case(s.concurrency_class, s.concurrency_context or min(s.contexts),
-                         s.output_tokens)
+        self.case = level_case(state.settings)
         self.levels: dict[int, Level] = {}
         self.errors: dict[int, SpecperfError] = {}
         self.ran = False
@@ -75,6 +92,22 @@ class BurstRun:
             self._baseline = store.load(self.state.deployment())
         assert not isinstance(self._baseline, bool)
         return self._baseline
+
+    def baseline_record(self) -> dict[str, Any] | None:
+        """The concurrency baseline the levels are compared with, for the record (identity,
+        path, case, levels, fingerprint differences, why not judged); None without one."""
+        base = self.baseline()
+        if base is None or self.state.settings.update_baselines:
+            return None
+        store = ConcurrencyStore(self.state.settings.baseline_dir)
+        server = self.state.session.server if self.state.session is not None else None
+        return {"deployment": base.deployment, "version": base.version,
+                "path": str(store.path(base.deployment, base.version)),
+                "created": base.created, "suite_version": base.suite_version,
+                "git_revision": base.git_revision, "case": base.case,
+                "levels": sorted(base.levels), "not_judged": self.not_judged(),
+                "fingerprint_differences": [] if server is None else
+                fingerprint_differences(base.fingerprint, server.fingerprint)}
 
     def not_judged(self) -> str | None:
         """Why this run's levels cannot be judged (no baseline, another case), else None."""
@@ -208,7 +241,15 @@ def concurrency_levels(request: pytest.FixtureRequest,
 def specperf_concurrency(request: pytest.FixtureRequest,
                          specperf_session: PerfSession) -> ConcurrencyChecks:
     """Judgements of the concurrency test: a level against its baseline, the batch slope."""
-    return ConcurrencyChecks(request)
+    checks = ConcurrencyChecks(request)
+    try:
+        compared = checks.run.baseline_record()
+    except BaselineError:
+        compared = None  # unreadable: the judgement raises it, naming the file
+    if compared is not None:
+        request.node.user_properties.append(
+            ("specperf_concurrency_baseline", json.dumps(compared, default=str)))
+    return checks
 
 
 class ConcurrencyChecks:

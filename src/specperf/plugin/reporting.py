@@ -28,6 +28,7 @@ from ..record import results, runkind
 from ..settings.config import Settings
 from ..views import page, summary
 from ..views.report import report_dir, write_report
+from . import burstfixtures
 from .fixtures import STATE
 from .runstate import RunState
 
@@ -81,6 +82,8 @@ class ReportPlugin:
                     found.scaling_cases.add(str(case))
                 if item.get_closest_marker("smoke") is not None:
                     found.smoke.add(item.nodeid)
+                if item.get_closest_marker("concurrency_scaling") is not None:
+                    found.concurrency_tests.add(item.nodeid)
         self.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         state = self.config.stash.get(STATE, None)
         if state is None:
@@ -129,17 +132,24 @@ def endpoint_document(run: results.RunInfo, state: RunState, found: summary.Coll
                       errors: Mapping[str, str], interrupted: bool) -> dict[str, Any]:
     """One endpoint's results document (not yet scrubbed): the single run's record, and
     each endpoint's part of a fleet's, built the same way."""
+    kind = runkind.classify(
+        ab=state.settings.compare_endpoint is not None, interrupted=interrupted,
+        outcomes=found.perf_outcomes, smoke=found.smoke, scaling_cases=found.scaling_cases,
+        planned=[c.id for c in state.cases],
+        measured=len(found.measurements) + len(found.concurrency),
+        error_kinds=found.error_kinds, custom=custom_matrix(state.settings),
+        concurrency=found.concurrency_tests,
+        concurrency_scope=burstfixtures.scope(state.settings, found.concurrency))
+    # A run of the concurrency tests alone compared nothing with the main baseline.
+    only_levels = kind.kind == "concurrency" and not found.measurements
     doc = results.build(
         run, server=found.server, measurements=found.measurements, verdicts=found.verdicts,
         outcomes=found.outcomes, errors=dict(errors),
-        baseline=judged_baseline(state, found.server), paths=found.paths,
-        partial=found.partials, concurrency=found.concurrency)
+        baseline=None if only_levels else judged_baseline(state, found.server),
+        paths=found.paths, partial=found.partials, concurrency=found.concurrency,
+        concurrency_baseline=found.concurrency_baseline if found.concurrency else None)
     doc["interrupted"] = interrupted
-    doc["run"] = runkind.classify(
-        ab=state.settings.compare_endpoint is not None, interrupted=interrupted,
-        outcomes=found.perf_outcomes, smoke=found.smoke, scaling_cases=found.scaling_cases,
-        planned=[c.id for c in state.cases], measured=len(found.measurements),
-        error_kinds=found.error_kinds, custom=custom_matrix(state.settings)).to_dict()
+    doc["run"] = kind.to_dict()
     return doc
 
 

@@ -65,11 +65,14 @@ def build(run: RunInfo, *, server: Mapping[str, Any], measurements: Mapping[str,
           errors: Mapping[str, str], baseline: Baseline | None,
           paths: Sequence[Mapping[str, Any]] = (),
           partial: Mapping[str, Any] | None = None,
-          concurrency: Mapping[str, Any] | None = None) -> dict[str, Any]:
+          concurrency: Mapping[str, Any] | None = None,
+          concurrency_baseline: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The results document of one run (see results.schema.json).
 
     ``partial``: the samples of cases that errored or were interrupted before they were
     measured, by case id; kept apart from ``measurements`` so no fit or verdict reads them.
+    ``concurrency_baseline``: the concurrency baseline the levels were compared with (its
+    identity and path, as the measuring process loaded it), None when there was none.
 
     Built from what the tests reported (with xdist: what the workers sent the controller),
     so it is the same either way. Its derived figures — this run's context fits and the
@@ -92,6 +95,8 @@ def build(run: RunInfo, *, server: Mapping[str, Any], measurements: Mapping[str,
         "partial": {cid: dict(data) for cid, data in sorted((partial or {}).items())
                     if cid not in measurements},
         "concurrency": concurrency_section(concurrency or {}),
+        "concurrency_baseline": None if concurrency_baseline is None
+        else dict(concurrency_baseline),
         "acceptance_shapes": acceptance_shapes(measurements, baseline),
     }
     return doc
@@ -299,9 +304,15 @@ def history_entry(doc: Mapping[str, Any], results_path: str) -> dict[str, Any]:
             "fingerprint": doc["fingerprint"],
             "baseline": None if base is None else
             {"deployment": base["deployment"], "version": base["version"]},
+            "concurrency_baseline": _identity(doc.get("concurrency_baseline")),
             "cells": cells, "fits": doc["fits"],
             "failed": sorted({v["case_id"] for v in doc["verdicts"] if v["status"] == "fail"}),
             **run_fields(doc)}
+
+
+def _identity(base: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return None if base is None else {"deployment": base["deployment"],
+                                      "version": base["version"], "path": base["path"]}
 
 
 def run_fields(doc: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,13 +3,15 @@
 Kinds: ``full`` (every case of the default planned matrix in the main job), ``custom`` (every
 case of a planned matrix with its own contexts or text classes, e.g. ``--contexts 13,3333``:
 its cells are not a full sweep's), ``gate`` (the smoke subset only), ``ab`` (candidate against
-production), ``subset`` (anything else). Beside the kind, two conditions: ``interrupted``
-(stopped before every test ran) and ``stopped_by``: why nothing was measured when every perf
-test that ran errored — the GPU lock was held too long (``lock-timeout``), a required baseline
-was missing or unreadable (``no-baseline``), the settings asked for what the server cannot do,
-such as a context beyond its limit (``config-error``), every case was too noisy to judge
-(``unstable``), or the box or the endpoint was down (``outage``). ``outage`` stays a flag
-of its own: true only for that last one.
+production), ``concurrency`` (only the concurrency_scaling tests: its scope names the levels
+and the case, e.g. "levels 1,2,4,8 of reasoning-ctx13"), ``subset`` (anything else). Beside the
+kind, two conditions: ``interrupted`` (stopped before every test ran) and ``stopped_by``: why
+nothing was measured when every perf test that ran errored — the GPU lock was held too long
+(``lock-timeout``), a required baseline was missing or unreadable (``no-baseline``), the
+settings asked for what the server cannot do, such as a context beyond its limit
+(``config-error``), every case was too noisy to judge (``unstable``), or the box or the
+endpoint was down (``outage``). ``outage`` stays a flag of its own: true only for that last
+one.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 KIND_LABELS = {"full": "full sweep", "custom": "custom sweep", "gate": "gate", "ab": "A/B",
-               "subset": "subset"}
+               "concurrency": "concurrency", "subset": "subset"}
 # The suite error (core/errors.py) that stopped a run, checked in this order, and its words.
 STOPPED_BY = (("GpuLockTimeout", "lock-timeout"), ("BaselineError", "no-baseline"),
               ("ConfigError", "config-error"), ("UnstableMeasurement", "unstable"))
@@ -47,11 +49,16 @@ class RunKind:
     errored: int
     not_run: int
     stopped_by: str | None = None  # see the module docstring
-    scope: str = ""  # a custom sweep's matrix, e.g. "contexts 13, 3333"
+    # a custom sweep's matrix, e.g. "contexts 13, 3333"; a concurrency run's levels and case
+    scope: str = ""
 
     def label(self) -> str:
-        """e.g. 'full sweep', 'subset, INTERRUPTED (5 of 10 not run)', 'gate, OUTAGE …'."""
-        parts = [KIND_LABELS[self.kind] + (f" ({self.scope})" if self.scope else "")]
+        """e.g. 'full sweep', 'concurrency levels 1,2,4 of reasoning-ctx13', 'subset,
+        INTERRUPTED (5 of 10 not run)', 'gate, OUTAGE …'."""
+        head = KIND_LABELS[self.kind]
+        if self.scope:
+            head += f" {self.scope}" if self.kind == "concurrency" else f" ({self.scope})"
+        parts = [head]
         if self.interrupted:
             parts.append(f"INTERRUPTED ({self.not_run} of {self.cases} perf tests not run)")
         if self.stopped_by is not None:
@@ -74,12 +81,14 @@ def classify(*, ab: bool, interrupted: bool, outcomes: Mapping[str, str],
              smoke: Collection[str], scaling_cases: Collection[str],
              planned: Collection[str], measured: int,
              error_kinds: Mapping[str, Sequence[str]] | None = None,
-             custom: str = "") -> RunKind:
+             custom: str = "", concurrency: Collection[str] = (),
+             concurrency_scope: str = "") -> RunKind:
     """The kind of a run from its perf tests' outcomes (node id → outcome).
 
     ``error_kinds``: per errored test, its suite error's class and bases (why nothing was
     measured); ``custom``: the planned matrix when it is not the default one (its kind is
-    then ``custom``, never ``full``).
+    then ``custom``, never ``full``); ``concurrency``: the node ids of the concurrency_scaling
+    tests, and ``concurrency_scope`` what they measured (:func:`concurrency_scope`).
     """
     errored = sum(o == "error" for o in outcomes.values())
     not_run = sum(o == "not run" for o in outcomes.values())
@@ -88,6 +97,8 @@ def classify(*, ab: bool, interrupted: bool, outcomes: Mapping[str, str],
         kind = "ab"
     elif outcomes and set(outcomes) <= set(smoke):
         kind = "gate"
+    elif outcomes and set(outcomes) <= set(concurrency):
+        kind, scope = "concurrency", concurrency_scope
     elif planned and set(planned) <= set(scaling_cases):
         kind, scope = ("custom", custom) if custom else ("full", "")
     else:
@@ -115,3 +126,9 @@ def custom_matrix(contexts: Sequence[int], default_contexts: Sequence[int],
     if tuple(text_classes) != tuple(default_classes):
         parts.append("text classes " + ", ".join(text_classes))
     return "; ".join(parts)
+
+
+def concurrency_scope(levels: Sequence[int], case_id: str) -> str:
+    """What a concurrency run measured: 'levels 1,2,4,8 of reasoning-ctx13'."""
+    noun = "level" if len(levels) == 1 else "levels"
+    return f"{noun} {','.join(str(c) for c in sorted(levels))} of {case_id}"

@@ -94,8 +94,7 @@ def _pct(fraction: float | None) -> str:
 
 
 def _header(doc: Mapping[str, Any]) -> str:
-    server, base = doc["server"], doc["baseline"]
-    settings = doc["settings"]
+    server, settings = doc["server"], doc["settings"]
     if server.get("simulated"):
         who = (f'<span class="badge sim">SIMULATED</span> profile '
                f'{esc(settings.get("sim_profile"))} at time scale {esc(server.get("time_scale"))}'
@@ -112,7 +111,7 @@ def _header(doc: Mapping[str, Any]) -> str:
                             f"{server.get('acceptance_source', '?')}")),
              ("fingerprint", esc(", ".join(f"{k}={v}" for k, v in
                                            sorted(doc["fingerprint"].items())) or "n/a")),
-             ("baseline", _baseline_text(base) + "; " + _fp_diff(doc)),
+             *_baseline_rows(doc),
              ("suite", esc(f"specperf {doc['suite_version']}, git {doc['git_revision']}; "
                            f"GPU lock wait {lock}")),
              ("run", esc(f"{doc['run_id']}, ended {doc['created']}, took "
@@ -199,6 +198,34 @@ def _baseline_text(base: Mapping[str, Any] | None) -> str:
         return "none: nothing to compare with (create one with --update-baselines)"
     return esc(f"{base['deployment']} v{base['version']} (created {base['created']}, specperf "
                f"{base.get('suite_version', '?')}, git {base.get('git_revision', '?')})")
+
+
+def _baseline_rows(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The main baseline compared with and, when concurrency levels were measured, the
+    concurrency baseline; a run of the concurrency tests alone shows only the latter."""
+    rows = []
+    if (doc.get("run") or {}).get("kind") != "concurrency":
+        rows.append(("baseline", _baseline_text(doc["baseline"]) + "; " + _fp_diff(doc)))
+    if doc.get("concurrency"):
+        rows.append(("concurrency baseline", _concurrency_baseline_text(doc)))
+    return rows
+
+
+def _concurrency_baseline_text(doc: Mapping[str, Any]) -> str:
+    base = doc.get("concurrency_baseline")
+    if base is None and doc["settings"].get("update_baselines"):
+        return "none: this run writes one"
+    if base is None:
+        return "none: the levels were compared with nothing (create one with " \
+            "--update-baselines -m concurrency_scaling)"
+    text = esc(f"{base['deployment']} v{base['version']} ({base['path']}, created "
+               f"{base['created']}; levels {', '.join(str(c) for c in base['levels'])})")
+    if base.get("not_judged"):
+        text += f'; <span class="warn">NOT compared: {esc(base["not_judged"])}</span>'
+    diffs = base.get("fingerprint_differences") or []
+    return text + ("; fingerprint same as the baseline's" if not diffs else
+                   '; <span class="warn">fingerprint differs from the baseline: '
+                   + esc("; ".join(diffs)) + "</span>")
 
 
 def _fp_diff(doc: Mapping[str, Any]) -> str:

@@ -69,6 +69,10 @@ class Collector:
     error_kinds: dict[str, list[str]] = field(default_factory=dict)
     # The concurrency levels measured (measure/burst.py Level.to_dict), by level id.
     concurrency: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The concurrency_scaling tests (node ids) and the concurrency baseline they compared
+    # with (plugin/burstfixtures.py BurstRun.baseline_record), as the measuring process saw it.
+    concurrency_tests: set[str] = field(default_factory=set)
+    concurrency_baseline: dict[str, Any] | None = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._perf(report)
@@ -94,6 +98,8 @@ class Collector:
             elif key == "specperf_concurrency" and report.when == "setup":
                 data = json.loads(str(value))
                 self.concurrency.setdefault(data["id"], data)
+            elif key == "specperf_concurrency_baseline" and self.concurrency_baseline is None:
+                self.concurrency_baseline = json.loads(str(value))
             elif key == "specperf_error" and report.failed:
                 self.error_kinds[report.nodeid] = json.loads(str(value))
         if report.failed or report.when == "call" or report.skipped:
@@ -116,6 +122,8 @@ class Collector:
             self.smoke.add(report.nodeid)
         if "context_scaling" in report.keywords:
             self.scaling_cases.add(case)
+        if "concurrency_scaling" in report.keywords:
+            self.concurrency_tests.add(report.nodeid)
 
 
 def collected(config: pytest.Config) -> Collector:
@@ -189,13 +197,34 @@ def render(found: Collector, settings: Settings) -> list[str]:
 
 
 def compared_with(doc: dict[str, Any], settings: Settings) -> str:
-    """What the verdicts are against, for the header line: 'baseline sim-x v3', production."""
+    """What the verdicts are against, for the header line: 'baseline sim-x v3', production,
+    and the concurrency baseline when concurrency levels were measured (alone, when only
+    the concurrency tests ran: the main baseline was not compared with)."""
     if settings.compare_endpoint is not None:
         return f"compared with production {settings.compare_endpoint} (A/B, same run)"
-    base = doc.get("baseline")
+    parts = []
+    if (doc.get("run") or {}).get("kind") != "concurrency":
+        base = doc.get("baseline")
+        if base is None:
+            parts.append("no baseline" if not settings.update_baselines
+                         else "writing a baseline")
+        else:
+            parts.append(f"baseline {base['deployment']} v{base['version']} (created "
+                         f"{base['created']})")
+    if doc.get("concurrency"):
+        parts.append(concurrency_compared(doc.get("concurrency_baseline"), settings))
+    return "; ".join(parts)
+
+
+def concurrency_compared(base: dict[str, Any] | None, settings: Settings) -> str:
+    """'concurrency baseline sim-x v2 (<path>, created …)', or why there is none."""
     if base is None:
-        return "no baseline" if not settings.update_baselines else "writing a baseline"
-    return f"baseline {base['deployment']} v{base['version']} (created {base['created']})"
+        return ("writing a concurrency baseline" if settings.update_baselines
+                else "no concurrency baseline")
+    text = (f"concurrency baseline {base['deployment']} v{base['version']} ({base['path']}, "
+            f"created {base['created']})")
+    return text if base.get("not_judged") is None else \
+        f"{text} NOT compared: {base['not_judged']}"
 
 
 def missing_baseline_lines(doc: dict[str, Any], settings: Settings) -> list[str]:

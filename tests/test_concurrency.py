@@ -195,3 +195,18 @@ def test_the_header_names_the_concurrency_baseline_compared_and_not_the_main_one
     writing = resolve({"update_baselines": True}, {}, {})
     assert summary.compared_with({**doc, "concurrency_baseline": None}, writing) == \
         "writing a concurrency baseline"
+
+
+def test_levels_without_a_concurrency_baseline_say_not_judged_and_how_to_create_one():
+    settings = resolve({}, {}, {})
+    doc = {"concurrency": {"levels": {"1": {}}}, "concurrency_baseline": None,
+           "measurements": {}, "baseline": None, "server": {}}
+    [line] = summary.missing_baseline_lines(doc, settings)
+    assert line.startswith("NOT JUDGED: no concurrency baseline in baselines: the concurrency "
+                           "levels above are measured but compared with nothing; create one "
+                           "with `pytest perf_tests -m concurrency_scaling")
+    assert line.endswith("--update-baselines`, then run again.")
+    assert summary.missing_baseline_lines(
+        doc, resolve({"update_baselines": True}, {}, {})) == []
+    judged = dict(doc, concurrency_baseline={"deployment": "d", "version": 1})
+    assert summary.missing_baseline_lines(judged, settings) == []

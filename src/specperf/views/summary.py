@@ -230,8 +230,20 @@ def concurrency_compared(base: dict[str, Any] | None, settings: Settings) -> str
 def missing_baseline_lines(doc: dict[str, Any], settings: Settings) -> list[str]:
     """Why nothing was judged and the command that fixes it, every time there is no baseline:
     the cases' skip reasons show only with -rs, and a run of skips exits 0."""
-    if doc.get("baseline") is not None or settings.update_baselines \
-            or settings.compare_endpoint is not None or not doc.get("measurements"):
+    if settings.update_baselines or settings.compare_endpoint is not None:
+        return []
+    lines = []
+    if doc.get("concurrency") and doc.get("concurrency_baseline") is None:
+        command = update_command(settings).replace("-m context_scaling",
+                                                   "-m concurrency_scaling")
+        lines.append("NOT JUDGED: no concurrency baseline in "
+                     f"{settings.baseline_dir}: the concurrency levels above are measured but "
+                     f"compared with nothing; create one with `{command}`, then run again.")
+    return lines + _missing_main(doc, settings)
+
+
+def _missing_main(doc: dict[str, Any], settings: Settings) -> list[str]:
+    if doc.get("baseline") is not None or not doc.get("measurements"):
         return []
     deployment = deployment_name(settings, doc["server"])
     # baselines/<deployment>/v<N>.json (baselines/store.py): one exists but was unreadable, so

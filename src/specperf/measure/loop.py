@@ -126,6 +126,17 @@ class Measurer:
     def _decode_method(self) -> str:
         return "server-timings" if self.server.server_timings else "two-point"
 
+    def check_fits(self, case: Case, request: Request, flag: str = "--contexts") -> None:
+        """A case whose prompt and output exceed the server's context length is a usage error,
+        before its first request (only the cases a run measures: a concurrency run checks
+        its own case, not the main matrix)."""
+        limit = self.server.max_model_len
+        worst = case.context + request.max_tokens
+        if limit is not None and worst > limit:
+            raise ConfigError(
+                f"context {case.context} + {request.max_tokens} output tokens = {worst} exceeds "
+                f"the server's context length {limit}: lower {flag} or --output-tokens.")
+
     def request(self, case: Case, max_tokens: int | None = None) -> Request:
         """The main job's request of ``case``: the probed route, plain."""
         return Request(self.server.api, max_tokens or case.output_tokens,
@@ -148,6 +159,7 @@ class Measurer:
         validate, check the output, sample. ``request`` and ``timing`` are what a path
         varies; without them, the main job's request and step/time reading."""
         request = request or self.request(case)
+        self.check_fits(case, request)
         before = self.traffic.before()
         before_text = self.metrics_text
         comp, wall_s, retries, started, chunks = self._send(case, request, repeat)

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..core.errors import ConfigError, SpecperfError
+from ..core.errors import SpecperfError
 from ..plan.workload import (
     CalibratedPromptBuilder,
     Case,
@@ -83,7 +83,6 @@ class PerfSession:
                                 wanted_source=s.acceptance_source, log_command=s.log_command,
                                 simulated=s.endpoint is None, endpoint_source=source,
                                 warn=lambda note: self.progress(f"specperf: {note}"))
-        self._check_contexts(self.server)
         self.measurer = self._measurer(self.client, self.server)
         return self.server
 
@@ -105,15 +104,6 @@ class PerfSession:
         path = self.lock_path().with_name(self.lock_path().name + ".case")
         return gpulock.GpuLock(path, timeout_s=self.settings.gpu_lock_timeout,
                                endpoint=self.url, progress=self.progress)
-
-    def _check_contexts(self, server: ServerInfo) -> None:
-        limit = server.max_model_len
-        worst = max(self.settings.contexts) + self.settings.output_tokens
-        if limit is not None and worst > limit:
-            raise ConfigError(
-                f"context {max(self.settings.contexts)} + {self.settings.output_tokens} output "
-                f"tokens = {worst} exceeds the server's context length {limit}: lower "
-                "--contexts or --output-tokens.")
 
     def _measurer(self, client: Client, server: ServerInfo) -> Measurer:
         prompts: PromptBuilder | CalibratedPromptBuilder

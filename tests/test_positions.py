@@ -201,3 +201,20 @@ def test_a_position_this_run_is_unsure_of_is_undetermined() -> None:
     rows = [[0.5, 0.1], [0.5, 0.5]]
     assert acceptance.half_width_by_index(rows) == pytest.approx([0.0, 12.706 * 0.2], rel=1e-3)
     assert acceptance.half_width_by_index([[0.5]]) == [None]
+
+
+def test_production_in_ab_mode_keeps_its_shape_as_the_baseline() -> None:
+    # A/B: production's samples are the baseline, per draft position too (judge/ab.py)
+    from specperf.judge.ab import as_baseline
+    from specperf.measure.loop import Measurement, Sample
+    from specperf.plan.workload import Case
+
+    c = Case("reasoning", 3333, 600)
+    samples = tuple(
+        Sample(c.id, r, False, 3333, 600, 10.0, 200, 9.0, 1.0, None, 0, "response", "length",
+               raw={"accepted_per_pos": [180, 90, 45], "drafts": 200,
+                    "commit_along": [3.0, 2.0]})
+        for r in range(3))
+    base = as_baseline(Measurement(c, samples, "server-timings", "response"))
+    assert base.positions == pytest.approx([0.9, 0.5, 0.5])
+    assert base.along == pytest.approx([3.0, 2.0])

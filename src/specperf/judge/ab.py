@@ -24,6 +24,7 @@ from ..measure.repeats import RepeatDecision, decide_repeats
 from ..measure.session import PerfSession
 from ..plan.workload import Case
 from ..servers.fingerprint import fingerprint_differences
+from .positions import Shape
 from .verdict import NotJudged, Verdict
 
 # Every figure in the message reads reference → measured: production → candidate.
@@ -59,8 +60,10 @@ def measure_pair(case: Case, candidate: Measurer, reference: Measurer,
 def as_baseline(reference: Measurement) -> CaseBaseline:
     """Production's measurement of this run, in the shape a stored baseline case has."""
     case = reference.case
+    shape = Shape.of(s.raw for s in reference.measured)  # where acceptance is, per position
     return CaseBaseline(case.text_class, case.context, case.output_tokens,
-                        reference.summaries(), {})
+                        reference.summaries(), {}, positions=list(shape.positions),
+                        along=list(shape.along))
 
 
 def pair_decider(tolerances: Mapping[str, float], min_repeats: int,

@@ -20,7 +20,7 @@ from specperf.baselines.store import Baseline, CaseBaseline
 from specperf.core.limits import DEFAULT_TOLERANCES, DIRECTION
 from specperf.core.model import ContextFit
 from specperf.core.stats import Summary
-from specperf.judge.verdict import PINNED_REASON, PREFILL_HINT, judge_case
+from specperf.judge.verdict import PINNED_REASON, PREFILL_HINT, STEP_HINT, judge_case
 from specperf.measure.repeats import decide_repeats
 from specperf.measure.sample import Sample, sample_values
 from specperf.record import results
@@ -89,6 +89,17 @@ def test_prefill_and_acceptance_moved_together_name_both() -> None:
         "tok/s 52.2 → 38.5 (−26.2%, limit −10%): avg commit 7.85 → 6.60 (−15.9%) and prefill "
         "(TTFT) 500 → 2500 ms (+400.0%) moved together (acceptance 47%, prefill 53% of the "
         f"drop) — {PREFILL_HINT}; then check the drafter and the text.")
+
+
+def test_a_larger_step_share_than_prefills_is_diagnosed_as_step_time() -> None:
+    # A larger target slows both (real llama.cpp tier): the largest share is the diagnosis,
+    # prefill what to check next -- not a prefill regression first.
+    verdict = judge_case(CASE, summaries(3000.0, step=220.0), baseline(500.0), TOL)
+    message = verdict.fails()
+    assert message is not None and "moved together (step time 64%, prefill 36% of" in message
+    assert message.endswith(f"— {STEP_HINT}; then check prompt processing (the batch size, "
+                            "e.g. llama.cpp -ub; chunked prefill; the prefix and attention "
+                            "kernels).")
 
 
 def test_prefill_rise_within_tolerance_passes_and_is_shown() -> None:

@@ -238,13 +238,15 @@ def _prefill_clause(moves: Mapping[str, Move], attr: Attribution, prefill: Move,
              if s >= SECONDARY_SHARE]
     moved = ", ".join(m.text() for _, m, _ in named)
     shares = ", ".join(f"{n} {s:.0%}" for n, _, s in named)
-    then = " and ".join(_CHECKS[n] for n, _, _ in named)
+    # The largest share is the diagnosis; the others are what to check next.
+    causes = sorted([(n, s) for n, _, s in named] + [("prefill", share)], key=lambda c: -c[1])
+    then = " and ".join(_CHECKS[n] for n, _ in causes[1:])
     return (f"{moved} and {prefill.text()} moved together ({shares}, prefill {share:.0%} of "
-            f"the drop) — {PREFILL_HINT}; then check {then}.")
+            f"the drop) — {_CAUSE_HINTS[causes[0][0]]}; then check {then}.")
 
 
-_CHECKS = {"acceptance": "the drafter and the text",
-           "step time": "the kernels, attention backend and KV cache"}
+_CAUSE_HINTS = {"acceptance": ACCEPTANCE_HINT, "step time": STEP_HINT, "prefill": PREFILL_HINT}
+_CHECKS = {n: hint.split(": check ", 1)[1] for n, hint in _CAUSE_HINTS.items()}
 
 
 def _while_tok_s(moves: Mapping[str, Move]) -> str:

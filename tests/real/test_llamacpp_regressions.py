@@ -85,8 +85,12 @@ def test_a_larger_target_fails_every_case_as_a_step_time_regression(
     _, result = baseline_then_run(project, start_llama(tiny.target, draft=tiny.target),
                                   lambda: start_llama(large.target, draft=large.target),
                                   tmp_path)
-    # A larger target processes its prompt slower too (prefill is judged): where prefill
-    # carries a share, step time must still be named as the larger one.
-    check_attributed(result.stdout.str(), STEP_HINT, ACCEPTANCE_HINT)
-    for case, sentence in regressions(result.stdout.str()).items():
-        assert "prefill regression" not in sentence.split("; then check", 1)[0], (case, sentence)
+    # A larger target processes its prompt slower too, and prefill is judged: every case names
+    # step time (the diagnosis, or what to check after prefill where prefill's share of the
+    # drop is the larger one, as at ctx1000: step 48 %, prefill 52 %), never acceptance.
+    text = result.stdout.str()
+    check_attributed(text, "check the kernels, attention backend and KV cache", ACCEPTANCE_HINT)
+    sentences = regressions(text).values()
+    assert any(STEP_HINT in s for s in sentences), text[-3000:]
+    for sentence in sentences:
+        assert STEP_HINT in sentence or "moved together" in sentence, sentence

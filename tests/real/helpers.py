@@ -23,17 +23,22 @@ FIT = re.compile(r"^fit (\w+): step_ms = (-?[0-9.]+) \+ (-?[0-9.]+)(?: ± [0-9.]
 # tiny model's acceptance differs from prompt to prompt, so a cell spreads more than on the
 # real box (which keeps the default 10 % limits and 0.10 spread). The tier's regressions are
 # several times larger than these limits.
-TOLERANCES = """[pytest]
+def tier_ini(*, spread: float = 0.3, timing: float = 0.4, step: float | None = None) -> str:
+    """A tier's ini: the noise limits and tolerances its servers need (acceptance 15 %)."""
+    return f"""[pytest]
 filterwarnings = error
 addopts = --strict-markers
-specperf_max_spread = 0.3
+specperf_max_spread = {spread:g}
 specperf_tolerances =
-    tok_s = 0.4
-    decode_tok_s = 0.4
-    step_ms = 0.4
+    tok_s = {timing:g}
+    decode_tok_s = {timing:g}
+    step_ms = {timing if step is None else step:g}
     avg_commit = 0.15
     slope = 0.6
 """
+
+
+TOLERANCES = tier_ini()
 
 
 def run_suite(project: PerfProject, url: str, report_dir: Path, baseline_dir: Path,
@@ -62,17 +67,7 @@ CONCURRENCY_OUTPUT = OUTPUT
 # time moved +53 % and its tok/s -32 % between clean runs. The concurrency tier asserts counts
 # (steps, counters), which are exact; its timing limits only keep a clean rerun from failing
 # on that noise. Acceptance is deterministic (temperature 0, seeds) and keeps its limit.
-CONCURRENCY_TOLERANCES = """[pytest]
-filterwarnings = error
-addopts = --strict-markers
-specperf_max_spread = 0.5
-specperf_tolerances =
-    tok_s = 0.75
-    decode_tok_s = 0.75
-    step_ms = 0.75
-    avg_commit = 0.15
-    slope = 0.6
-"""
+CONCURRENCY_TOLERANCES = tier_ini(spread=0.5, timing=0.75)
 
 
 def run_concurrency(project: PerfProject, url: str, report_dir: Path, baseline_dir: Path,

@@ -20,7 +20,7 @@ import pytest
 
 from slow_proxy import SlowProxy
 
-from .helpers import run_suite
+from .helpers import run_suite, tier_ini
 from .test_llamacpp_regressions import outcomes, regressions
 
 pytestmark = pytest.mark.real_server
@@ -33,17 +33,7 @@ BASE = "0.9,0.8,0.7"  # conditionally 0.90, 0.89, 0.88
 # after 20 repeats, past the tier's 0.3 (helpers.TOLERANCES): a cell errored as unstable on 2
 # runs of 3. Step time also rose 50 % at ctx16 when the first position fell (1.3 → 1.9 ms),
 # near the tier's 40 %. Acceptance keeps the tier's 15 %.
-ACCEPTANCE_ONLY = """[pytest]
-filterwarnings = error
-addopts = --strict-markers
-specperf_max_spread = 0.8
-specperf_tolerances =
-    tok_s = 0.4
-    decode_tok_s = 0.4
-    step_ms = 1.0
-    avg_commit = 0.15
-    slope = 0.6
-"""
+ACCEPTANCE_ONLY = tier_ini(spread=0.8, step=1.0)
 
 
 def synth(rates: str) -> tuple[str, ...]:

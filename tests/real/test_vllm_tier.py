@@ -12,7 +12,7 @@ import pytest
 from specperf.judge.verdict import ACCEPTANCE_HINT, STEP_HINT
 
 from .conftest import results_of
-from .helpers import TOLERANCES, run_suite, table_rows
+from .helpers import run_suite, table_rows, tier_ini
 from .recorder import Recorder
 
 pytestmark = pytest.mark.real_vllm
@@ -27,8 +27,7 @@ K = 4  # num_speculative_tokens of every config (tests/real/vllm.py)
 # (the whole machine, not one case), which the llama.cpp tier's 40 % limit cannot absorb. The
 # rerun test checks what a real vLLM reports and how the suite reads it; timing regressions
 # are the llama.cpp tier's and the simulator's to catch.
-VLLM_TOLERANCES = TOLERANCES.replace("tok_s = 0.4", "tok_s = 1.0").replace(
-    "step_ms = 0.4", "step_ms = 1.0")
+VLLM_TOLERANCES = tier_ini(timing=1.0)
 
 
 def samples_of(data):

@@ -31,10 +31,10 @@ import httpx
 
 from specperf.core.errors import SpecperfError
 from specperf.judge.verdict import NotJudged
-from specperf.measure.session import SimProcess
 from specperf.plan.reuse import PromptPlan
 from specperf.plan.workload import load_text_classes
 from specperf.plugin.runstate import RunState
+from specperf.servers.simulated import SimProcess
 from specperf.settings.config import resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -26,10 +26,10 @@ import httpx
 
 from specperf.baselines.store import CaseBaseline
 from specperf.judge.verdict import NotJudged
-from specperf.measure.session import SimProcess
 from specperf.plan.workload import Case, load_text_classes
 from specperf.plugin import sweeprun
 from specperf.plugin.runstate import RunState
+from specperf.servers.simulated import SimProcess
 from specperf.settings.config import resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"

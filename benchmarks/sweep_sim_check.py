@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import tempfile
 import time
 from collections.abc import Sequence
@@ -58,9 +59,14 @@ def judged(state: RunState, cases: Sequence[tuple[str, int]]) -> dict[str, Any]:
         if state.comparison is not None:
             gpu += sum(s.wall_s for s in state.comparison.references[case.id].samples)
     result = sweeprun.judge(state, chosen, "sweep")
-    assert not isinstance(result, NotJudged), result
+    if isinstance(result, NotJudged):  # undetermined: a skip, neither a pass nor a fail
+        spent = re.search(r"\((\d+) extra requests, (\d+) s;", result.reason)
+        extra, extra_s = (int(spent[1]), float(spent[2])) if spent else (0, 0.0)
+        return {"today": fails > 0, "sweep_only": False, "sweep": fails > 0,
+                "undetermined": True, "gpu_today": gpu, "gpu_sweep": gpu + extra_s,
+                "extra": extra, "message": result.reason}
     return {"today": fails > 0, "sweep_only": result.regressed,
-            "sweep": fails > 0 or result.regressed, "gpu_today": gpu,
+            "sweep": fails > 0 or result.regressed, "undetermined": False, "gpu_today": gpu,
             "gpu_sweep": gpu + result.extra_s, "extra": result.extra,
             "message": result.verdict().message}
 
@@ -102,13 +108,14 @@ def ab_run(cand: str, prod: str, cases: Sequence[tuple[str, int]]) -> dict[str, 
 def summarise(mode: str, subset: str, name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     n = len(runs)
     row = {"mode": mode, "subset": subset, "scenario": name, "runs": n}
-    for key in ("today", "sweep_only", "sweep"):
-        row[key] = sum(r[key] for r in runs)
+    for key in ("today", "sweep_only", "sweep", "undetermined"):
+        row[key] = sum(r.get(key, False) for r in runs)
     for key in ("gpu_today", "gpu_sweep", "extra"):
         row[key] = sum(r[key] for r in runs) / n
     row["messages"] = [r["message"] for r in runs]
     print(f"{mode:<8} {subset:<6} {name:<11} today {row['today']}/{n}  sweep {row['sweep']}/{n}"
-          f"  GPU {row['gpu_today']:.0f} -> {row['gpu_sweep']:.0f} s  extra {row['extra']:.1f}",
+          f"  undetermined {row['undetermined']}/{n}  GPU {row['gpu_today']:.0f} -> "
+          f"{row['gpu_sweep']:.0f} s  extra {row['extra']:.1f}",
           flush=True)
     return row
 

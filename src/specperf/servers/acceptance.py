@@ -354,27 +354,26 @@ def commit_along(commits: Sequence[int], first_token: bool = True,
     return [tokens[b] / steps[b] for b in sorted(steps)]
 
 
-def mean_by_index(rows: Iterable[Sequence[float | None]]) -> list[float | None]:
-    """The mean of each index over ``rows`` (Nones and missing entries left out)."""
-    sums: dict[int, list[float]] = {}
-    for row in rows:
-        for i, value in enumerate(row):
-            if value is not None:
-                sums.setdefault(i, []).append(float(value))
-    width = max(sums, default=-1) + 1
-    return [sum(sums[i]) / len(sums[i]) if i in sums else None for i in range(width)]
-
-
-def half_width_by_index(rows: Iterable[Sequence[float | None]]) -> list[float | None]:
-    """The 95 % half-width of each index's mean over ``rows`` (Student t over the rows that
-    have it); None where fewer than two do."""
+def _columns(rows: Iterable[Sequence[float | None]]) -> list[list[float]]:
+    """Each index's values over ``rows`` (Nones and missing entries left out), up to the
+    widest index any row has."""
     values: dict[int, list[float]] = {}
     for row in rows:
         for i, value in enumerate(row):
             if value is not None:
                 values.setdefault(i, []).append(float(value))
-    width = max(values, default=-1) + 1
-    return [_half_width(values.get(i, [])) for i in range(width)]
+    return [values.get(i, []) for i in range(max(values, default=-1) + 1)]
+
+
+def mean_by_index(rows: Iterable[Sequence[float | None]]) -> list[float | None]:
+    """The mean of each index over ``rows`` (Nones and missing entries left out)."""
+    return [sum(c) / len(c) if c else None for c in _columns(rows)]
+
+
+def half_width_by_index(rows: Iterable[Sequence[float | None]]) -> list[float | None]:
+    """The 95 % half-width of each index's mean over ``rows`` (Student t over the rows that
+    have it); None where fewer than two do."""
+    return [_half_width(c) for c in _columns(rows)]
 
 
 def _half_width(values: Sequence[float]) -> float | None:

@@ -135,6 +135,18 @@ def test_a_steeper_batch_slope_fails_and_a_flat_baseline_is_not_judged():
     assert isinstance(judge_batch_fit("reasoning-ctx13", base, flat, 0.15), NotJudged)
 
 
+def test_a_batch_slope_rise_that_keeps_step_time_inside_its_tolerance_passes():
+    # 0.5 → 1.0 ms per extra request (+100 %, past a 15 % slope limit) adds 4 ms at C = 8
+    # to a 24 ms step: inside a 25 % step-time tolerance, so inside tolerance here too.
+    base = ContextFit(20.0, 0.5, 0.1, 4, 0.1, 0.02, 0.0, 30)
+    steeper = ContextFit(20.0, 1.0, 0.1, 4, 0.1, 0.02, 0.0, 30)
+    strict = judge_batch_fit("reasoning-ctx13", steeper, base, 0.15)
+    assert not isinstance(strict, NotJudged) and strict.status == "fail"
+    wide = judge_batch_fit("reasoning-ctx13", steeper, base, 0.15, 0.25, 8.0)
+    assert not isinstance(wide, NotJudged) and wide.status == "noted", wide.message
+    assert "limit +150%: the step-time tolerance 25% at C = 8" in wide.message
+
+
 # -- the baseline file and the setting ----------------------------------------------------------
 def test_concurrency_baseline_round_trips(tmp_path):
     base = ConcurrencyBaseline("dep", 3, "2026-12-02T00:00:00Z", "1.0", "abc", {"model": "m"},

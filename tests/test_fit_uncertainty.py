@@ -172,3 +172,23 @@ def test_one_repeat_per_context_leaves_the_slope_undetermined_and_asks_for_repea
         ": one repeat per context gives the slope no error estimate, so it is neither a pass "
         "nor a fail — measure with repeats: pytest perf_tests -m context_scaling "
         "--text-classes padding --repeats 3")
+
+
+def test_a_nearly_flat_slope_is_judged_by_the_step_time_it_adds_not_by_a_hair() -> None:
+    # What a CPU vLLM did in CI: 0.3 → 2.3 ms per 1k (+621 %, limit +60 %) over contexts 13
+    # and 1500, while every case's step time (8 → 11 ms) stayed inside its 100 % tolerance.
+    base = fit_repeats([(113, [7.60, 7.70, 7.65]), (1600, [8.10, 8.05, 8.15])])
+    run = fit_repeats([(113, [7.80, 7.85, 7.75]), (1600, [11.2, 11.3, 11.1])])
+    assert base is not None and run is not None
+    assert judge_fit("padding", run, base, 0.6, [13, 1500]).status == "fail"
+    verdict = judge_fit("padding", run, base, 0.6, [13, 1500], 1.0, 1600.0)
+    assert verdict.status == "noted", verdict.message
+    assert "the step-time tolerance 100% at context 1600, wider than the slope's 60%" in (
+        verdict.message)
+    # past what the step tolerance allows at the farthest context, it fails as before
+    worse = fit_repeats([(113, [7.80, 7.85, 7.75]), (1600, [19.0, 19.1, 18.9])])
+    assert worse is not None
+    assert judge_fit("padding", worse, base, 0.6, [13, 1500], 1.0, 1600.0).status == "fail"
+    # a slope that grows well (the simulator's 17.6 ms per 1k) keeps its own 15 % limit
+    assert "limit +15%)" in judge_fit("reasoning", BASE, BASE, 0.15, [13, 5553], 0.10,
+                                      5853.0).message

@@ -78,3 +78,20 @@ def status(change: Change, direction: int, tolerance: float,
     if high > tolerance and sequential != "clean":
         return UNDETERMINED  # could be beyond the tolerance, could be inside: not decided
     return NOTED if low > 0 or high < 0 else PASS
+
+
+def slope_limit(tolerance: float, slope: float, far_step_ms: float, far: float,
+                step_tolerance: float | None) -> float:
+    """The limit of a slope's rise (a fraction): its own ``tolerance``, widened where that
+    is stricter than the step-time tolerance at the farthest point measured.
+
+    A slope of nearly zero (a CPU server whose step time hardly grows over the contexts
+    measured) makes any relative limit a hair: 60 % of 0.3 ms per 1k is 0.2 ms at 1k context,
+    far inside the noise of one step. A slope change that moves the baseline's step time
+    ``far_step_ms`` at the farthest point ``far`` by less than ``step_tolerance`` leaves every
+    measured step time inside the tolerance the user set for it, so it is inside tolerance
+    here too: the limit is at least ``step_tolerance · far_step_ms / (slope · far)``.
+    """
+    if step_tolerance is None or slope <= 0 or far <= 0 or far_step_ms <= 0:
+        return tolerance
+    return max(tolerance, step_tolerance * far_step_ms / (slope * far))

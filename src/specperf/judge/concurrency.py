@@ -20,7 +20,7 @@ from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION
 from ..core.limits import ARROW, Move, format_percent, tolerance
 from ..core.model import ContextFit, t95
 from ..core.stats import Summary
-from .verdict import REFRESH_HINT, STEP_HINT, NotJudged, Verdict, judge_case
+from .verdict import REFRESH_HINT, STEP_HINT, NotJudged, Verdict, judge_case, slope_limit_text
 
 AGGREGATE = "aggregate tok/s"
 BATCH_HINT = ("batching regression: step time grows faster with batch size than in the "
@@ -55,26 +55,31 @@ def _join(message: str, extra: str) -> str:
 
 
 def judge_batch_fit(name: str, current: ContextFit, base: ContextFit,
-                    slope_tolerance: float) -> Verdict | NotJudged:
-    """The slope of step time per extra request in the batch against the baseline's."""
+                    slope_tolerance: float, step_tolerance: float | None = None,
+                    far: float = 0.0) -> Verdict | NotJudged:
+    """The slope of step time per extra request in the batch against the baseline's; its limit
+    is at least what moves the baseline's step time at the largest batch ``far`` by
+    ``step_tolerance`` (:func:`specperf.core.contract.slope_limit`)."""
     case_id = f"{name}-batch-fit"
     old, new = base.b_ms_per_token, current.b_ms_per_token
     if old <= 0:
         return NotJudged(f"{name}: the baseline's step time does not grow with batch size "
                          f"({old:.2f} ms per request), so its slope cannot be compared — "
                          f"write a new version with --update-baselines.")
+    limit = contract.slope_limit(slope_tolerance, old, base.predict_step_ms(far), far,
+                                 step_tolerance)
     se_new, se_old = current.b_se_ms_per_token or 0.0, base.b_se_ms_per_token or 0.0
-    margin = t95(current.dof) * math.hypot(se_new, (1.0 + slope_tolerance) * se_old) \
+    margin = t95(current.dof) * math.hypot(se_new, (1.0 + limit) * se_old) \
         if current.b_se_ms_per_token is not None else 0.0
     change = new / old - 1.0
     head = (f"{name}: step time per extra request in the batch {old:.2f} {ARROW} {new:.2f} ± "
             f"{margin:.2f} ms ({format_percent(change)}, limit "
-            f"+{round(100 * slope_tolerance, 1):g}%)")
-    details = {"slope": {"base": old, "new": new, "change": change, "limit": slope_tolerance,
+            f"{slope_limit_text(limit, slope_tolerance, step_tolerance, f'C = {far:.0f}')})")
+    details = {"slope": {"base": old, "new": new, "change": change, "limit": limit,
                          "base_se": se_old, "new_se": se_new, "margin": margin}}
     interval = contract.Change(change, (new - margin) / old - 1.0, (new + margin) / old - 1.0) \
         if math.isfinite(margin) else contract.Change(change, -math.inf, math.inf)
-    found = contract.status(interval, -1, slope_tolerance)
+    found = contract.status(interval, -1, limit)
     words = {REGRESSION: BATCH_HINT, IMPROVED: f"flatter than the baseline: {REFRESH_HINT}",
              NOTED: "a change beyond its uncertainty but within tolerance: noted",
              PASS: "within tolerance"}

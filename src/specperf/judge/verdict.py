@@ -282,7 +282,8 @@ def _cause_clause(commit: Move, step: Move, attr: Attribution) -> str:
 
 
 def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
-              slope_tolerance: float, contexts: Sequence[int] = ()) -> Verdict:
+              slope_tolerance: float, contexts: Sequence[int] = (),
+              step_tolerance: float | None = None, far: float = 0.0) -> Verdict:
     """Compare the context slope b (step time per 1k context) with the baseline's, judged
     against both slopes' standard errors.
 
@@ -293,6 +294,10 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
     "undetermined" (never a pass or a fail): the errors are wider than the tolerance band (the
     contexts lie too close together) or straddle the limit; its message says which contexts
     to add, or to take more repeats.
+
+    The limit is ``slope_tolerance``, or what moves the baseline's step time at the farthest
+    context measured (``far``, in the fit's tokens) by ``step_tolerance`` when that is wider
+    (:func:`specperf.core.contract.slope_limit`): a nearly flat slope is not judged by a hair.
     """
     case_id = f"{text_class}-fit"
     old, new = base.b_ms_per_1k, current.b_ms_per_1k
@@ -302,15 +307,17 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
                        f"({old:.1f} ms per 1k), so its slope cannot be compared — write a new "
                        f"version with --update-baselines.")
     change = _change(old, new)
+    limit = contract.slope_limit(slope_tolerance, base.b_ms_per_token,
+                                 base.predict_step_ms(far), far, step_tolerance)
     se_new, se_old = current.b_se_ms_per_1k or 0.0, base.b_se_ms_per_1k or 0.0
-    margin = t95(current.dof) * math.hypot(se_new, (1.0 + slope_tolerance) * se_old) \
+    margin = t95(current.dof) * math.hypot(se_new, (1.0 + limit) * se_old) \
         if current.b_se_ms_per_token is not None else 0.0
     head = (f"{text_class}: step time per 1k context {_pm(old, base.b_se_ms_per_1k)} {ARROW} "
             f"{_pm(new, current.b_se_ms_per_1k)} ms ({format_percent(change)}, limit "
-            f"+{round(100 * slope_tolerance, 1):g}%)")
-    details = {"slope": {"base": old, "new": new, "change": change, "limit": slope_tolerance,
+            f"{slope_limit_text(limit, slope_tolerance, step_tolerance, f'context {far:.0f}')})")
+    details = {"slope": {"base": old, "new": new, "change": change, "limit": limit,
                          "base_se": se_old, "new_se": se_new, "margin": margin}}
-    found = contract.status(_slope_change(old, new, margin, current), -1, slope_tolerance)
+    found = contract.status(_slope_change(old, new, margin, current), -1, limit)
     if found == REGRESSION:
         return Verdict(case_id, REGRESSION, f"{head} — attention scaling regression: step time "
                        f"grows faster with context than in the baseline.", None, details)
@@ -322,8 +329,18 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
                        f"tolerance: noted.", None, details)
     if found == PASS:
         return Verdict(case_id, PASS, f"{head} — within tolerance.", None, details)
-    why = _undetermined(text_class, margin, old * slope_tolerance, se_new, se_old, contexts)
+    why = _undetermined(text_class, margin, old * limit, se_new, se_old, contexts)
     return Verdict(case_id, UNDETERMINED, f"{head}: {why}", None, details)
+
+
+def slope_limit_text(limit: float, slope_tolerance: float, step_tolerance: float | None,
+                where: str) -> str:
+    """The slope's limit as the sentence shows it, saying why when the step tolerance set it."""
+    text = f"+{round(100 * limit, 1):g}%"
+    if limit > slope_tolerance and step_tolerance is not None:
+        text += (f": the step-time tolerance {round(100 * step_tolerance, 1):g}% at {where}, "
+                 f"wider than the slope's {round(100 * slope_tolerance, 1):g}%")
+    return text
 
 
 def _slope_change(old: float, new: float, margin: float, current: ContextFit) -> contract.Change:

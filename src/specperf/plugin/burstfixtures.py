@@ -148,7 +148,9 @@ class BurstRun:
             return NotJudged(f"{self.case.id}: fewer than two concurrency levels with a step "
                              "time (here or in the baseline); nothing to fit.")
         slope = self.state.tolerances_for(None, marker)["slope"]
-        return judge_batch_fit(self.case.id, fit, base.fit, slope)
+        step = self.state.tolerances_for(self.case, marker)["step_ms"]
+        return judge_batch_fit(self.case.id, fit, base.fit, slope, step,
+                               float(max(self.levels)))
 
     def update_baseline(self, clean: bool) -> list[str]:
         """Write the next concurrency baseline when every planned level was measured."""

@@ -24,6 +24,7 @@ from ..judge.verdict import NotJudged, Verdict, judge_case, judge_fit
 from ..measure.lock import LockMode
 from ..measure.loop import Measurement, Sample, context_fit
 from ..measure.repeats import RepeatDecision, decide_repeats
+from ..measure.sample import mean_context
 from ..measure.session import PerfSession, git_revision
 from ..plan import digest
 from ..plan.reuse import PromptPlan
@@ -385,6 +386,17 @@ class RunState:
         return context_fit(self.measure(case, self.tolerances_for(case, {}))
                            for case in self.cases if case.text_class == text_class)
 
+    def _far_step(self, text_class: str,
+                  marker: Mapping[str, float]) -> tuple[float | None, float]:
+        """The step-time tolerance of a class's farthest case and its fit context (what
+        bounds how small a slope's limit may be: :func:`contract.slope_limit`)."""
+        cases = [c for c in self.cases if c.text_class == text_class]
+        if not cases:
+            return None, 0.0
+        far = max(cases, key=lambda c: mean_context(c.context, c.output_tokens))
+        return (self.tolerances_for(far, marker)["step_ms"],
+                mean_context(far.context, far.output_tokens))
+
     def _class_contexts(self, text_class: str) -> list[int]:
         return sorted({c.context for c in self.cases if c.text_class == text_class})
 
@@ -408,9 +420,10 @@ class RunState:
         fit = self.class_fit(text_class)
         if fit is None:
             return NotJudged(NOTHING_TO_FIT.format(text_class=text_class))
-        slope = self.tolerances_for(None, marker)["slope"]
-        return self._fit_verdict(judge_fit(text_class, fit, base_fit, slope,
-                                           self._class_contexts(text_class)))
+        return self._fit_verdict(judge_fit(text_class, fit, base_fit,
+                                           self.tolerances_for(None, marker)["slope"],
+                                           self._class_contexts(text_class),
+                                           *self._far_step(text_class, marker)))
 
     def _judge_pair_fit(self, text_class: str,
                         marker: Mapping[str, float]) -> Verdict | NotJudged:
@@ -419,7 +432,8 @@ class RunState:
         if fit is None or base_fit is None:
             return NotJudged(NOTHING_TO_FIT.format(text_class=text_class))
         verdict = judge_fit(text_class, fit, base_fit, self.tolerances_for(None, marker)["slope"],
-                            self._class_contexts(text_class))
+                            self._class_contexts(text_class),
+                            *self._far_step(text_class, marker))
         return self._fit_verdict(self.comparison.label(verdict))
 
     @staticmethod

@@ -33,7 +33,8 @@ def test_close_contexts_skip_the_slope_check_naming_the_context_to_add(with_base
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines([
         "SKIPPED [[]1[]] *: reasoning: step time per 1k context * ± * → * ± * ms (*, limit "
-        "+15%): contexts 13,20 lie too close together to determine the slope (±* ms per 1k "
+        "+*%: the step-time tolerance 10% at context *, wider than the slope's 15%): "
+        "contexts 13,20 lie too close together to determine the slope (±* ms per 1k "
         "against a * ms band), so it is neither a pass nor a fail — add a longer context: "
         "pytest perf_tests -m context_scaling --text-classes reasoning --contexts 13,20,*"])
     assert "attention scaling regression" not in out

@@ -86,7 +86,8 @@ def test_context_slope_regression_fails_high_context_and_names_the_slope(baselin
     result = project.run(*args, "-rf")
     result.stdout.fnmatch_lines([
         "*padding-ctx1663*step time * ms (+*%) explains it*step-time regression*",
-        "*padding: step time per 1k context * ms (+*%, limit +15%) — attention scaling "
+        "*padding: step time per 1k context * ms (+*%, limit +*%: the step-time tolerance 10% "
+        "at context 1695, wider than the slope's 15%) — attention scaling "
         "regression*",
     ])
     outcomes = result.parseoutcomes()

@@ -1,16 +1,20 @@
 """specperf installed like any pytest plugin: a wheel of this checkout in a fresh venv.
 
 A wheel is built from a copy of the working tree (``pip wheel --no-deps``; the copy keeps
-``build/`` and the egg-info out of the checkout) and installed, with its dependencies from
-the machine's package index, into a venv made in a temporary directory: not editable, no
-``--system-site-packages``, so the checkout's own editable install cannot leak in. Every
-command then runs from a directory outside the checkout, with no conftest and no ``-p``:
-pytest finds the plugin through its ``pytest11`` entry point and the perf cases through
-``--pyargs specperf.perf_tests``. 40-60 s, most of it ``pip install`` (from the pip cache).
-"""
+``build/`` and the egg-info out of the checkout) and installed, not editable, into a venv
+made in a temporary directory, without ``--system-site-packages``, so the checkout's own
+editable install cannot leak in. Its dependencies are not downloaded and unpacked again (most
+of the minute this took): the venv sees exactly the distributions the wheel's own
+``Requires-Dist`` needs, and theirs, through one ``.pth`` to a directory of links into this
+session's environment, each one checked against the version the wheel asks for; nothing
+else of that environment (not specperf, not the dev tools) is visible. Every command then
+runs from a directory outside the checkout, with no conftest and no ``-p``: pytest finds
+the plugin through its ``pytest11`` entry point and the perf cases through
+``--pyargs specperf.perf_tests``."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import queue
 import re
@@ -25,6 +29,8 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 # The main job at two short contexts against the embedded simulator. The simulator at 0.5
@@ -87,8 +93,39 @@ def _build(root: Path) -> None:
         shutil.copy(ROOT / name, source / name)
     _check([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", wheels, source], 300)
     [wheel] = wheels.glob("specperf-*.whl")
-    _check([sys.executable, "-m", "venv", venv], 120)
-    _check([venv / "bin" / "python", "-m", "pip", "install", "-q", wheel], 600)
+    _check([sys.executable, "-m", "venv", "--without-pip", venv], 120)
+    _check([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q",
+            "--no-deps", wheel], 300)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    [info] = site.glob("specperf-*.dist-info")
+    deps = root / "deps"
+    deps.mkdir()
+    for dist in _needed(importlib.metadata.PathDistribution(info).requires or []):
+        for top in {Path(f).parts[0] for f in dist.files or ()} - {"..", "__pycache__"}:
+            if not (deps / top).exists():
+                (deps / top).symlink_to(Path(str(dist.locate_file(top))))
+    (site / "specperf-test-deps.pth").write_text(f"{deps}\n")
+
+
+def _needed(requires: list[str]) -> list[importlib.metadata.Distribution]:
+    """The distributions of this environment that ``requires`` needs, and theirs, each in a
+    version its requirement accepts."""
+    found: dict[str, importlib.metadata.Distribution] = {}
+    seen: set[tuple[str, frozenset[str]]] = set()
+    todo = [(text, frozenset({""})) for text in requires]
+    while todo:
+        text, extras = todo.pop()
+        req = Requirement(text)
+        if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in extras):
+            continue
+        dist = importlib.metadata.distribution(req.name)
+        assert req.specifier.contains(dist.version, prereleases=True), (text, dist.version)
+        key, wanted = canonicalize_name(req.name), frozenset({"", *req.extras})
+        found[key] = dist
+        if (key, wanted) not in seen:
+            seen.add((key, wanted))
+            todo += [(t, wanted) for t in dist.requires or []]
+    return list(found.values())
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import httpx
 import pytest
+
+from slowb_runs import BUSY_CLIENT_TOK_S, kept, once, perf_dir, ran, run_perf
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
 pytestmark = pytest.mark.slow
@@ -21,19 +24,30 @@ def _table_rows(text: str) -> dict[str, list[float]]:
     return rows
 
 
-def test_embedded_simulator_runs_the_main_job_and_reports_simulated(perf_project, tmp_path):
-    project = perf_project()
-    result = project.run("-m", "context_scaling", "-v", "-rs", "--baseline-dir", str(tmp_path))
-    out = result.stdout.str()
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory):
+    """The main job against the embedded simulator with no baseline, run once per test run
+    (slowb_runs.once): its baseline dir (empty) and the session."""
+    def produce(folder: Path) -> dict:
+        return kept(run_perf(perf_dir(folder / "project"), "-m", "context_scaling", "-v", "-rs",
+                             "--baseline-dir", str(folder / "b")))
+
+    folder, found = once(tmp_path_factory, "main-job-embedded", produce)
+    return folder / "b", ran(found)
+
+
+def test_embedded_simulator_runs_the_main_job_and_reports_simulated(embedded):
+    base, result = embedded
+    out = result.output
     # No baseline yet: every case is skipped with the command that creates one.
     result.assert_outcomes(skipped=6)
     # The command carries this run's own flags, so it writes the baseline this run reads.
     # The project has no perf_tests/ directory, so the command names the installed copy.
     assert ("create one with `pytest --pyargs specperf.perf_tests -m context_scaling --deployment "
-            f"sim-kimi-k26-ddtree --baseline-dir {tmp_path} --output-tokens 64 "
+            f"sim-kimi-k26-ddtree --baseline-dir {base} --output-tokens 64 "
             "--update-baselines`") in out
     assert "SIMULATED: profile kimi-k26-ddtree at time scale 0.5" in out
-    result.stdout.fnmatch_lines([
+    result.fnmatch_lines([
         "*padding-ctx13 warm-up: * tok/s, avg commit *, step * ms",
         "*padding-ctx1663 repeat 3/3: * tok/s, avg commit *, step * ms",
         "*acceptance from response*",
@@ -54,7 +68,8 @@ def test_update_then_compare_passes_and_never_overwrites(perf_project, tmp_path)
     first.stdout.fnmatch_lines(["specperf: wrote baseline */sim-kimi-k26-ddtree/v1.json",
                                 "  first baseline of sim-kimi-k26-ddtree: 4 cases*"])
     v1 = (tmp_path / "sim-kimi-k26-ddtree" / "v1.json").read_bytes()
-    second = project.run("-m", "context_scaling", "--baseline-dir", str(tmp_path), "-rs")
+    second = project.run("-m", "context_scaling", "--baseline-dir", str(tmp_path), "-rs",
+                         BUSY_CLIENT_TOK_S)
     # The four cases pass. Each class's slope passes, or -- when 64-token requests on a
     # loaded box leave its error wider than the tolerance band -- skips as undetermined;
     # never a failure (tests/test_fit_uncertainty.py pins those sentences).
@@ -74,14 +89,14 @@ def test_update_then_compare_passes_and_never_overwrites(perf_project, tmp_path)
 
 
 def test_separately_started_simulator_behaves_like_the_embedded_one(perf_project, start_sim,
-                                                                     tmp_path):
+                                                                     embedded, tmp_path):
     sim = start_sim(time_scale=0.5)
     project = perf_project()
     external = project.run("-m", "context_scaling", "--endpoint", sim.url,
                            "--baseline-dir", str(tmp_path))
-    embedded = project.run("-m", "context_scaling", "--baseline-dir", str(tmp_path))
+    _, embedded_run = embedded  # the same sweep against the embedded simulator
     assert f"SIMULATED ({sim.url})" in external.stdout.str()
-    ext, emb = _table_rows(external.stdout.str()), _table_rows(embedded.stdout.str())
+    ext, emb = _table_rows(external.stdout.str()), _table_rows(embedded_run.output)
     assert set(ext) == set(emb)
     for case in ext:
         # Acceptance comes from the server's seeded physics: equal within its draw noise.
@@ -106,8 +121,15 @@ def test_unreachable_endpoint_errors_every_case_with_one_sentence(perf_project):
     ])
 
 
-def _faulty(start_sim, **faults):
-    sim = start_sim()
+@pytest.fixture(scope="module")
+def sim(start_sim):
+    """The module's simulator for the fault tests (each resets it before injecting). The
+    hang case stays last: its hung requests still run once their 5 s are over."""
+    return start_sim()
+
+
+def _faulty(sim, **faults):
+    httpx.post(f"{sim.url}/_sim/reset").raise_for_status()
     httpx.post(f"{sim.url}/_sim/faults", json=faults).raise_for_status()
     return sim
 
@@ -127,9 +149,9 @@ def _faulty(start_sim, **faults):
     ({"hang_s": 5.0}, ("--request-timeout", "1"),
      "*EndpointTimeout: POST http://127.0.0.1:*/generate gave no complete answer within 1 s*"),
 ])
-def test_server_faults_are_errors_with_one_clear_sentence(perf_project, start_sim, faults,
-                                                          args, expected):
-    sim = _faulty(start_sim, **faults)
+def test_server_faults_are_errors_with_one_clear_sentence(perf_project, sim, faults, args,
+                                                          expected):
+    _faulty(sim, **faults)
     project = perf_project()
     result = project.run("-m", "context_scaling", "--endpoint", sim.url, "--text-classes",
                          "padding", "--contexts", "13", *args)

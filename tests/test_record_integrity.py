@@ -28,6 +28,18 @@ from specperf.views import trend
 SCALE = 0.5
 
 
+@pytest.fixture(scope="module")
+def sim(start_sim):
+    """The module's simulator; each test starts with its faults reset."""
+    return start_sim(time_scale=SCALE)
+
+
+@pytest.fixture
+def clean_sim(sim):
+    httpx.post(f"{sim.url}/_sim/reset").raise_for_status()
+    return sim
+
+
 def _project(pytester: pytest.Pytester, *names: str) -> None:
     pytester.makeini("[pytest]\nfilterwarnings = error\naddopts = --strict-markers\n")
     for name in names:
@@ -60,8 +72,8 @@ def _digests(measurement: dict) -> list[tuple]:
 
 # -- 1. one case id, one measurement ---------------------------------------------------------
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
-def test_a_regressed_gate_records_the_samples_its_verdict_judged(pytester, start_sim, tmp_path):
-    sim = start_sim(time_scale=SCALE)
+def test_a_regressed_gate_records_the_samples_its_verdict_judged(pytester, clean_sim, tmp_path):
+    sim = clean_sim
     _project(pytester, "test_context_scaling.py", "test_smoke.py")
     base = ("--endpoint", sim.url, "--baseline-dir", str(tmp_path / "b"), "--deployment", "d",
             "--contexts=13,3333")
@@ -169,9 +181,9 @@ def test_a_custom_context_list_is_its_own_kind_and_not_plotted_with_full_sweeps(
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
-def test_require_baseline_without_one_is_recorded_as_no_baseline(pytester, start_sim,
+def test_require_baseline_without_one_is_recorded_as_no_baseline(pytester, clean_sim,
                                                                  tmp_path):
-    sim = start_sim(time_scale=SCALE)
+    sim = clean_sim
     _project(pytester, "test_context_scaling.py")
     result = _run(pytester, tmp_path, "-m", "context_scaling", "--endpoint", sim.url,
                   "--baseline-dir", str(tmp_path / "none"), "--require-baseline")
@@ -183,9 +195,9 @@ def test_require_baseline_without_one_is_recorded_as_no_baseline(pytester, start
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
-def test_a_context_beyond_the_servers_limit_is_a_usage_error_not_an_outage(pytester, start_sim,
+def test_a_context_beyond_the_servers_limit_is_a_usage_error_not_an_outage(pytester, clean_sim,
                                                                            tmp_path):
-    sim = start_sim(time_scale=SCALE)
+    sim = clean_sim
     _project(pytester, "test_context_scaling.py")
     result = _run(pytester, tmp_path, "-m", "context_scaling", "--endpoint", sim.url,
                   "--contexts=500000", "--text-classes=padding")
@@ -197,10 +209,10 @@ def test_a_context_beyond_the_servers_limit_is_a_usage_error_not_an_outage(pytes
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
-def test_a_gpu_lock_timeout_is_recorded_as_such(pytester, start_sim, tmp_path):
+def test_a_gpu_lock_timeout_is_recorded_as_such(pytester, clean_sim, tmp_path):
     from specperf.measure.lock import GpuLock, lock_path_for
 
-    sim = start_sim(time_scale=SCALE)
+    sim = clean_sim
     _project(pytester, "test_context_scaling.py")
     with GpuLock(lock_path_for(sim.url, tmp_path / "locks"), timeout_s=5):
         result = _run(pytester, tmp_path, "-m", "context_scaling", "--endpoint", sim.url,
@@ -213,8 +225,8 @@ def test_a_gpu_lock_timeout_is_recorded_as_such(pytester, start_sim, tmp_path):
 
 # -- 4. errored and interrupted cases keep their samples -----------------------------------------
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
-def test_an_unstable_case_keeps_every_sample_it_took(pytester, start_sim, tmp_path):
-    sim = start_sim(time_scale=SCALE)
+def test_an_unstable_case_keeps_every_sample_it_took(pytester, clean_sim, tmp_path):
+    sim = clean_sim
     _project(pytester, "test_context_scaling.py")
     result = _run(pytester, tmp_path, "-v", "-m", "context_scaling", "--endpoint", sim.url,
                   "--text-classes=padding", "--contexts=13", "--max-spread=0.0001",

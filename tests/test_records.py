@@ -27,6 +27,18 @@ def _finished_requests(url: str) -> float:
                if line.startswith("sglang:num_requests_total"))
 
 
+@pytest.fixture(scope="module")
+def sim(start_sim):
+    """The module's simulator; each test starts with its faults reset."""
+    return start_sim(time_scale=SCALE)
+
+
+@pytest.fixture
+def clean_sim(sim):
+    httpx.post(f"{sim.url}/_sim/reset").raise_for_status()
+    return sim
+
+
 def _only_record(project_dir: Path) -> tuple[dict, list[dict]]:
     docs = sorted(project_dir.glob("reports/*/results.json"))
     assert len(docs) == 1, docs
@@ -36,8 +48,8 @@ def _only_record(project_dir: Path) -> tuple[dict, list[dict]]:
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
-def test_a_run_where_every_request_errored_leaves_an_outage_record(perf_project, start_sim):
-    sim = start_sim(time_scale=SCALE)
+def test_a_run_where_every_request_errored_leaves_an_outage_record(perf_project, clean_sim):
+    sim = clean_sim
     httpx.post(f"{sim.url}/_sim/faults", json={"error_rate": 1.0, "error_status": 503})
     project = perf_project()
     result = project.run("-m", "context_scaling", "--endpoint", sim.url)
@@ -60,11 +72,12 @@ def test_a_run_where_every_request_errored_leaves_an_outage_record(perf_project,
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
-def test_nightly_command_without_a_baseline_errors_before_any_request(perf_project, start_sim,
+def test_nightly_command_without_a_baseline_errors_before_any_request(perf_project, clean_sim,
                                                                        tmp_path):
-    sim = start_sim(time_scale=SCALE)
+    sim = clean_sim
     project = perf_project()
     base = tmp_path / "baselines"
+    before = _finished_requests(sim.url)
     result = project.run("-m", "context_scaling", "--endpoint", sim.url, "--baseline-dir",
                          str(base), "--require-baseline")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -75,16 +88,16 @@ def test_nightly_command_without_a_baseline_errors_before_any_request(perf_proje
         f"specperf.perf_tests -m context_scaling --endpoint {sim.url} --deployment "
         f"sim-kimi-k26-ddtree --baseline-dir "
         f"{base} --output-tokens 64 --update-baselines`."])
-    assert _finished_requests(sim.url) == 0
+    assert _finished_requests(sim.url) == before
     doc, _ = _only_record(project.pytester.path)
     # Nothing was measured, and not because the box was down: the record says why.
     assert (doc["run"]["stopped_by"], doc["run"]["outage"]) == ("no-baseline", False)
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
-def test_a_baseline_missing_some_cases_names_them_before_any_request(perf_project, start_sim,
+def test_a_baseline_missing_some_cases_names_them_before_any_request(perf_project, clean_sim,
                                                                       tmp_path):
-    sim = start_sim(time_scale=SCALE)
+    sim = clean_sim
     project = perf_project()
     args = ("--endpoint", sim.url, "--baseline-dir", str(tmp_path / "b"), "--deployment", "d")
     first = project.run("-m", "context_scaling", "--contexts=13", *args, "--update-baselines")
@@ -101,9 +114,9 @@ def test_a_baseline_missing_some_cases_names_them_before_any_request(perf_projec
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
-def test_a_corrupt_baseline_is_replaced_by_update_baselines_and_kept(perf_project, start_sim,
+def test_a_corrupt_baseline_is_replaced_by_update_baselines_and_kept(perf_project, clean_sim,
                                                                       tmp_path):
-    sim = start_sim(time_scale=SCALE)
+    sim = clean_sim
     project = perf_project()
     folder = tmp_path / "b" / "d"
     folder.mkdir(parents=True)
@@ -128,8 +141,8 @@ def test_a_corrupt_baseline_is_replaced_by_update_baselines_and_kept(perf_projec
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
-def test_update_baselines_that_wrote_nothing_exits_non_zero(perf_project, start_sim, tmp_path):
-    sim = start_sim(time_scale=SCALE)
+def test_update_baselines_that_wrote_nothing_exits_non_zero(perf_project, clean_sim, tmp_path):
+    sim = clean_sim
     project = perf_project()
     result = project.run("-m", "context_scaling", "-k", "padding-ctx13", "--endpoint", sim.url,
                          "--baseline-dir", str(tmp_path / "b"), "--update-baselines")

@@ -6,40 +6,27 @@ from __future__ import annotations
 
 import re
 
-import httpx
 import pytest
 from PIL import Image
 
 from browser import chromium, layout, needs_chromium
-from test_positions_e2e import DETAILED, ONE_CASE, results
+from slowb_runs import ran
+from test_positions_e2e import late_fall, results
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
 pytestmark = [pytest.mark.slow, needs_chromium]
 
 CASE = "reasoning-ctx1663"
-# The page is what is tested, not the timing: at time scale 0.05 a loaded box's scheduling
-# jitter is magnified 20x, and the cell's TTFT once spread 0.34 (relative MAD) over 8 repeats
-# at load 10, past the default 0.10, so the run errored as unstable and drew no report.
-SPREAD = "--max-spread=0.6"
 WIDTH = 1280
 
 
-@pytest.fixture
-def diagnosed(perf_project, start_sim, tmp_path):
-    """report.html of a run whose acceptance fell after output token 300, and its record."""
-    profile = tmp_path / "detailed.toml"
-    profile.write_text(DETAILED)
-    sim = start_sim(profile=str(profile), time_scale=0.05)
-    project = perf_project()
-    args = (*ONE_CASE, "--endpoint", sim.url, "--baseline-dir", str(tmp_path / "b"),
-            "--deployment", "diagnosis", SPREAD)
-    project.run(*args, "--update-baselines", "--report-dir", str(tmp_path / "r1")
-                ).stdout.fnmatch_lines(["specperf: wrote baseline *"])
-    httpx.post(f"{sim.url}/_sim/faults", json={"late_accept_mult": 0.4, "late_after": 300},
-               timeout=30).raise_for_status()
-    project.run(*args, "--report-dir", str(tmp_path / "r2")).stdout.fnmatch_lines(
-        ["*Acceptance along the output changed shape*"])
-    return next((tmp_path / "r2").glob("*/report.html")), results(tmp_path / "r2")
+@pytest.fixture(scope="module")
+def diagnosed(start_sim, tmp_path_factory):
+    """report.html of a run whose acceptance fell after output token 300, and its record: the
+    positions test's run (test_positions_e2e.late_fall), made once for both."""
+    folder, found = late_fall(start_sim, tmp_path_factory)
+    ran(found["run"]).fnmatch_lines(["*Acceptance along the output changed shape*"])
+    return next((folder / "r2").glob("*/report.html")), results(folder / "r2")
 
 
 def test_positions_and_along_the_output_are_drawn_and_visible(diagnosed, tmp_path):

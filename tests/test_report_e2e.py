@@ -21,6 +21,7 @@ import pytest
 
 from browser import chromium, needs_chromium
 from perf_project import FAST, ROOT
+from slowb_runs import BUSY_CLIENT_TOK_S, once
 from specperf import cli
 from specperf.record import results
 
@@ -64,22 +65,29 @@ def _run(project: Path, reports: Path, *args: str, env: dict[str, str] | None = 
 
 @pytest.fixture(scope="module")
 def scenario(start_sim, tmp_path_factory) -> Scenario:
-    sim = start_sim(time_scale=0.5)
-    project = tmp_path_factory.mktemp("project")
-    (project / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n"
-                                        "addopts = --strict-markers\n")
-    for name in ("test_context_scaling.py", "test_text_classes.py"):
-        shutil.copy(ROOT / "perf_tests" / name, project / name)
-    reports, html = project / "reports", project / "pytest-html" / "index.html"
-    args = ("-m", "context_scaling", "--endpoint", sim.url, "--baseline-dir",
-            str(project / "baselines"), "--deployment", "test-dep")
-    runs = [_run(project, reports, *args, "--update-baselines")]
-    httpx.post(f"{sim.url}/_sim/faults", json={"acceptance_mult": 0.6}).raise_for_status()
-    runs.append(_run(project, reports, *args, f"--html={html}", "--self-contained-html",
-                     env={"SPECPERF_API_KEY_ENV": "MYKEY", "MYKEY": KEY}))
-    httpx.post(f"{sim.url}/_sim/faults", json={"acceptance_mult": 1.0}).raise_for_status()
-    runs.append(_run(project, reports, *args, "-n", "2"))
-    return Scenario(reports, html, runs)
+    """The three sessions, run once per test run (slowb_runs.once) and read by every test."""
+    def produce(project: Path) -> dict:
+        sim = start_sim(time_scale=0.5)
+        (project / "pytest.ini").write_text("[pytest]\nfilterwarnings = error\n"
+                                            "addopts = --strict-markers\n")
+        for name in ("test_context_scaling.py", "test_text_classes.py"):
+            shutil.copy(ROOT / "perf_tests" / name, project / name)
+        reports, html = project / "reports", project / "pytest-html" / "index.html"
+        args = ("-m", "context_scaling", "--endpoint", sim.url, "--baseline-dir",
+                str(project / "baselines"), "--deployment", "test-dep")
+        runs = [_run(project, reports, *args, "--update-baselines")]
+        httpx.post(f"{sim.url}/_sim/faults", json={"acceptance_mult": 0.6}).raise_for_status()
+        runs.append(_run(project, reports, *args, f"--html={html}", "--self-contained-html",
+                         env={"SPECPERF_API_KEY_ENV": "MYKEY", "MYKEY": KEY}))
+        httpx.post(f"{sim.url}/_sim/faults", json={"acceptance_mult": 1.0}).raise_for_status()
+        runs.append(_run(project, reports, *args, "-n", "2", BUSY_CLIENT_TOK_S))
+        return {"runs": [{"output": r.output, "code": r.code, "run_dir": r.run_dir.name}
+                         for r in runs]}
+
+    project, found = once(tmp_path_factory, "report-scenario", produce)
+    reports = project / "reports"
+    runs = [Run(r["output"], r["code"], reports / r["run_dir"]) for r in found["runs"]]
+    return Scenario(reports, project / "pytest-html" / "index.html", runs)
 
 
 def test_every_run_writes_results_history_and_page(scenario):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import httpx
 import pytest
 
 from perf_project import FAST
+from slowb_runs import BUSY_CLIENT_TOK_S, kept, once, perf_dir, ran, run_perf
 from specperf.measure.lock import lock_path_for
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
@@ -24,16 +26,39 @@ HOLDER = Path(__file__).with_name("lock_holder.py")
 SCALE = 0.5
 
 
+@pytest.fixture(scope="module")
+def sim(start_sim):
+    """The module's simulator; every test starts it with no faults (``clean``)."""
+    return start_sim(time_scale=SCALE)
+
+
+@pytest.fixture(autouse=True)
+def clean(sim):
+    httpx.post(f"{sim.url}/_sim/reset").raise_for_status()
+
+
+@pytest.fixture(scope="module")
+def written(sim, tmp_path_factory) -> Path:
+    """A v1 baseline written once per test run by a clean run (slowb_runs.once)."""
+    def produce(folder: Path) -> dict:
+        project = perf_dir(folder / "project")
+        return kept(run_perf(project, "-m", "context_scaling", "--endpoint", sim.url,
+                             "--baseline-dir", str(folder / "baselines"), "--deployment",
+                             "test-dep", "--update-baselines"))
+
+    folder, first = once(tmp_path_factory, "verdicts-v1", produce)
+    ran(first).fnmatch_lines(["specperf: wrote baseline */test-dep/v1.json"])
+    return folder / "baselines"
+
+
 @pytest.fixture
-def baselined(perf_project, start_sim, tmp_path):
-    """A fresh simulator, a project, and a v1 baseline written from a clean run against it."""
-    sim = start_sim(time_scale=SCALE)
+def baselined(perf_project, sim, written, tmp_path):
+    """The module's simulator, a project, and a copy of the v1 baseline a clean run wrote."""
     project = perf_project()
     base_dir = tmp_path / "baselines"
+    shutil.copytree(written, base_dir)
     args = ("-m", "context_scaling", "--endpoint", sim.url, "--baseline-dir", str(base_dir),
             "--deployment", "test-dep")
-    first = project.run(*args, "--update-baselines")
-    first.stdout.fnmatch_lines(["specperf: wrote baseline */test-dep/v1.json"])
     return sim, project, args, base_dir
 
 
@@ -43,7 +68,7 @@ def _inject(sim, **faults):
 
 def test_clean_run_against_its_baseline_passes(baselined):
     sim, project, args, _ = baselined
-    result = project.run(*args, "-rs")
+    result = project.run(*args, "-rs", BUSY_CLIENT_TOK_S)
     # The four cases pass. Two contexts 1650 tokens apart leave each slope an error that a
     # loaded box can widen past the tolerance band: a slope passes or skips as undetermined,
     # never fails (issue 13).
@@ -131,8 +156,7 @@ def _hold(lock: Path, seconds: float) -> subprocess.Popen[str]:
     return proc
 
 
-def test_second_session_waits_for_the_holder_then_runs(perf_project, start_sim):
-    sim = start_sim()
+def test_second_session_waits_for_the_holder_then_runs(perf_project, sim):
     project = perf_project()
     # The holder lets go only once the session says it is waiting: no race with how long
     # a loaded box takes to start pytest.
@@ -160,8 +184,7 @@ def test_second_session_waits_for_the_holder_then_runs(perf_project, start_sim):
     assert run.returncode == 0
 
 
-def test_lock_timeout_is_an_error_naming_the_holder(perf_project, start_sim):
-    sim = start_sim()
+def test_lock_timeout_is_an_error_naming_the_holder(perf_project, sim):
     project = perf_project()
     holder = _hold(lock_path_for(sim.url, project.lock_dir), 30)
     try:
@@ -175,8 +198,7 @@ def test_lock_timeout_is_an_error_naming_the_holder(perf_project, start_sim):
                                  "* for longer than the 1 s timeout.*"])
 
 
-def test_a_killed_holder_frees_the_lock(perf_project, start_sim):
-    sim = start_sim()
+def test_a_killed_holder_frees_the_lock(perf_project, sim):
     project = perf_project()
     holder = _hold(lock_path_for(sim.url, project.lock_dir), 300)
     holder.kill()

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from slowa_runs import Project, load, once, save
 from specperf.measure.lock import GpuLock, lock_path_for
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
@@ -28,29 +29,44 @@ def _pair(start_sim, **candidate_faults):
     return candidate, production
 
 
-def test_identical_endpoints_pass_without_any_baseline(perf_project, start_sim, tmp_path):
-    candidate, production = _pair(start_sim)
-    result = perf_project().run(*ARGS, "--endpoint", candidate.url, "--compare-endpoint",
-                                production.url, "--baseline-dir", str(tmp_path / "none"))
-    result.assert_outcomes(passed=6)
-    assert not (tmp_path / "none").exists()
+@pytest.fixture(scope="module")
+def identical(start_sim, tmp_path_factory) -> Path:
+    """Once per session: an A/B run of two identical simulators, no baseline directory."""
+    def produce(root: Path) -> None:
+        candidate, production = _pair(start_sim)
+        result = Project(root / "project", root / "locks").run(
+            *ARGS, "--endpoint", candidate.url, "--compare-endpoint", production.url,
+            "--baseline-dir", str(root / "none"))
+        save(result, root / "run.json")
+    return once(tmp_path_factory, "ab-identical", produce)
+
+
+def test_identical_endpoints_pass_without_any_baseline(identical):
+    load(identical / "run.json").assert_outcomes(passed=6)
+    assert not (identical / "none").exists()
 
 
 def test_a_slower_candidate_fails_on_step_time(perf_project, start_sim):
-    candidate, production = _pair(start_sim, step_time_mult=1.12)
+    # 30 % slower steps: tok/s falls well past the 10 % limit, so the minimum repeats decide
+    # (a change near the limit would only add repeats until the verdict is clear).
+    candidate, production = _pair(start_sim, step_time_mult=1.3)
     result = perf_project().run(*ARGS, "--endpoint", candidate.url, "--compare-endpoint",
                                 production.url)
     assert result.parseoutcomes().get("failed", 0) >= 2, result.stdout.str()
     result.stdout.fnmatch_lines([
-        "production → candidate: *step time * ms (+1*%*) explains it*step-time regression*"])
+        "production → candidate: *step time * ms (+[23]?.?%*) explains it*step-time "
+        "regression*"])
     assert "acceptance regression" not in result.stdout.str()
 
 
-def test_both_endpoints_are_locked_in_a_fixed_order(perf_project, start_sim):
+def test_both_endpoints_are_locked_in_a_fixed_order(perf_project, start_sim, identical):
+    # The shared identical A/B run took both endpoints' locks: each removed its own file.
+    assert list((identical / "locks").glob("gpu-*")) == []
     candidate, production = _pair(start_sim)
     project = perf_project()
-    result = project.run(*ARGS, "--contexts=13", "--endpoint", candidate.url,
-                         "--compare-endpoint", production.url)
+    # 64 tokens: this run is about the locks; one context, so no fit to compare.
+    result = project.run(*ARGS, "--contexts=13", "--output-tokens=64", "--endpoint",
+                         candidate.url, "--compare-endpoint", production.url)
     result.assert_outcomes(passed=2, skipped=2)  # one context: no fit to compare
     assert list(project.lock_dir.glob("gpu-*")) == []  # each lock removed its own file
     # Production's lock is taken too: while another run holds it, the A/B run waits on it.

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import httpx
 import pytest
+
+from slowa_runs import PERF_FILES, Project, once
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
 pytestmark = pytest.mark.slow
@@ -17,23 +20,36 @@ ROOT = Path(__file__).resolve().parents[1]
 LEVELS = ("--concurrency-levels", "1,2,4", "--concurrency-class", "reasoning",
           "--concurrency-context", "13")
 KIND = "concurrency levels 1,2,4 of reasoning-ctx13"
+FILES = (*PERF_FILES, "test_concurrency.py")
+
+
+def _args(url: str, baselines: Path) -> tuple[str, ...]:
+    return ("-m", "concurrency_scaling", "--endpoint", url, "--baseline-dir", str(baselines),
+            "--deployment", "test-dep", *LEVELS)
+
+
+@pytest.fixture(scope="module")
+def concurrency_baseline(start_sim, tmp_path_factory) -> Path:
+    """Once per session: a v1 concurrency baseline measured on a clean simulator."""
+    def produce(root: Path) -> None:
+        sim = start_sim(time_scale=0.5)
+        project = Project(root / "project", root / "locks", FILES)
+        first = project.run(*_args(sim.url, root / "baselines"), "--update-baselines")
+        first.stdout.fnmatch_lines(["specperf — SIMULATED (*); *; writing a concurrency baseline",
+                                    "specperf: wrote concurrency baseline "
+                                    "*/test-dep/concurrency/v1.json",
+                                    f"specperf: this run: {KIND}"])
+    return once(tmp_path_factory, "concurrency-baseline", produce) / "baselines"
 
 
 @pytest.fixture
-def baselined(perf_project, start_sim, tmp_path):
-    """A fresh simulator, a project with the concurrency test and a v1 concurrency baseline."""
+def baselined(concurrency_baseline, start_sim, tmp_path):
+    """A fresh simulator (the same physics as the baseline's), a project with the concurrency
+    test and its own copy of the shared v1 concurrency baseline."""
     sim = start_sim(time_scale=0.5)
-    project = perf_project()
-    project.pytester.path.joinpath("test_concurrency.py").write_text(
-        (ROOT / "perf_tests" / "test_concurrency.py").read_text())
-    args = ("-m", "concurrency_scaling", "--endpoint", sim.url, "--baseline-dir",
-            str(tmp_path / "baselines"), "--deployment", "test-dep", *LEVELS)
-    first = project.run(*args, "--update-baselines")
-    first.stdout.fnmatch_lines(["specperf — SIMULATED (*); *; writing a concurrency baseline",
-                                "specperf: wrote concurrency baseline "
-                                "*/test-dep/concurrency/v1.json",
-                                f"specperf: this run: {KIND}"])
-    return sim, project, args
+    shutil.copytree(concurrency_baseline, tmp_path / "baselines")
+    project = Project(tmp_path / "project", tmp_path / "locks", FILES)
+    return sim, project, _args(sim.url, tmp_path / "baselines")
 
 
 def _inject(sim, **faults):

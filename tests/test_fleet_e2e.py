@@ -26,6 +26,7 @@ import pytest
 from browser import chromium, needs_chromium
 from perf_project import FAST, ROOT
 from sim_fixtures import SimProcess
+from slowa_runs import once
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
 pytestmark = pytest.mark.slow
@@ -108,26 +109,35 @@ def _stop_halfway(sim: SimProcess, run: subprocess.Popen[str], found: list[int])
 
 @pytest.fixture(scope="module")
 def fleet_run(start_sim, tmp_path_factory) -> FleetRun:
-    project = _project(tmp_path_factory.mktemp("fleet") / "project")
-    sims = {name: start_sim(time_scale=0.5) for name in ("healthy", "regressed", "stopped")}
-    urls = {name: sim.url for name, sim in sims.items()}
-    base = project / "baselines"
-    writer = _pytest(project, "--endpoint", urls["healthy"], "--deployment", "healthy",
-                     "--update-baselines", "--baseline-repeats=3", "--baseline-dir", str(base))
-    out, _ = writer.communicate(timeout=300)
-    assert writer.returncode == 0, out
-    for name in ("regressed", "stopped"):
-        _copy_baseline(base, "healthy", name)
-    httpx.post(f"{urls['regressed']}/_sim/faults", json={"step_time_mult": 1.3}, timeout=5)
-    fleet = _fleet_file(project / "fleet.toml", urls)
-    run = _pytest(project, "-n", "3", "--endpoints", str(fleet), "--baseline-dir", str(base),
-                  "-rA")
-    killed: list[int] = []
-    stopper = threading.Thread(target=_stop_halfway, args=(sims["stopped"], run, killed))
-    stopper.start()
-    out, _ = run.communicate(timeout=600)
-    stopper.join()
-    return FleetRun(out, run.returncode, project, urls, killed[0] if killed else 0)
+    """The scenario's one fleet session, run once per test session (any xdist worker)."""
+    def produce(root: Path) -> None:
+        project = _project(root / "project")
+        sims = {name: start_sim(time_scale=0.5) for name in ("healthy", "regressed", "stopped")}
+        urls = {name: sim.url for name, sim in sims.items()}
+        base = project / "baselines"
+        writer = _pytest(project, "--endpoint", urls["healthy"], "--deployment", "healthy",
+                         "--update-baselines", "--baseline-repeats=3", "--baseline-dir",
+                         str(base))
+        out, _ = writer.communicate(timeout=300)
+        assert writer.returncode == 0, out
+        for name in ("regressed", "stopped"):
+            _copy_baseline(base, "healthy", name)
+        httpx.post(f"{urls['regressed']}/_sim/faults", json={"step_time_mult": 1.3}, timeout=5)
+        fleet = _fleet_file(project / "fleet.toml", urls)
+        run = _pytest(project, "-n", "3", "--endpoints", str(fleet), "--baseline-dir", str(base),
+                      "-rA")
+        killed: list[int] = []
+        stopper = threading.Thread(target=_stop_halfway, args=(sims["stopped"], run, killed))
+        stopper.start()
+        out, _ = run.communicate(timeout=600)
+        stopper.join()
+        (root / "run.json").write_text(json.dumps({
+            "output": out, "code": run.returncode, "urls": urls,
+            "stopped_after": killed[0] if killed else 0}))
+    root = once(tmp_path_factory, "fleet-run", produce)
+    done = json.loads((root / "run.json").read_text())
+    return FleetRun(done["output"], done["code"], root / "project", done["urls"],
+                    done["stopped_after"])
 
 
 def _outcomes(run: FleetRun, name: str) -> dict[str, str]:

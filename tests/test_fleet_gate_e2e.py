@@ -13,8 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from slowa_gate import DEPLOYMENT, SIM_SCALE, gate_baseline
+
 ROOT = Path(__file__).resolve().parents[1]
-SIM_SCALE = 0.2  # as tests/test_gate.py: a loaded box's jitter stays inside 10 %
 PYTEST_ARGS = ("--", "--output-tokens=200", "-p", "no:randomly")
 
 pytestmark = pytest.mark.slow  # whole gate runs (README: test commands)
@@ -36,18 +37,12 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def baselines(start_sim, tmp_path_factory) -> Path:
-    """The smoke contexts measured once on a clean simulator, filed under each deployment."""
-    sim = start_sim(time_scale=SIM_SCALE)
+    """The smoke contexts measured once on a clean simulator (the session's gate baseline,
+    shared with tests/test_gate.py), filed under each deployment."""
+    shared = gate_baseline(start_sim, tmp_path_factory)
     base = tmp_path_factory.mktemp("fleet-baselines")
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "perf_tests"), "-m", "context_scaling",
-           "-p", "no:cacheprovider", "--endpoint", sim.url,
-           "--contexts=13,3333", "--output-tokens=200", "--baseline-dir", str(base),
-           "--deployment", "good", "--update-baselines"]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600,
-                          env=_env(tmp_path_factory.mktemp("writer")), check=False)
-    assert (base / "good" / "v1.json").is_file(), done.stdout + done.stderr
-    data = json.loads((base / "good" / "v1.json").read_text())
-    for name in ("slow", "down"):
+    data = json.loads((shared / DEPLOYMENT / "v1.json").read_text())
+    for name in ("good", "slow", "down"):
         (base / name).mkdir()
         (base / name / "v1.json").write_text(json.dumps({**data, "deployment": name}))
     return base

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from slowa_gate import DEPLOYMENT, SIM_SCALE, gate_baseline
 from specperf.cli import gate as gate_module
 from specperf.cli.gate import CaseOutcome, GateExit, decide, read_junit
 from specperf.measure.lock import lock_path_for
@@ -19,13 +20,9 @@ from specperf.measure.lock import lock_path_for
 ROOT = Path(__file__).resolve().parents[1]
 GATE = ROOT / "ci" / "gate.sh"
 HOLDER = Path(__file__).with_name("lock_holder.py")
-DEPLOYMENT = "gate-test"
 # Short requests keep each gate run to seconds, yet long enough (25+ verify steps even for
 # padding) that one step more or less stays within the 10% tolerance. The baseline matches.
 FAST = ("--", "--output-tokens=200")
-# Slower than the other suites' 0.05: a 28 ms step is then 5.6 ms of real time, so a loaded
-# CI box's scheduling jitter does not make the cells unstable or move tok/s past 10%.
-SIM_SCALE = 0.2
 SMOKE_IDS = ("reasoning-ctx3333", "padding-ctx3333", "padding-ctx13")
 
 
@@ -46,17 +43,9 @@ def gate(lock_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def baseline_dir(start_sim, tmp_path_factory) -> Path:
-    """A baseline of the main job at the smoke contexts, written from a clean simulator run."""
-    sim = start_sim(time_scale=SIM_SCALE)
-    base = tmp_path_factory.mktemp("baselines")
-    cmd = [sys.executable, "-m", "pytest", str(ROOT / "perf_tests"), "-m", "context_scaling",
-           "-p", "no:cacheprovider", "--endpoint", sim.url,
-           "--contexts=13,3333", "--output-tokens=200", "--baseline-dir", str(base),
-           "--deployment", DEPLOYMENT, "--update-baselines"]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=240,
-                          env=_env(tmp_path_factory.mktemp("locks")), check=False)
-    assert (base / DEPLOYMENT / "v1.json").is_file(), done.stdout + done.stderr
-    return base
+    """A baseline of the main job at the smoke contexts, written from a clean simulator run
+    (once per session, shared with tests/test_fleet_gate_e2e.py)."""
+    return gate_baseline(start_sim, tmp_path_factory)
 
 
 @pytest.fixture

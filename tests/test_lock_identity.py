@@ -92,14 +92,14 @@ def test_two_runs_naming_one_server_differently_are_serialised(pytester: pytest.
     # No race with the box's load: every request of the first run hangs (a simulator fault)
     # until the second run has said it waits, so the first holds the lock however slowly
     # the second starts; then the fault is lifted and both finish.
-    sim = start_sim(time_scale=1.0)
+    sim = start_sim(time_scale=0.5)
     port = sim.url.rsplit(":", 1)[1]
     pytester.path.joinpath("test_context_scaling.py").write_text(
         (ROOT / "perf_tests" / "test_context_scaling.py").read_text())
     lock_dir = tmp_path / "locks"
     lock = lock_dir / f"gpu-localhost-{port}.lock"
     httpx.post(f"{sim.url}/_sim/faults", json={"hang_s": 2.0}).raise_for_status()
-    first = _run(pytester.path, f"http://127.0.0.1:{port}", lock_dir, 300, 300)
+    first = _run(pytester.path, f"http://127.0.0.1:{port}", lock_dir, 300, 64)
     deadline = time.monotonic() + 120
     while read_holder(lock) is None:  # the first run holds the lock
         assert first.poll() is None and time.monotonic() < deadline

@@ -54,21 +54,24 @@ def _profile(name: str, tmp_path: Path) -> str:
 def test_main_job_per_release_profile(perf_project: Any, tmp_path: Path, name: str) -> None:
     server, source, notes = CASES[name]
     project = perf_project()
+    # One text class: which source each release gives does not depend on the text.
     args = ("-m", "context_scaling", "--sim-profile", _profile(name, tmp_path),
-            "--baseline-dir", str(tmp_path / "baselines"),
+            "--text-classes", "reasoning", "--baseline-dir", str(tmp_path / "baselines"),
             # Slower than the default 0.05 so a loaded 2-core box cannot spread 64-token
             # requests past the stability bound (the two-point estimate doubles the noise),
             # and a wider bound: this test is about which source each release gives, and a CI
-            # box once spread two 64-token two-point cases past 0.10.
-            "--sim-time-scale", "0.25", "--max-spread", "0.3")
+            # box once spread two 64-token two-point cases past 0.10. For the same reason wide
+            # timing limits: the load of a shared box between the two runs is not under test.
+            "--sim-time-scale", "0.25", "--max-spread", "0.3",
+            "--tolerances", "tok_s=0.5,step_ms=0.5,decode_tok_s=0.5,ttft_ms=1.0,slope=0.5")
     first = project.run(*args, "--update-baselines")
     assert first.parseoutcomes().get("errors", 0) == 0, first.stdout.str()[-2000:]
     second = project.run(*args, "-rs")
-    # Four cases pass; each slope passes or, when a loaded box leaves its error wider than
+    # Both cases pass; the slope passes or, when a loaded box leaves its error wider than
     # the tolerance band, skips as undetermined -- never a failure (issue 13).
     outcomes = second.parseoutcomes()
-    assert outcomes.get("passed", 0) >= 4 and "failed" not in outcomes, outcomes
-    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 6, outcomes
+    assert outcomes.get("passed", 0) >= 2 and "failed" not in outcomes, outcomes
+    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 3, outcomes
     assert all("neither a pass nor a fail" in line for line in second.stdout.lines
                if line.startswith("SKIPPED")), second.stdout.str()[-2000:]
     out = second.stdout.str()
@@ -78,5 +81,5 @@ def test_main_job_per_release_profile(perf_project: Any, tmp_path: Path, name: s
     # Every figure of the two factors is a number: a release without one falls back, never
     # shows n/a (TTFT is the server's own and reads n/a where a release does not report it).
     table = [line for line in out.splitlines() if " | padding " in line or " | reasoning " in line]
-    assert len(table) == 4 and not any("n/a" in "|".join(line.split("|")[2:6])
+    assert len(table) == 2 and not any("n/a" in "|".join(line.split("|")[2:6])
                                        for line in table), table

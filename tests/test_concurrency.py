@@ -9,6 +9,7 @@ import pytest
 
 from specperf.baselines.concurrency import ConcurrencyBaseline
 from specperf.baselines.store import CaseBaseline
+from specperf.core.errors import ContaminatedMeasurement
 from specperf.core.model import ContextFit
 from specperf.core.stats import Summary
 from specperf.judge.concurrency import judge_batch_fit, judge_level
@@ -79,8 +80,9 @@ def test_disturbed_bursts_error_naming_the_burst():
     def attempt() -> None:
         raise guard.Disturbed("1 foreign request ran during the burst of 4")
 
-    with pytest.raises(Exception, match=r"^reasoning-ctx13-c4 \(burst of 4, repeat 1\): 1 "
-                                        r"foreign request ran during the burst of 4"):
+    with pytest.raises(ContaminatedMeasurement,
+                       match=r"^reasoning-ctx13-c4 \(burst of 4, repeat 1\): 1 "
+                             r"foreign request ran during the burst of 4"):
         guard.retry_clean("reasoning-ctx13-c4 (burst of 4, repeat 1)", attempt, 1)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from inprocess import NO_HYPOTHESIS
 from specperf.core.errors import ConfigError
 from specperf.measure.session import PerfSession
 from specperf.settings.config import OPTIONS, resolve
@@ -78,7 +79,7 @@ def test_every_option_is_documented_in_readme():
 
 
 def test_help_lists_every_option_once(pytester):
-    result = pytester.runpytest_subprocess("--help")
+    result = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--help")
     text = result.stdout.str()
     for opt in OPTIONS:
         assert len(re.findall(rf"^  {opt.flag}[= \n]", text, re.M)) == 1, opt.flag
@@ -89,7 +90,7 @@ def test_help_lists_every_option_once(pytester):
 
 
 def test_bad_option_is_a_usage_error(pytester):
-    result = pytester.runpytest_subprocess("--output-tokens", "many")
+    result = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--output-tokens", "many")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         ["*--output-tokens = 'many' is not valid: expected a positive integer.*"])
@@ -97,7 +98,7 @@ def test_bad_option_is_a_usage_error(pytester):
 
 
 def test_unknown_text_class_is_a_usage_error(pytester):
-    result = pytester.runpytest_subprocess("--text-classes", "padding,poetry")
+    result = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--text-classes", "padding,poetry")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*unknown text class poetry: available are code, padding, "
                                  "reasoning; add one as a TOML file in --text-class-dir.*"])

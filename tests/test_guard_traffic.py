@@ -100,12 +100,21 @@ class Foreign:
         self.thread.join()
 
 
-# -- a long foreign request started 0.5 s before ours ---------------------------------------
+def _wait_decoding(url: str) -> None:
+    """Until the foreign request has committed tokens (it is decoding), with a deadline."""
+    deadline = time.monotonic() + 10
+    while not any(r["finish_reason"] is None and r["commits"]
+                  for r in httpx.get(f"{url}/_sim/truth").json()["requests"]):
+        assert time.monotonic() < deadline, "the foreign request never started decoding"
+        time.sleep(0.02)
+
+
+# -- a long foreign request decoding when ours comes ------------------------------------------
 def test_a_long_foreign_request_started_before_ours_persists_into_an_error(sim, session):
     assert session.measurer is not None
     session.measurer.traffic.wait_s = 0.3
     with Foreign(sim.url, seconds=4.0):
-        time.sleep(0.5)  # the foreign request is 0.5 s into its decode when ours comes
+        _wait_decoding(sim.url)
         with pytest.raises(ContaminatedMeasurement) as err:
             _sample(session)
     message = str(err.value)
@@ -119,11 +128,11 @@ def test_a_long_foreign_request_started_before_ours_persists_into_an_error(sim, 
 def test_a_foreign_request_that_ends_is_waited_out_and_the_sample_ran_alone(sim, session):
     assert session.measurer is not None
     session.measurer.traffic.wait_s = 0.2
-    # Cut after 0.9 s (aborted within the simulator's 1 s disconnect poll): enough retries
-    # to outlast it, each a fresh attempt with a new nonce.
-    session.measurer.run = replace(session.measurer.run, guard_retries=40)
-    with Foreign(sim.url, seconds=0.9):
-        time.sleep(0.5)
+    # Cut 2 s after it was sent (aborted within the simulator's 1 s disconnect poll): enough
+    # retries to outlast it, each a fresh attempt with a new nonce.
+    session.measurer.run = replace(session.measurer.run, guard_retries=60)
+    with Foreign(sim.url, seconds=2.0):
+        _wait_decoding(sim.url)
         sample = _sample(session)
     assert sample.raw["discarded_attempts"][0].startswith("1 foreign requests running")
     mine = _alone(sim.url)

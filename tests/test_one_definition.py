@@ -19,7 +19,7 @@ import pytest
 
 from specperf.baselines import preflight
 from specperf.baselines.store import Baseline, BaselineStore, CaseBaseline
-from specperf.core.errors import ConfigError, MalformedResponse
+from specperf.core.errors import BaselineError, ConfigError, MalformedResponse
 from specperf.core.limits import DEFAULT_TOLERANCES
 from specperf.core.model import ContextFit
 from specperf.core.stats import Summary
@@ -151,8 +151,8 @@ def test_require_baseline_checks_the_baseline_runstate_loaded(tmp_path, no_sessi
     _write(tmp_path / "b", "box", 0.2)
     state = _state(tmp_path, deployment="box", require_baseline=True, baseline_version=1)
     state.judged = preflight.Judged((Case("padding", 13, 600), Case("code", 13, 600)))
-    with pytest.raises(Exception, match=r"--require-baseline: baseline box v1 has no "
-                                        r"code-ctx13 at 600 output tokens"):
+    with pytest.raises(BaselineError, match=r"--require-baseline: baseline box v1 has no "
+                                            r"code-ctx13 at 600 output tokens"):
         state._require_baseline()
     assert state._baselines["box"][0] is not None  # loaded once, kept for the verdicts
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from inprocess import NO_HYPOTHESIS
 from specperf import cli
 from specperf.baselines.diff import _small_percent
 from specperf.core.errors import ConfigError
@@ -41,7 +42,7 @@ def _project(pytester: pytest.Pytester, ini_name: str, ini_text: str) -> None:
 ])
 def test_a_bad_flag_is_one_usage_error(pytester, args, message):
     pytester.makepyfile(test_perf=PERF_TEST)
-    result = pytester.runpytest_subprocess(*args)
+    result = pytester.runpytest_inprocess(*NO_HYPOTHESIS, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
     assert len(re.findall("is not valid", result.stderr.str())) == 1
@@ -51,7 +52,7 @@ def test_a_bad_flag_is_one_usage_error(pytester, args, message):
 def test_a_bad_environment_variable_names_itself(pytester, monkeypatch):
     monkeypatch.setenv("SPECPERF_SIM_PROFILE", "nosuch")
     pytester.makepyfile(test_perf=PERF_TEST)
-    result = pytester.runpytest_subprocess()
+    result = pytester.runpytest_inprocess(*NO_HYPOTHESIS)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: SPECPERF_SIM_PROFILE = 'nosuch' is not valid: *"])
 
@@ -71,7 +72,7 @@ def test_a_bad_environment_variable_names_itself(pytester, monkeypatch):
 def test_a_bad_ini_value_is_one_usage_error_naming_the_key(pytester, ini_name, ini_text,
                                                            message):
     _project(pytester, ini_name, ini_text)
-    result = pytester.runpytest_subprocess("--collect-only")
+    result = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--collect-only")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
 
@@ -92,7 +93,7 @@ def test_readme_ini_examples_are_valid_where_they_say(pytester, ini_name, langua
         "def pytest_collection_finish(session):\n"
         "    tolerances = session.config.stash[STATE].settings.tolerances\n"
         "    print('TOLERANCES', sorted(tolerances.items()))\n")
-    result = pytester.runpytest_subprocess("--collect-only", "-s")
+    result = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--collect-only", "-s")
     assert result.ret == pytest.ExitCode.OK, result.stderr.str()
     result.stdout.fnmatch_lines(["TOLERANCES [('step_ms', 0.15), ('tok_s', 0.08)]"])
 
@@ -143,20 +144,20 @@ def test_tolerances_flag_and_variable_reach_the_run(pytester, monkeypatch):
         "def pytest_collection_finish(session):\n"
         "    s = session.config.stash[STATE].settings\n"
         "    print('TOLERANCES', sorted(s.tolerances.items()), s.sources['tolerances'])\n")
-    ini = pytester.runpytest_subprocess("--collect-only", "-s")
+    ini = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--collect-only", "-s")
     ini.stdout.fnmatch_lines(["TOLERANCES [('step_ms', 0.15), ('tok_s', 0.08)] "
                               "ini specperf_tolerances"])
     monkeypatch.setenv("SPECPERF_TOLERANCES", "slope=0.3")
-    env = pytester.runpytest_subprocess("--collect-only", "-s")
+    env = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--collect-only", "-s")
     env.stdout.fnmatch_lines(["TOLERANCES [('slope', 0.3)] SPECPERF_TOLERANCES"])
-    flag = pytester.runpytest_subprocess("--collect-only", "-s", "--tolerances",
+    flag = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--collect-only", "-s", "--tolerances",
                                          "step_ms=0.2,decode_tok_s=0.12")
     flag.stdout.fnmatch_lines(["TOLERANCES [('decode_tok_s', 0.12), ('step_ms', 0.2)] "
                                "--tolerances"])
 
 
 def test_help_shows_the_tolerances_flag_once_with_its_env_and_ini(pytester):
-    text = pytester.runpytest_subprocess("--help").stdout.str()
+    text = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--help").stdout.str()
     flat = " ".join(text.split())
     assert len(re.findall(r"^  --tolerances=TOLERANCES", text, re.M)) == 1
     assert ("Tolerance overrides, 'metric=fraction' comma separated (in ini also one per "
@@ -167,7 +168,7 @@ def test_help_shows_the_tolerances_flag_once_with_its_env_and_ini(pytester):
 
 
 def test_help_shows_the_verdict_contract_options_with_their_env_and_ini(pytester):
-    text = pytester.runpytest_subprocess("--help").stdout.str()
+    text = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--help").stdout.str()
     flat = " ".join(text.split())
     for flag, env, ini in (("--sweep-tolerance=SWEEP_TOLERANCE", "SPECPERF_SWEEP_TOLERANCE",
                             "specperf_sweep_tolerance"),

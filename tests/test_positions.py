@@ -9,7 +9,7 @@ import json
 import pytest
 
 from specperf.baselines.store import Baseline, CaseBaseline
-from specperf.core.errors import MalformedResponse
+from specperf.core.errors import BaselineError, MalformedResponse
 from specperf.core.limits import DEFAULT_TOLERANCES
 from specperf.core.stats import Summary
 from specperf.judge.positions import Shape, along_sentence, position_sentence
@@ -181,7 +181,7 @@ def test_the_baseline_keeps_the_shape() -> None:
     data["acceptance_positions"] = ["x"]
     broken = json.loads(base.to_json())
     broken["cases"]["padding-ctx16"] = data
-    with pytest.raises(Exception, match="acceptance_positions should be a list of numbers"):
+    with pytest.raises(BaselineError, match="acceptance_positions should be a list of numbers"):
         Baseline.from_json(json.dumps(broken), "v1.json")
 
 

@@ -148,6 +148,7 @@ async def _serve(
         return error_response(499, "Client disconnected; request aborted")
     cost = state.faults.state.parser_response_ms
     if call.parsed and cost > 0:
+        request.post_processing_ms += cost
         await asyncio.sleep(cost / 1000.0)  # post-processing after the decode: wall time
     return generation.deliver(state, dumps(_final_body(state, call, request)))
 
@@ -286,6 +287,7 @@ async def _chat_events(state: SimState, call: _Call, request: SimRequest) -> Asy
             decoded = count
             cost = state.faults.state.parser_chunk_ms
             if call.parsed and cost > 0:
+                request.post_processing_ms += cost
                 await asyncio.sleep(cost / 1000.0)  # HTTP-side post-processing, wall time
             for delta in _deltas(parser, ids, call.reasoning_key):
                 yield _delta_chunk(call, request, delta)

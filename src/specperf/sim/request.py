@@ -55,6 +55,8 @@ class SimRequest:
     step_factor: float = 1.0
     step_ms: list[float] = field(default_factory=list)
     commits: list[int] = field(default_factory=list)
+    # Wall ms the HTTP side spent on parser costs (faults.py), outside the scheduler.
+    post_processing_ms: float = 0.0
     prefill_start_mono: float | None = None
     first_token_mono: float | None = None
     finished_mono: float | None = None
@@ -156,6 +158,7 @@ class SimRequest:
             "prefill_ms": self.prefill_ms,
             "step_ms": list(self.step_ms),
             "commits": list(self.commits),
+            "post_processing_ms": self.post_processing_ms,
             "background": self.background,
             "finish_reason": self.finish_reason,
             # The simulator's monotonic clock (wall seconds): when requests overlapped.

@@ -136,3 +136,33 @@ class LlamaServer:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.stop()
+
+
+class LlamaPool:
+    """Started servers shared by the tier's tests, one per configuration (model, draft,
+    slots, extra flags): each starts the first time a test asks for it and stops when the
+    session ends. A server that exited is started afresh. Its counters are cumulative, so
+    the tests read deltas (the suite's own guard does too)."""
+
+    def __init__(self, binary: Path, log_dir: Path) -> None:
+        self.binary = binary
+        self.log_dir = log_dir
+        self._servers: dict[tuple[Any, ...], LlamaServer] = {}
+        self._started = 0
+
+    def get(self, model: Path, *, draft: Path | None = None, slots: int = 1,
+            extra: tuple[str, ...] = ()) -> LlamaServer:
+        """The running server of this configuration (started now if it is not)."""
+        key = (model, draft, slots, extra)
+        server = self._servers.get(key)
+        if server is None or server.proc is None or server.proc.poll() is not None:
+            server = LlamaServer(self.binary, model, draft=draft, slots=slots, extra=extra,
+                                 log_path=self.log_dir / f"llama-{self._started}.log")
+            self._started += 1
+            server.start()
+            self._servers[key] = server
+        return server
+
+    def stop_all(self) -> None:
+        for server in self._servers.values():
+            server.stop()

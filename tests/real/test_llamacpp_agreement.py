@@ -1,6 +1,7 @@
 """The suite's avg commit agrees with the real server's own numbers for the same requests:
 each answer's ``timings.draft_n_accepted`` and the ``llamacpp:`` counter deltas around it,
-read from a recording proxy between the suite and the server (none of the suite's parsing)."""
+read from a recording proxy between the suite and the server (none of the suite's parsing).
+Checked on both runs of the main job (conftest.main_job), which go through such a proxy."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from .conftest import results_of
-from .helpers import OUTPUT, run_suite
-from .recorder import Exchange, Recorder
+from .helpers import OUTPUT
+from .llama_shared import MAIN_CASES
+from .recorder import Exchange
 
 pytestmark = pytest.mark.real_server
 
@@ -63,17 +65,18 @@ def requests_with_deltas(exchanges: list[Exchange]) -> list[ServerFigures]:
     return out
 
 
-def test_avg_commit_agrees_with_the_servers_own_numbers_within_one_percent(
-        perf_project, start_llama, tiny, tmp_path):
-    server = start_llama(tiny.target, draft=tiny.draft)
-    with Recorder(server.url) as rec:
-        result = run_suite(perf_project(), rec.url, tmp_path / "r", tmp_path / "b", "-v")
-    order = re.findall(r"test_context_scaling\[(\S+-ctx\d+)\] ", result.stdout.str())
-    data = results_of(tmp_path / "r")
+@pytest.mark.parametrize("run", ["first", "second"])
+def test_avg_commit_agrees_with_the_servers_own_numbers_within_one_percent(main_job, run):
+    # the main job's runs (conftest.main_job), each recorded: the baseline run and the rerun
+    recorded = getattr(main_job, run)
+    order = re.findall(r"test_context_scaling\[(\S+-ctx\d+)\] ", recorded.result.stdout.str())
+    data = results_of(recorded.report_dir)
+    exchanges = recorded.exchanges
     # A real server is asked nothing the simulator alone serves, and its times stand as read.
-    assert not [e.path for e in rec.exchanges if e.path.startswith("/_sim/")]
+    assert not [e.path for e in exchanges if e.path.startswith("/_sim/")]
     assert data["server"]["time_scale"] == 1.0 and data["server"]["simulated"] is False
-    figures = requests_with_deltas(rec.exchanges)
+    figures = requests_with_deltas(exchanges)
+    assert set(order) == MAIN_CASES, order
     at = 0
     for case in dict.fromkeys(order):
         samples = data["measurements"][case]["samples"]

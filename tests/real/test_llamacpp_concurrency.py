@@ -3,7 +3,11 @@ batches a burst's requests into shared verify steps, and every request keeps its
 count, the one its answer's ``timings`` give. Checked against the server's own figures, read
 from a recording proxy between the suite and the server (none of the suite's parsing): per
 request ``N − 1 − draft_n_accepted``, per burst the ``llamacpp:`` counter deltas around it.
-Then a clean rerun against the fresh concurrency baseline passes."""
+Then a clean rerun against the fresh concurrency baseline passes.
+
+Two runs, shared by both tests (run once): the baseline run takes its acceptance from the
+``/metrics`` counters, the rerun from each answer; both go through a recording proxy and both
+are checked burst by burst against the server's own figures."""
 
 from __future__ import annotations
 
@@ -15,7 +19,8 @@ import pytest
 
 from .conftest import results_of
 from .helpers import CONCURRENCY_OUTPUT, run_concurrency
-from .recorder import Exchange, Recorder
+from .llama_shared import RecordedRun, recorded
+from .recorder import Exchange
 from .test_llamacpp_agreement import counters
 
 pytestmark = pytest.mark.real_server
@@ -71,19 +76,40 @@ def suite_bursts(data: dict) -> list[dict]:
     return [b for c in LEVELS for b in section["bursts"][f"reasoning-ctx16-c{c}"]]
 
 
-def test_per_request_steps_are_the_servers_own_over_every_burst_and_a_rerun_passes(
-        perf_project, start_llama, tiny, tmp_path):
-    server = start_llama(tiny.target, draft=tiny.draft, slots=4)
-    project = perf_project()
-    levels = ",".join(str(c) for c in LEVELS)
-    with Recorder(server.url) as rec:
-        first = run_concurrency(project, rec.url, tmp_path / "r1", tmp_path / "b", levels,
-                                "--update-baselines")
-    first.stdout.fnmatch_lines(["specperf: wrote concurrency baseline "
-                                "*/tiny-llama/concurrency/v1.json",
-                                "specperf: this run: concurrency levels 1,2,4 of "
-                                "reasoning-ctx16"])
-    ours, theirs = suite_bursts(results_of(tmp_path / "r1")), server_bursts(rec.exchanges)
+@dataclass(frozen=True)
+class Levels:
+    """The concurrency runs: a baseline with the counters as acceptance source, then a rerun
+    (acceptance from the answers) against it."""
+
+    first: RecordedRun
+    second: RecordedRun
+
+
+@pytest.fixture
+def levels(llama_shared, perf_project, llama_pool, tiny, tmp_path_factory) -> Levels:
+    def make() -> Levels:
+        server = llama_pool.get(tiny.target, draft=tiny.draft, slots=4)
+        project = perf_project()
+        root = tmp_path_factory.mktemp("concurrency")
+        every = ",".join(str(c) for c in LEVELS)
+
+        def first(url, report_dir):
+            return run_concurrency(project, url, report_dir, root / "b", every,
+                                   "--update-baselines", "--acceptance-source", "metrics")
+
+        def second(url, report_dir):
+            return run_concurrency(project, url, report_dir, root / "b", every, "-rA")
+
+        return Levels(recorded(server.url, root / "r1", first),
+                      recorded(server.url, root / "r2", second))
+
+    return llama_shared.get("concurrency levels", make)
+
+
+def check_bursts(run: RecordedRun) -> dict[int, list[float]]:
+    """Every burst of ``run``: its requests' own steps are the server's, request by request and
+    over the burst; the busy-slots gauge of each burst, by level."""
+    ours, theirs = suite_bursts(results_of(run.report_dir)), server_bursts(run.exchanges)
     assert len(ours) == len(theirs), (len(ours), len(theirs))
     batched: dict[int, list[float]] = {}
     for burst, seen in zip(ours, theirs, strict=True):
@@ -110,9 +136,15 @@ def test_per_request_steps_are_the_servers_own_over_every_burst_and_a_rerun_pass
         batched
     print(f"{len(ours)} bursts: own steps equal the server's; busy slots per decode "
           + ", ".join(f"C={c}: {min(b):.2f}-{max(b):.2f}" for c, b in sorted(batched.items())))
+    return batched
 
-    second = run_concurrency(project, server.url, tmp_path / "r2", tmp_path / "b", levels,
-                             "-rA")
+
+def test_per_request_steps_are_the_servers_own_over_every_burst_and_a_rerun_passes(levels):
+    levels.first.result.stdout.fnmatch_lines([
+        "specperf: wrote concurrency baseline */tiny-llama/concurrency/v1.json",
+        "specperf: this run: concurrency levels 1,2,4 of reasoning-ctx16"])
+    check_bursts(levels.second)
+    second = levels.second.result
     outcomes = second.parseoutcomes()
     # Every level passes. The batch fit passes, or skips as undetermined with its sentence
     # (a slope on 2 shared cores moves by a third between runs, as the context fit's does:
@@ -125,28 +157,18 @@ def test_per_request_steps_are_the_servers_own_over_every_burst_and_a_rerun_pass
                in line for line in skipped), skipped
     second.stdout.fnmatch_lines(["specperf — *; concurrency baseline tiny-llama v1 "
                                  "(*/tiny-llama/concurrency/v1.json, created *)"])
-    data = results_of(tmp_path / "r2")
+    data = results_of(levels.second.report_dir)
+    assert data["server"]["acceptance_source"] == "response"
     for row in data["concurrency"]["levels"]:
         print(f"C={row['concurrency']}: {row['tok_s']:.1f} tok/s per request, aggregate "
               f"{row['agg_tok_s']:.1f}, avg commit {row['avg_commit']:.2f}, step "
               f"{row['step_ms']:.2f} ms (server {row['server_step_ms']:.2f} ms)")
 
 
-def test_with_the_counters_as_acceptance_source_each_request_keeps_its_own_steps(
-        perf_project, start_llama, tiny, tmp_path):
+def test_with_the_counters_as_acceptance_source_each_request_keeps_its_own_steps(levels):
     """A /metrics bracket cannot be split among a burst's requests; each answer's timings
     still count its own steps, whatever the run's acceptance source."""
-    server = start_llama(tiny.target, draft=tiny.draft, slots=4)
-    with Recorder(server.url) as rec:
-        result = run_concurrency(perf_project(), rec.url, tmp_path / "r", tmp_path / "b",
-                                 "1,2,4", "--acceptance-source", "metrics")
+    result = levels.first.result
     assert "errors" not in result.parseoutcomes(), result.stdout.str()[-3000:]
-    data = results_of(tmp_path / "r")
-    assert data["server"]["acceptance_source"] == "metrics"
-    ours, theirs = suite_bursts(data), server_bursts(rec.exchanges)
-    assert len(ours) == len(theirs)
-    for burst, seen in zip(ours, theirs, strict=True):
-        steps = [s["verify_steps"] for s in burst["samples"]]
-        assert None not in steps and Counter(steps) == Counter(seen.steps), (steps, seen)
-        assert burst["own_steps"] == sum(seen.tokens) - burst["concurrency"] \
-            - seen.delta_of("spec_decode_num_accepted_tokens_total")
+    assert results_of(levels.first.report_dir)["server"]["acceptance_source"] == "metrics"
+    check_bursts(levels.first)

@@ -52,9 +52,9 @@ class Intruder:
         self.thread.join(timeout=30)
 
 
-def test_a_foreign_request_during_a_measured_one_is_caught(perf_project, start_llama, tiny,
+def test_a_foreign_request_during_a_measured_one_is_caught(perf_project, llama_pool, tiny,
                                                          tmp_path):
-    server = start_llama(tiny.target, draft=tiny.draft, slots=2)
+    server = llama_pool.get(tiny.target, draft=tiny.draft, slots=2)
     with Intruder(server.url) as intruder:
         # one long case, so the foreign request always lands inside the measured one
         result = run_suite(perf_project(), server.url, tmp_path / "r", tmp_path / "b",

@@ -47,9 +47,9 @@ def _ttft(doc: dict[str, Any], case_id: str) -> float:
 
 
 def test_a_smaller_prompt_batch_fails_as_a_prefill_regression(
-        perf_project, start_llama, tiny, tmp_path):
-    production = start_llama(tiny.target, draft=tiny.target)
-    candidate = start_llama(tiny.target, draft=tiny.target, extra=("-ub", "32"))
+        perf_project, llama_pool, tiny, tmp_path):
+    production = llama_pool.get(tiny.target, draft=tiny.target)
+    candidate = llama_pool.get(tiny.target, draft=tiny.target, extra=("-ub", "32"))
     result = run_suite(perf_project(), candidate.url, tmp_path / "r", tmp_path / "none", "-rA",
                        "--compare-endpoint", production.url, *CONTEXTS)
     out = result.stdout.str()
@@ -78,7 +78,7 @@ def test_a_smaller_prompt_batch_fails_as_a_prefill_regression(
     assert not (tmp_path / "none").exists()  # A/B: production stands in, no baseline file
 
 
-def test_pinned_acceptance_judges_step_time_only(perf_project, start_llama, tiny, tmp_path):
+def test_pinned_acceptance_judges_step_time_only(perf_project, llama_pool, tiny, tmp_path):
     """With ``--spec-synth-len`` the acceptance is a dial: turned from 2 to 3 tokens per step,
     tok/s moves with it, yet nothing fails on acceptance: it is not judged, step time is."""
     project = perf_project()
@@ -87,11 +87,10 @@ def test_pinned_acceptance_judges_step_time_only(perf_project, start_llama, tiny
     # test asserts what is judged, not a pass.
     contexts = ("--contexts=40,1000", "--text-classes=padding", "--output-tokens=128",
                 "--max-spread=0.6")
-    before = start_llama(tiny.target, draft=tiny.draft, extra=("--spec-synth-len", "2"))
+    before = llama_pool.get(tiny.target, draft=tiny.draft, extra=("--spec-synth-len", "2"))
     run_suite(project, before.url, tmp_path / "r1", tmp_path / "b", "--update-baselines",
               *contexts).stdout.fnmatch_lines(["specperf: wrote baseline *"])
-    before.stop()
-    after = start_llama(tiny.target, draft=tiny.draft, extra=("--spec-synth-len", "3"))
+    after = llama_pool.get(tiny.target, draft=tiny.draft, extra=("--spec-synth-len", "3"))
     result = run_suite(project, after.url, tmp_path / "r2", tmp_path / "b", "-rA", *contexts)
     result.stdout.fnmatch_lines([
         "acceptance pinned (synthetic): step time and context fit judged only (the server runs "

@@ -11,12 +11,16 @@ import pytest
 from specperf.judge.verdict import ACCEPTANCE_HINT, STEP_HINT
 
 from .helpers import run_suite
+from .llama_shared import MAIN_CONTEXTS
 
 pytestmark = pytest.mark.real_server
 
-# Shorter contexts than the main job's (less prefill, quicker runs), and the padding class
-# only: the degenerate-output guard leaves it alone, while a random-weight model's greedy
-# output on prose now and then falls into a loop that the guard rightly refuses to judge.
+# The padding class only: the degenerate-output guard leaves it alone, while a random-weight
+# model's greedy output on prose now and then falls into a loop that the guard rightly refuses
+# to judge. The acceptance regression runs at the main job's contexts, against its baseline
+# (conftest.main_job); the step-time one takes shorter contexts (less prefill, quicker runs).
+ACCEPTANCE_CONTEXTS = (MAIN_CONTEXTS, "--text-classes=padding")
+ACCEPTANCE_CASES = ("padding-ctx16", "padding-ctx500", "padding-ctx2000")
 CONTEXTS = ("--contexts=16,500,1000", "--text-classes=padding")
 CASES = ("padding-ctx16", "padding-ctx500", "padding-ctx1000")
 
@@ -34,13 +38,14 @@ def regressions(text: str) -> dict[str, str]:
     return {m[1]: m[2] for m in re.finditer(r"^  (\S+-ctx\d+): (.*)$", block, re.M)}
 
 
-def check_attributed(text: str, hint: str, other: str) -> None:
+def check_attributed(text: str, hint: str, other: str,
+                     cases: tuple[str, ...] = CASES) -> None:
     """No case passes; at least two fail, each attributed to ``hint`` and not ``other``.
     A case may instead error as unstable: the suite refuses to judge a cell whose spread is
     too wide (a noisy draft's acceptance varies from prompt to prompt), never passes it."""
     seen, found = outcomes(text), regressions(text)
-    assert set(seen) == set(CASES) and "PASSED" not in seen.values(), seen
-    assert all(seen[c] == "ERROR" for c in CASES if c not in found), seen
+    assert set(seen) == set(cases) and "PASSED" not in seen.values(), seen
+    assert all(seen[c] == "ERROR" for c in cases if c not in found), seen
     assert len(found) >= 2, text[-3000:]
     for case, sentence in found.items():
         assert hint in sentence and other not in sentence, sentence
@@ -48,43 +53,40 @@ def check_attributed(text: str, hint: str, other: str) -> None:
 
 
 def baseline_then_run(project, before, after, tmp_path):
-    """Write a baseline against ``before`` (a started llama-server), stop it, then start
-    ``after`` (a callable) and run the suite against that baseline: (server, result)."""
+    """Write a baseline against ``before`` (a started llama-server), then run the suite
+    against ``after`` (another) with that baseline: its result."""
     run_suite(project, before.url, tmp_path / "r1", tmp_path / "b",
               "--update-baselines", *CONTEXTS).stdout.fnmatch_lines(["specperf: wrote baseline *"])
-    before.stop()
-    server = after()
-    return server, run_suite(project, server.url, tmp_path / "r2", tmp_path / "b", "-rA",
-                             *CONTEXTS)
+    return run_suite(project, after.url, tmp_path / "r2", tmp_path / "b", "-rA", *CONTEXTS)
 
 
 def test_a_worse_draft_fails_every_case_as_an_acceptance_regression(
-        perf_project, start_llama, tiny, tmp_path):
+        perf_project, llama_pool, tiny, main_job, tmp_path):
     project = perf_project()
-    # the same target restarted with a draft of the same size whose weights are noisy
-    worse, result = baseline_then_run(project, start_llama(tiny.target, draft=tiny.draft),
-                                      lambda: start_llama(tiny.target, draft=tiny.noisy),
-                                      tmp_path)
-    check_attributed(result.stdout.str(), ACCEPTANCE_HINT, STEP_HINT)
+    # the main job's target and baseline (tiny draft), now served with a draft of the same
+    # size whose weights are noisy
+    worse = llama_pool.get(tiny.target, draft=tiny.noisy)
+    result = run_suite(project, worse.url, tmp_path / "r2", main_job.baseline_dir, "-rA",
+                       *ACCEPTANCE_CONTEXTS)
+    check_attributed(result.stdout.str(), ACCEPTANCE_HINT, STEP_HINT, ACCEPTANCE_CASES)
     # The same prompts as the baseline's: one request per case names the prompts whose
     # verify steps changed, with no statistics needed.
-    once = run_suite(project, worse.url, tmp_path / "r3", tmp_path / "b", "-rA",
-                     "--repeats=1", "--max-repeats=1", *CONTEXTS)
+    once = run_suite(project, worse.url, tmp_path / "r3", main_job.baseline_dir, "-rA",
+                     "--repeats=1", "--max-repeats=1", *ACCEPTANCE_CONTEXTS)
     found = regressions(once.stdout.str())
-    assert set(found) == set(CASES), once.stdout.str()[-3000:]
+    assert set(found) == set(ACCEPTANCE_CASES), once.stdout.str()[-3000:]
     for sentence in found.values():
         assert re.match(r"acceptance changed on 1 of 1 prompts \(verify steps \d+ → \d+ on "
                         r"prompt 1;", sentence), sentence
 
 
 def test_a_larger_target_fails_every_case_as_a_step_time_regression(
-        perf_project, start_llama, tiny, large, tmp_path):
+        perf_project, llama_pool, tiny, large, tmp_path):
     project = perf_project()
     # Each target drafts for itself, so every draft is accepted on both sides (avg commit
     # is the draft length + 1) and only the cost of a verify step changes.
-    _, result = baseline_then_run(project, start_llama(tiny.target, draft=tiny.target),
-                                  lambda: start_llama(large.target, draft=large.target),
-                                  tmp_path)
+    result = baseline_then_run(project, llama_pool.get(tiny.target, draft=tiny.target),
+                               llama_pool.get(large.target, draft=large.target), tmp_path)
     # A larger target processes its prompt slower too, and prefill is judged: every case names
     # step time (the diagnosis, or what to check after prefill where prefill's share of the
     # drop is the larger one, as at ctx1000: step 48 %, prefill 52 %), never acceptance.

@@ -27,11 +27,18 @@ class SimProcess:
     log_file: Path | None = None
     stderr_lines: list[str] = field(default_factory=list)
     readers: list[threading.Thread] = field(default_factory=list)
+    terminated: bool = False
+
+    def terminate(self) -> None:
+        """SIGTERM once, without waiting (``stop`` waits): many simulators stop together."""
+        if self.process.poll() is None and not self.terminated:
+            self.process.send_signal(signal.SIGTERM)
+            self.terminated = True
 
     def stop(self, timeout: float = 10.0) -> int:
         """SIGTERM, wait, kill as a last resort; returns the exit code."""
+        self.terminate()
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
@@ -117,6 +124,8 @@ def start_sim() -> Iterator[Callable[..., SimProcess]]:
     try:
         yield start
     finally:
+        for sim in started:  # all shut down at once: each takes about a second
+            sim.terminate()
         for sim in started:
             sim.stop()
 

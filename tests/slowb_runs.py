@@ -112,3 +112,17 @@ def ran(data: dict[str, Any]) -> Ran:
 def kept(result: Ran) -> dict[str, Any]:
     """A ``Ran`` as JSON for ``once``."""
     return asdict(result)
+
+
+def embedded_main_job(factory: pytest.TempPathFactory) -> tuple[Path, Ran]:
+    """The main job against the embedded simulator with no baseline (every case measured,
+    then skipped), its report written to ``reports/``: once per test run, for
+    test_main_job and test_report. Returns the folder (``b`` the empty baseline dir) and
+    the session."""
+    def produce(folder: Path) -> dict[str, Any]:
+        return kept(run_perf(perf_dir(folder / "project"), "-m", "context_scaling", "-v", "-rs",
+                             "--baseline-dir", str(folder / "b"),
+                             env={"SPECPERF_REPORT_DIR": str(folder / "reports")}))
+
+    folder, found = once(factory, "main-job-embedded", produce)
+    return folder, ran(found)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import httpx
 import pytest
 
-from slowb_runs import BUSY_CLIENT_TOK_S, kept, once, perf_dir, ran, run_perf
+from slowb_runs import BUSY_CLIENT_TOK_S, embedded_main_job
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
 pytestmark = pytest.mark.slow
@@ -26,14 +25,10 @@ def _table_rows(text: str) -> dict[str, list[float]]:
 
 @pytest.fixture(scope="module")
 def embedded(tmp_path_factory):
-    """The main job against the embedded simulator with no baseline, run once per test run
-    (slowb_runs.once): its baseline dir (empty) and the session."""
-    def produce(folder: Path) -> dict:
-        return kept(run_perf(perf_dir(folder / "project"), "-m", "context_scaling", "-v", "-rs",
-                             "--baseline-dir", str(folder / "b")))
-
-    folder, found = once(tmp_path_factory, "main-job-embedded", produce)
-    return folder / "b", ran(found)
+    """The main job against the embedded simulator with no baseline (slowb_runs, shared
+    with test_report): its baseline dir (empty) and the session."""
+    folder, result = embedded_main_job(tmp_path_factory)
+    return folder / "b", result
 
 
 def test_embedded_simulator_runs_the_main_job_and_reports_simulated(embedded):

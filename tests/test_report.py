@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from slowb_runs import embedded_main_job
 from specperf import cli
 from specperf.baselines.store import Baseline
 from specperf.core.errors import ConfigError
@@ -169,11 +170,11 @@ def test_commands_say_what_is_wrong_with_their_input(tmp_path, capsys):
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
-def test_a_perf_run_writes_its_report_and_says_where(perf_project, tmp_path):
-    reports = tmp_path / "reports"
-    result = perf_project().run("-m", "context_scaling",
-                                env={"SPECPERF_REPORT_DIR": str(reports)})
-    result.stdout.fnmatch_lines(["specperf: report */report.html"])
+def test_a_perf_run_writes_its_report_and_says_where(tmp_path_factory):
+    # the main job's session (slowb_runs.embedded_main_job, shared with test_main_job)
+    folder, result = embedded_main_job(tmp_path_factory)
+    reports = folder / "reports"
+    result.fnmatch_lines(["specperf: report */report.html"])
     (run_dir,) = reports.glob("2*")
     doc = results.load(run_dir / "results.json")
     assert doc["server"]["simulated"] and len(doc["measurements"]) == 4

@@ -109,7 +109,8 @@ def test_a_json_api_without_any_llm_route_is_not_an_llm_server(serve) -> None:
 
 def test_the_sentence_comes_before_any_case_runs(serve, perf_project) -> None:
     url = serve(Quiet)
-    result = perf_project().run("-m", "context_scaling", "--text-classes", "padding",
+    # In process: the run stops at the probe, before any measuring.
+    result = perf_project().run_inprocess("-m", "context_scaling", "--text-classes", "padding",
                                 "--contexts", "13", "--endpoint", url)
     out = result.stdout.str()
     result.assert_outcomes(errors=2)  # the case and the fit, both at setup

@@ -35,15 +35,27 @@ def client() -> Any:
         c.close()
 
 
+@pytest.fixture(scope="module")
+def vllm(start_sim: Any) -> Any:
+    """The vLLM 0.33 profile, shared by the module's tests that only read or generate."""
+    return start_sim(profile="vllm-0.33", time_scale=0.005)
+
+
+@pytest.fixture(scope="module")
+def sglang_0523(start_sim: Any) -> Any:
+    """The SGLang 0.5.23 profile, shared by the module's tests that only read or generate."""
+    return start_sim(profile="sglang-0.5.23", time_scale=0.005)
+
+
 def _events(response: httpx.Response) -> list[StreamEvent]:
     import json
     lines = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
     return [StreamEvent(json.loads(x), 0.01 * i) for i, x in enumerate(lines) if x != "[DONE]"]
 
 
-def test_item2_vllm_detokenize_answers_prompt(client: Any, start_sim: Any) -> None:
+def test_item2_vllm_detokenize_answers_prompt(client: Any, vllm: Any) -> None:
     # vllm/entrypoints/serve/tokenize/protocol.py DetokenizeResponse: prompt, not text.
-    sim = start_sim(profile="vllm-0.33", time_scale=0.005)
+    sim = vllm
     ids = httpx.post(sim.url + "/tokenize", json={"prompt": "hello world"}).json()["tokens"]
     assert set(httpx.post(sim.url + "/detokenize", json={"tokens": ids}).json()) == {"prompt"}
     tokenizer = ServerTokenizer(client(sim.url), "/tokenize")
@@ -126,9 +138,9 @@ def test_item6_no_verify_counter_means_no_metrics_source() -> None:
             "log.") in notes
 
 
-def test_item7_vllm_names_the_thinking_reasoning(start_sim: Any) -> None:
+def test_item7_vllm_names_the_thinking_reasoning(vllm: Any) -> None:
     # vllm/entrypoints/openai/chat_completion/protocol.py: message.reasoning.
-    sim = start_sim(profile="vllm-0.33", time_scale=0.005)
+    sim = vllm
     chat = {"messages": [{"role": "user", "content": "think"}], "max_tokens": 60,
             "ignore_eos": True}
     body = httpx.post(sim.url + "/v1/chat/completions", json=chat, timeout=60).json()
@@ -155,17 +167,18 @@ def test_item8_vllm_dev_mode_server_info_is_not_sglang(client: Any, start_sim: A
     assert (detected.kind, detected.release, detected.dev_mode) == ("vllm", "0.33.0", True)
 
 
-def test_item9_context_length_null_falls_back_to_tokenize(client: Any, start_sim: Any) -> None:
-    sim = start_sim(profile="sglang-0.5.23", time_scale=0.005)
+def test_item9_context_length_null_falls_back_to_tokenize(client: Any, sglang_0523: Any
+                                                          ) -> None:
+    sim = sglang_0523
     assert httpx.get(sim.url + "/server_info").json()["context_length"] is None
     assert ServerTokenizer(client(sim.url), "/tokenize").max_model_len() == 262144
 
 
-def test_item10_vllm_steps_and_decode_time_only_with_their_flags(start_sim: Any,
+def test_item10_vllm_steps_and_decode_time_only_with_their_flags(start_sim: Any, vllm: Any,
                                                                  tmp_path: Any) -> None:
     # generate/base/serving.py: generation_time_ms with --enable-per-request-metrics;
     # speculative_decoding with --per-request-spec-decode-metrics.
-    sim = start_sim(profile="vllm-0.33", time_scale=0.005)
+    sim = vllm
     body = httpx.post(sim.url + "/v1/completions", json=OPENAI, timeout=60).json()
     sd = body["metrics"]["speculative_decoding"]
     comp = routes.parse("openai", body)
@@ -194,8 +207,9 @@ def test_item11_empty_histogram_is_not_zero_steps() -> None:
     assert routes.parse("openai", body).verify_steps is None
 
 
-def test_item12_simulator_matches_a_release(start_sim: Any) -> None:
-    sim = start_sim(profile="sglang-0.5.23", time_scale=0.005)
+def test_item12_simulator_matches_a_release(sglang_0523: Any) -> None:
+    sim = sglang_0523
+    before = acceptance.parse_metrics(httpx.get(sim.url + "/metrics").text).requests or 0.0
     meta = httpx.post(sim.url + "/generate", json=TEXT, timeout=60).json()["meta_info"]
     histogram = meta["spec_correct_drafts_histogram"]  # grows with use (schedule_batch.py)
     assert histogram[-1] > 0 and sum(histogram) == meta["spec_verify_ct"]
@@ -213,7 +227,8 @@ def test_item12_simulator_matches_a_release(start_sim: Any) -> None:
     for name in ("num_requests_total", "prompt_tokens_total", "generation_tokens_total"):
         assert re.search(rf'^sglang:{name}{{[^}}]*is_streaming="false"[^}}]*}} [1-9]', text,
                          re.M), name
-    assert acceptance.parse_metrics(text).requests == 1
+    # The shared simulator may have served the module's other tests: this request's share.
+    assert acceptance.parse_metrics(text).requests == before + 1
 
 
 def test_item13_forward_iters_log_line_is_parsed() -> None:

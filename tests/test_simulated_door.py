@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from inprocess import NO_HYPOTHESIS
 from real.recorder import Recorder
 from specperf.servers import simulated
 from specperf.servers.client import Client
@@ -40,8 +41,10 @@ def test_the_header_is_spelled_the_same_on_both_sides_and_round_trips() -> None:
 @pytest.mark.parametrize(("profile", "kind"), [("kimi-k26-ddtree", "sglang"),
                                                 ("vllm-0.33", "vllm")])
 def test_the_simulator_is_known_by_its_header_and_a_foreign_one_is_not_rescaled(
-        start_sim: Any, profile: str, kind: str) -> None:
-    sim = start_sim(profile=profile, time_scale=0.02)
+        request: pytest.FixtureRequest, start_sim: Any, profile: str, kind: str) -> None:
+    # The default profile at 0.02 is the session's shared simulator; the probe only reads.
+    sim = (request.getfixturevalue("sim_server") if profile == "kimi-k26-ddtree"
+           else start_sim(profile=profile, time_scale=0.02))
     own = _probe(sim.url)
     assert (own.kind, own.simulated, own.time_scale) == (kind, True, 0.02)
     assert own.fingerprint["sim_profile"] == profile
@@ -57,6 +60,6 @@ def test_the_simulator_is_known_by_its_header_and_a_foreign_one_is_not_rescaled(
 
 def test_a_bad_profile_is_one_usage_sentence(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest("--sim-profile", "no-such-profile")
+    result = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--sim-profile", "no-such-profile")
     result.stderr.fnmatch_lines(["*--sim-profile = 'no-such-profile' is not valid:*"])
     assert "Traceback" not in result.stderr.str()

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from inprocess import NO_HYPOTHESIS
+
 ROOT = Path(__file__).resolve().parents[1]
 # Small and fast, but the real workflow: 2 contexts x 2 classes, 64 output tokens.
 # The embedded simulator at 0.5 (see sim_fixtures.start_sim): no cell errors as unstable
@@ -36,6 +38,19 @@ class PerfProject:
             for key, value in (env or {}).items():
                 mp.setenv(key, value)
             return self.pytester.runpytest_subprocess(*FAST, *args, timeout=timeout)
+        finally:
+            mp.undo()
+
+    def run_inprocess(self, *args: str, env: dict[str, str] | None = None) -> pytest.RunResult:
+        """``run`` in this process: for runs that stop before measuring (collection, usage
+        errors), where a subprocess is not the point and would cost an interpreter start."""
+        mp = pytest.MonkeyPatch()
+        try:
+            mp.setenv("SPECPERF_LOCK_DIR", str(self.lock_dir))
+            mp.setenv("SPECPERF_BASELINE_REPEATS", "5")
+            for key, value in (env or {}).items():
+                mp.setenv(key, value)
+            return self.pytester.runpytest_inprocess(*NO_HYPOTHESIS, *FAST, *args)
         finally:
             mp.undo()
 

@@ -160,16 +160,18 @@ def test_fleet_ids_and_single_endpoint_ids(perf_project, tmp_path):
     project = perf_project()
     fleet = _file(tmp_path, '[[endpoint]]\nname = "prod"\nurl = "http://127.0.0.1:1"\n'
                             '[[endpoint]]\nname = "box2"\nurl = "http://127.0.0.1:2"\n')
-    result = project.run("--collect-only", "-q", "-m", "context_scaling", "--contexts=3333",
-                         "--text-classes=reasoning", "--endpoints", str(fleet))
+    result = project.run_inprocess("--collect-only", "-q", "-m", "context_scaling",
+                                   "--contexts=3333", "--text-classes=reasoning", "--endpoints",
+                                   str(fleet))
     assert result.ret == 0
     assert _ids(result) == ["test_context_scaling[prod-reasoning-ctx3333]",
                             "test_context_fit[prod-reasoning]",
                             "test_context_scaling[box2-reasoning-ctx3333]",
                             "test_context_fit[box2-reasoning]"]
     assert "specperf fleet" not in result.stdout.str()  # collecting measures nothing
-    one = project.run("--collect-only", "-q", "-m", "context_scaling", "--contexts=3333",
-                      "--text-classes=reasoning", "--endpoint", "http://127.0.0.1:1")
+    one = project.run_inprocess("--collect-only", "-q", "-m", "context_scaling",
+                                "--contexts=3333", "--text-classes=reasoning", "--endpoint",
+                                "http://127.0.0.1:1")
     assert _ids(one) == ["test_context_scaling[reasoning-ctx3333]",
                          "test_context_fit[reasoning]"]
 
@@ -193,6 +195,7 @@ def _ids(result: pytest.RunResult) -> list[str]:
 ])
 def test_fleet_usage_errors_are_one_sentence(perf_project, tmp_path, args, message):
     fleet = _file(tmp_path, '[[endpoint]]\nname = "prod"\nurl = "http://127.0.0.1:1"\n')
-    result = perf_project().run("-m", "context_scaling", "--endpoints", str(fleet), *args)
+    result = perf_project().run_inprocess("-m", "context_scaling", "--endpoints", str(fleet),
+                                          *args)
     assert result.ret == 4  # pytest's usage error
     assert message in result.stderr.lines, result.stderr.str()

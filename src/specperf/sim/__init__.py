@@ -15,6 +15,9 @@ Public surface: :func:`main` (the CLI), :func:`load_profile`, :class:`Profile`,
 from __future__ import annotations
 
 from specperf.sim.profile import DEFAULT_PROFILE, Profile, load_profile
-from specperf.sim.server import READY_PREFIX
+
+# Here, not in server.py: a process that only reads profiles (the suite's plugin, every pytest
+# run) then never imports the HTTP server (uvicorn, starlette).
+READY_PREFIX = "specperf-sim listening on "
 
 __all__ = ["DEFAULT_PROFILE", "READY_PREFIX", "Profile", "load_profile"]

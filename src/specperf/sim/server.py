@@ -13,10 +13,9 @@ from types import FrameType
 
 import uvicorn
 
+from specperf.sim import READY_PREFIX
 from specperf.sim.app import build_app, build_state
 from specperf.sim.profile import Profile
-
-READY_PREFIX = "specperf-sim listening on "
 
 
 class _DroppedResponseFilter(logging.Filter):

@@ -38,20 +38,6 @@ def _variant(tmp_path: Path, name: str, switches: str) -> Path:
     return path
 
 
-def test_sigterm_exits_zero() -> None:
-    sim = launch_sim(time_scale=0.01)
-    assert httpx.get(sim.url + "/health").status_code == 200
-    sim.process.send_signal(signal.SIGTERM)
-    assert sim.stop() == 0
-
-
-def test_sigint_exits_zero() -> None:
-    sim = launch_sim(time_scale=0.01)
-    sim.process.send_signal(signal.SIGINT)
-    assert sim.process.wait(timeout=10) == 0
-    sim.stop()
-
-
 def test_unknown_profile_fails_clearly() -> None:
     with pytest.raises(pytest.fail.Exception, match="unknown profile"):
         launch_sim(profile="no-such-profile")
@@ -90,15 +76,23 @@ def test_same_seed_same_outputs(start_sim: Callable[..., Any]) -> None:
     assert _sequence(other.url) != _sequence(first.url)
 
 
-def test_decode_log_current_format(start_sim: Callable[..., Any], tmp_path: Path) -> None:
+def test_decode_log_current_format_and_sigterm_exits_zero(tmp_path: Path) -> None:
+    # Its own process (not start_sim's): the test ends it, and the SIGTERM contract is checked
+    # on a simulator that has served (health, a generation, a log file).
     log = tmp_path / "decode.log"
-    sim = start_sim(time_scale=0.005, log_file=log)
-    meta = httpx.post(sim.url + "/generate", json=LONG, timeout=30).json()["meta_info"]
-    lines = log.read_text(encoding="utf-8").splitlines()
-    assert len(lines) == meta["spec_verify_ct"] // 40
-    assert lines and all(CURRENT_LINE.match(line) for line in lines), lines[:2]
-    accept = float(re.search(r"accept len: ([\d.]+)", lines[0]).group(1))  # type: ignore[union-attr]
-    assert 1.0 <= accept <= 16.0
+    sim = launch_sim(time_scale=0.005, log_file=log)
+    try:
+        assert httpx.get(sim.url + "/health").status_code == 200
+        meta = httpx.post(sim.url + "/generate", json=LONG, timeout=30).json()["meta_info"]
+        lines = log.read_text(encoding="utf-8").splitlines()
+        assert len(lines) == meta["spec_verify_ct"] // 40
+        assert lines and all(CURRENT_LINE.match(line) for line in lines), lines[:2]
+        accept = re.search(r"accept len: ([\d.]+)", lines[0])
+        assert accept is not None and 1.0 <= float(accept.group(1)) <= 16.0
+        sim.terminate()  # SIGTERM, once
+        assert sim.stop() == 0
+    finally:
+        sim.stop()
 
 
 def test_legacy_variant(start_sim: Callable[..., Any], tmp_path: Path) -> None:
@@ -133,11 +127,17 @@ def test_absent_spec_fields_variant(start_sim: Callable[..., Any], tmp_path: Pat
     assert "sglang:spec_verify_calls_total" in httpx.get(sim.url + "/metrics").text
 
 
-def test_alt_profile_differs(start_sim: Callable[..., Any]) -> None:
-    sim = start_sim(profile="alt-eagle3", time_scale=0.005)
-    reply = httpx.get(sim.url + "/server_info")
-    assert reply.json()["speculative_algorithm"] == "EAGLE3"
-    assert "profile=alt-eagle3;" in reply.headers["x-specperf-simulator"]
-    assert httpx.get(sim.url + "/model_info").json()["reasoning_parser"] is None
-    meta = httpx.post(sim.url + "/generate", json=LONG, timeout=30).json()["meta_info"]
-    assert max(i for i, n in enumerate(meta["spec_correct_drafts_histogram"]) if n) < 8
+def test_alt_profile_differs_and_sigint_exits_zero() -> None:
+    # Its own process (not start_sim's): the test ends it with SIGINT (Ctrl-C) once served.
+    sim = launch_sim(profile="alt-eagle3", time_scale=0.005)
+    try:
+        reply = httpx.get(sim.url + "/server_info")
+        assert reply.json()["speculative_algorithm"] == "EAGLE3"
+        assert "profile=alt-eagle3;" in reply.headers["x-specperf-simulator"]
+        assert httpx.get(sim.url + "/model_info").json()["reasoning_parser"] is None
+        meta = httpx.post(sim.url + "/generate", json=LONG, timeout=30).json()["meta_info"]
+        assert max(i for i, n in enumerate(meta["spec_correct_drafts_histogram"]) if n) < 8
+        sim.process.send_signal(signal.SIGINT)
+        assert sim.process.wait(timeout=10) == 0
+    finally:
+        sim.stop()

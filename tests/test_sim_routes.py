@@ -231,10 +231,11 @@ def test_flush_cache_and_cached_tokens(sim_server: Any) -> None:
     assert _post(sim_server.url, "/generate", body).json()["meta_info"]["cached_tokens"] == 0
 
 
-def test_flush_cache_refused_while_running(start_sim: Any) -> None:
-    # Its own simulator at time scale 0.5: the request runs ~3 s of wall time, so a loaded
-    # box cannot finish it between "running" and the flush (the shared one's lasts 0.1 s).
-    sim_server = start_sim(time_scale=0.5)
+def test_flush_cache_refused_while_running(sim_server: Any) -> None:
+    # Steps 25 times slower (the shared simulator at 0.02 then runs like one at 0.5): the
+    # request runs ~3 s of wall time, so a loaded box cannot finish it between "running" and
+    # the flush (at the shared simulator's own speed it lasts 0.1 s).
+    httpx.post(sim_server.url + "/_sim/faults", json={"step_time_mult": 25.0}).raise_for_status()
     body = {"text": "long one", "sampling_params": {"max_new_tokens": 1000, "ignore_eos": True}}
     worker = threading.Thread(target=_post, args=(sim_server.url, "/generate", body))
     worker.start()
@@ -246,4 +247,5 @@ def test_flush_cache_refused_while_running(start_sim: Any) -> None:
         assert httpx.post(sim_server.url + "/flush_cache").status_code == 400
     finally:
         worker.join()
+        httpx.post(sim_server.url + "/_sim/reset").raise_for_status()
     assert httpx.post(sim_server.url + "/flush_cache").status_code == 200

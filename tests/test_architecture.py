@@ -15,6 +15,7 @@ Print the import graph between rooms: ``python tests/test_architecture.py``.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from pathlib import Path
@@ -73,8 +74,9 @@ def _room_of_file(path: Path) -> str | None:
     return rel[0] if len(rel) > 1 else None
 
 
+@functools.cache
 def edges() -> dict[tuple[str, str], set[str]]:
-    """(from room, to room) → the modules that make the edge."""
+    """(from room, to room) → the modules that make the edge (parsed once per process)."""
     out: dict[tuple[str, str], set[str]] = {}
     for path in sorted(SRC.rglob("*.py")):
         here = _room_of_file(path)

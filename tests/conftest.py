@@ -9,10 +9,10 @@ import os
 # imported again later with new exception classes that httpx no longer recognises.
 import httpcore  # noqa: F401
 
-# Every pytest this suite starts in a subprocess (perf sessions, gate runs) skips hypothesis's
-# plugin: it imports hypothesis at every terminal summary, about 1.3 s of CPU per run, which
-# the suite's hundreds of subprocess runs paid on a 2-core machine. The property tests of this
-# process are unaffected (xdist workers run them with hypothesis imported by the tests).
+# The pytest runs this suite starts as plain subprocesses (gate runs, the main job) skip
+# hypothesis's plugin, which imports hypothesis at every terminal summary: about 1.3 s of CPU a
+# run on a 2-core machine. (pytester clears PYTEST_ADDOPTS: its runs get the flag from
+# perf_project.FAST or inprocess.NO_HYPOTHESIS.) This process's property tests are unaffected.
 os.environ["PYTEST_ADDOPTS"] = " ".join(
     filter(None, [os.environ.get("PYTEST_ADDOPTS"), "-p no:hypothesispytest"]))
 

@@ -13,8 +13,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # Small and fast, but the real workflow: 2 contexts x 2 classes, 64 output tokens.
 # The embedded simulator at 0.5 (see sim_fixtures.start_sim): no cell errors as unstable
 # because the box is loaded.
+# Without hypothesis's plugin: it imports hypothesis at every terminal summary (about 1.3 s of
+# CPU a run; tests/inprocess.py).
 FAST = ("--contexts=13,1663", "--output-tokens=64", "--repeats=3",
-        "--warmup=1", "-p", "no:cacheprovider", "--sim-time-scale=0.5")
+        "--warmup=1", "-p", "no:cacheprovider", "--sim-time-scale=0.5", *NO_HYPOTHESIS)
 
 
 class PerfProject:
@@ -50,7 +52,7 @@ class PerfProject:
             mp.setenv("SPECPERF_BASELINE_REPEATS", "5")
             for key, value in (env or {}).items():
                 mp.setenv(key, value)
-            return self.pytester.runpytest_inprocess(*NO_HYPOTHESIS, *FAST, *args)
+            return self.pytester.runpytest_inprocess(*FAST, *args)
         finally:
             mp.undo()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from slowb_runs import BUSY_CLIENT_TOK_S, kept, once, perf_dir, run_perf
+from slowb_runs import BUSY_CLIENT_SPREAD, BUSY_CLIENT_TOK_S, kept, once, perf_dir, run_perf
 
 # Whole perf sessions against simulators: the slow set (pytest -m slow).
 pytestmark = pytest.mark.slow
@@ -46,7 +46,8 @@ def with_baseline(perf_project, sim, written):
 
 def test_close_contexts_skip_the_slope_check_naming_the_context_to_add(with_baseline):
     project, _, where = with_baseline
-    result = project.run(*ARGS, *where, "--contexts", "13,20", BUSY_CLIENT_TOK_S)
+    result = project.run(*ARGS, *where, "--contexts", "13,20", BUSY_CLIENT_TOK_S,
+                         BUSY_CLIENT_SPREAD)
     out = result.stdout.str()
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines([

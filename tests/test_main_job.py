@@ -8,7 +8,7 @@ import re
 import httpx
 import pytest
 
-from slowb_runs import BUSY_CLIENT_TOK_S, embedded_main_job
+from slowb_runs import BUSY_CLIENT_SPREAD, BUSY_CLIENT_TOK_S, embedded_main_job
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
 pytestmark = pytest.mark.slow
@@ -64,7 +64,7 @@ def test_update_then_compare_passes_and_never_overwrites(perf_project, tmp_path)
                                 "  first baseline of sim-kimi-k26-ddtree: 4 cases*"])
     v1 = (tmp_path / "sim-kimi-k26-ddtree" / "v1.json").read_bytes()
     second = project.run("-m", "context_scaling", "--baseline-dir", str(tmp_path), "-rs",
-                         BUSY_CLIENT_TOK_S)
+                         BUSY_CLIENT_TOK_S, BUSY_CLIENT_SPREAD)
     # The four cases pass. Each class's slope passes, or -- when 64-token requests on a
     # loaded box leave its error wider than the tolerance band -- skips as undetermined;
     # never a failure (tests/test_fit_uncertainty.py pins those sentences).

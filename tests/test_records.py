@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from slowb_runs import BUSY_CLIENT_SPREAD
 from specperf import cli
 from specperf.record.results import history_entry
 from specperf.views import trend
@@ -137,7 +138,8 @@ def test_a_corrupt_baseline_is_replaced_by_update_baselines_and_kept(perf_projec
                                 f"{folder / 'v1.json'} is not valid JSON (*)."])
     assert (folder / "v1.json").read_text() == '{"schema_version": 1, "cases": {'
     # The new version loads: nothing errors (pass or fail is the verdicts' business).
-    assert project.run(*args, "--require-baseline").parseoutcomes().get("errors", 0) == 0
+    loaded = project.run(*args, "--require-baseline", BUSY_CLIENT_SPREAD)
+    assert loaded.parseoutcomes().get("errors", 0) == 0, loaded.stdout.str()
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)

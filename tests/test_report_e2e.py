@@ -21,7 +21,7 @@ import pytest
 
 from browser import chromium, needs_chromium
 from perf_project import FAST, ROOT
-from slowb_runs import BUSY_CLIENT_TOK_S, once
+from slowb_runs import BUSY_CLIENT_SPREAD, BUSY_CLIENT_TOK_S, once
 from specperf import cli
 from specperf.record import results
 
@@ -80,7 +80,8 @@ def scenario(start_sim, tmp_path_factory) -> Scenario:
         runs.append(_run(project, reports, *args, f"--html={html}", "--self-contained-html",
                          env={"SPECPERF_API_KEY_ENV": "MYKEY", "MYKEY": KEY}))
         httpx.post(f"{sim.url}/_sim/faults", json={"acceptance_mult": 1.0}).raise_for_status()
-        runs.append(_run(project, reports, *args, "-n", "2", BUSY_CLIENT_TOK_S))
+        runs.append(_run(project, reports, *args, "-n", "2", BUSY_CLIENT_TOK_S,
+                         BUSY_CLIENT_SPREAD))
         return {"runs": [{"output": r.output, "code": r.code, "run_dir": r.run_dir.name}
                          for r in runs]}
 

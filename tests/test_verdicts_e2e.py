@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from perf_project import FAST
-from slowb_runs import BUSY_CLIENT_TOK_S, kept, once, perf_dir, ran, run_perf
+from slowb_runs import BUSY_CLIENT_SPREAD, BUSY_CLIENT_TOK_S, kept, once, perf_dir, ran, run_perf
 from specperf.measure.lock import lock_path_for
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
@@ -68,7 +68,7 @@ def _inject(sim, **faults):
 
 def test_clean_run_against_its_baseline_passes(baselined):
     sim, project, args, _ = baselined
-    result = project.run(*args, "-rs", BUSY_CLIENT_TOK_S)
+    result = project.run(*args, "-rs", BUSY_CLIENT_TOK_S, BUSY_CLIENT_SPREAD)
     # The four cases pass. Two contexts 1650 tokens apart leave each slope an error that a
     # loaded box can widen past the tolerance band: a slope passes or skips as undetermined,
     # never fails (issue 13).

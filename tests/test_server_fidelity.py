@@ -47,6 +47,28 @@ def sglang_0523(start_sim: Any) -> Any:
     return start_sim(profile="sglang-0.5.23", time_scale=0.005)
 
 
+@pytest.fixture(scope="module")
+def sglang_flags(start_sim: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """SGLang 0.5.23 without --enable-cache-report, with SGLANG_LOG_FORWARD_ITERS=1 (each
+    flag is read by one test; neither touches what the other test reads)."""
+    folder = tmp_path_factory.mktemp("sglang-flags")
+    path = folder / "flags.toml"
+    path.write_text('name = "flags"\ninherit = "sglang-0.5.23"\n[flags]\n'
+                    'enable_cache_report = false\nlog_forward_iters = true\n')
+    return start_sim(profile=str(path), time_scale=0.005, log_file=folder / "decode.log")
+
+
+@pytest.fixture(scope="module")
+def vllm_flags(start_sim: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """vLLM 0.33 in dev mode, without the per-request metrics flags (each read by one test;
+    neither touches what the other test reads)."""
+    path = tmp_path_factory.mktemp("vllm-flags") / "flags.toml"
+    path.write_text('name = "flags"\ninherit = "vllm-0.33"\n[flags]\ndev_mode = true\n'
+                    'enable_per_request_metrics = false\nper_request_spec_decode_metrics = '
+                    '"none"\n')
+    return start_sim(profile=str(path), time_scale=0.005)
+
+
 def _events(response: httpx.Response) -> list[StreamEvent]:
     import json
     lines = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
@@ -91,12 +113,9 @@ def test_item4_first_token_latency_needs_0_5_21_and_enable_metrics(start_sim: An
         "first_token_latency needs it); decode time is estimated with the two-point method.")
 
 
-def test_item5_cached_tokens_need_enable_cache_report(start_sim: Any, tmp_path: Any) -> None:
+def test_item5_cached_tokens_need_enable_cache_report(sglang_flags: Any) -> None:
     # entrypoints/openai/usage_processor.py: prompt_tokens_details only with the flag.
-    path = tmp_path / "nocache.toml"
-    path.write_text('name = "nocache"\ninherit = "sglang-0.5.23"\n[flags]\n'
-                    'enable_cache_report = false\n')
-    sim = start_sim(profile=str(path), time_scale=0.005)
+    sim = sglang_flags
     usage = httpx.post(sim.url + "/v1/completions", json=OPENAI, timeout=60).json()["usage"]
     assert "prompt_tokens_details" not in usage
     comp = routes.parse("openai", httpx.post(sim.url + "/v1/completions", json=OPENAI,
@@ -155,12 +174,9 @@ def test_item7_vllm_names_the_thinking_reasoning(vllm: Any) -> None:
     assert routes.parse_stream("openai-chat", events).completion.reasoning == streamed
 
 
-def test_item8_vllm_dev_mode_server_info_is_not_sglang(client: Any, start_sim: Any,
-                                                       tmp_path: Any) -> None:
+def test_item8_vllm_dev_mode_server_info_is_not_sglang(client: Any, vllm_flags: Any) -> None:
     # vllm/entrypoints/serve/dev/server_info/api_router.py: vllm_config, vllm_env, ...
-    path = tmp_path / "dev.toml"
-    path.write_text('name = "dev"\ninherit = "vllm-0.33"\n[flags]\ndev_mode = true\n')
-    sim = start_sim(profile=str(path), time_scale=0.005)
+    sim = vllm_flags
     assert {"vllm_config", "vllm_env"} <= set(httpx.get(sim.url + "/server_info").json())
     assert httpx.post(sim.url + "/generate", json=TEXT).status_code == 404
     detected = detect(client(sim.url))
@@ -174,8 +190,8 @@ def test_item9_context_length_null_falls_back_to_tokenize(client: Any, sglang_05
     assert ServerTokenizer(client(sim.url), "/tokenize").max_model_len() == 262144
 
 
-def test_item10_vllm_steps_and_decode_time_only_with_their_flags(start_sim: Any, vllm: Any,
-                                                                 tmp_path: Any) -> None:
+def test_item10_vllm_steps_and_decode_time_only_with_their_flags(vllm: Any, vllm_flags: Any
+                                                                 ) -> None:
     # generate/base/serving.py: generation_time_ms with --enable-per-request-metrics;
     # speculative_decoding with --per-request-spec-decode-metrics.
     sim = vllm
@@ -185,11 +201,7 @@ def test_item10_vllm_steps_and_decode_time_only_with_their_flags(start_sim: Any,
     assert comp.verify_steps == sd["num_spec_steps"] == sum(sd["acceptance_histogram"])
     assert comp.e2e_s is not None and comp.ttft_s is not None
     assert comp.e2e_s - comp.ttft_s == pytest.approx(body["metrics"]["generation_time_ms"] / 1e3)
-    path = tmp_path / "plain.toml"
-    path.write_text('name = "plain"\ninherit = "vllm-0.33"\n[flags]\n'
-                    'enable_per_request_metrics = false\nper_request_spec_decode_metrics = '
-                    '"none"\n')
-    plain = start_sim(profile=str(path), time_scale=0.005)
+    plain = vllm_flags  # both flags off
     body = httpx.post(plain.url + "/v1/completions", json=OPENAI, timeout=60).json()
     assert "metrics" not in body and routes.parse("openai", body).verify_steps is None
 
@@ -240,12 +252,8 @@ def test_item13_forward_iters_log_line_is_parsed() -> None:
     assert window.accept_len == 4.5 and window.ts == datetime(2026, 11, 29, 10, 0, 0)
 
 
-def test_item13_simulator_writes_forward_iters(start_sim: Any, tmp_path: Any) -> None:
-    path = tmp_path / "iters.toml"
-    path.write_text('name = "iters"\ninherit = "sglang-0.5.23"\n[flags]\n'
-                    'log_forward_iters = true\n')
-    log = tmp_path / "decode.log"
-    sim = start_sim(profile=str(path), time_scale=0.005, log_file=log)
+def test_item13_simulator_writes_forward_iters(sglang_flags: Any) -> None:
+    sim, log = sglang_flags, sglang_flags.log_file
     long = {**TEXT, "sampling_params": {**TEXT["sampling_params"], "max_new_tokens": 600}}
     httpx.post(sim.url + "/generate", json=long, timeout=60)
     lines = log.read_text().splitlines()

@@ -124,13 +124,20 @@ def hf_tiny(vllm_python: Path) -> HFModelSet:
 
 
 class VllmServers:
-    """One server per config for the session, at most one running at a time (2 cores: an
-    idle vLLM beside the measured one would still take memory and add noise); a config asked
-    for again after another ran is started afresh."""
+    """The session's vLLM servers, one per config, all started together the first time one is
+    asked for (:func:`vllm.start_together`: about the time of two start-ups instead of three,
+    and no server starts while another is measured). The configs are those the session's
+    tests ask for through their ``vllm_<config>`` fixtures. They stay up until the session
+    ends: an idle vLLM sleeps (its worker stops spinning a second after its last step), so the
+    others cost the measured one memory, not CPU. A server that died is started afresh."""
 
-    def __init__(self, python: Path, models: HFModelSet, logs: Path) -> None:
+    START_TIMEOUT_S = 600.0  # three start-ups on 2 busy cores; a server that exits fails at once
+
+    def __init__(self, python: Path, models: HFModelSet, logs: Path,
+                 wanted: set[str]) -> None:
         self.python, self.models, self.logs = python, models, logs
-        self.current: tuple[str, vllm.VllmServer] | None = None
+        self.wanted = wanted
+        self.running: dict[str, vllm.VllmServer] = {}
         self.started = 0
 
     def configs(self) -> dict[str, dict[str, Any]]:
@@ -139,30 +146,57 @@ class VllmServers:
                 "ngram": vllm.ngram_config()}
 
     def get(self, name: str) -> vllm.VllmServer:
-        if self.current is not None and self.current[0] == name \
-                and self.current[1].proc is not None and self.current[1].proc.poll() is None:
-            return self.current[1]
-        self.stop()
+        server = self.running.get(name)
+        if server is not None and server.running:
+            return server
+        names = sorted({name} | {n for n in self.wanted
+                                 if n not in self.running or not self.running[n].running})
+        fresh = {n: self._server(n) for n in names}
+        vllm.start_together(list(fresh.values()), self.START_TIMEOUT_S)
+        self.running.update(fresh)
+        return fresh[name]
+
+    def _server(self, name: str) -> vllm.VllmServer:
         self.started += 1
-        server = vllm.VllmServer(self.python, self.models.target, self.configs()[name],
-                                 log_path=self.logs / f"vllm-{self.started}-{name}.log",
-                                 cache_root=cache_root().parent / "vllm-cache")
-        server.start()
-        self.current = (name, server)
-        return server
+        return vllm.VllmServer(self.python, self.models.target, self.configs()[name],
+                               log_path=self.logs / f"vllm-{self.started}-{name}.log",
+                               cache_root=cache_root().parent / "vllm-cache")
 
     def stop(self) -> None:
-        if self.current is not None:
-            self.current[1].stop()
-            self.current = None
+        for server in self.running.values():
+            server.stop()
+        self.running.clear()
+
+
+VLLM_CONFIGS = ("draft", "noisy", "ngram")
 
 
 @pytest.fixture(scope="session")
-def vllm_servers(vllm_python: Path, hf_tiny: HFModelSet,
+def vllm_servers(request: pytest.FixtureRequest, vllm_python: Path, hf_tiny: HFModelSet,
                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServers]:
     """Factory: ``vllm_servers.get("draft" | "noisy" | "ngram")``; all stopped at the end."""
-    servers = VllmServers(vllm_python, hf_tiny, tmp_path_factory.mktemp("vllm-logs"))
+    wanted = {c for item in request.session.items for c in VLLM_CONFIGS
+              if f"vllm_{c}" in getattr(item, "fixturenames", ())}
+    servers = VllmServers(vllm_python, hf_tiny, tmp_path_factory.mktemp("vllm-logs"), wanted)
     try:
         yield servers
     finally:
         servers.stop()
+
+
+@pytest.fixture
+def vllm_draft(vllm_servers: VllmServers) -> vllm.VllmServer:
+    """The draft-model server (the target's first blocks as its draft)."""
+    return vllm_servers.get("draft")
+
+
+@pytest.fixture
+def vllm_noisy(vllm_servers: VllmServers) -> vllm.VllmServer:
+    """The noisy-draft server (the same draft plus Gaussian noise: acceptance collapses)."""
+    return vllm_servers.get("noisy")
+
+
+@pytest.fixture
+def vllm_ngram(vllm_servers: VllmServers) -> vllm.VllmServer:
+    """The ngram (prompt lookup) server."""
+    return vllm_servers.get("ngram")

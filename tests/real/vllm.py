@@ -12,6 +12,8 @@ import json
 import os
 import signal
 import subprocess
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,10 @@ from .llama import ROOT, cached_executable, free_port, wait_healthy
 BUILD_SCRIPT = ROOT / "ci" / "build-vllm.sh"
 SPEC_TOKENS = 4
 SERVED = "tiny"
+# 43k tokens of target and draft KV: 4 sequences of the 4096-token context fit with room. The
+# tier keeps its three servers up together, and the 1 GiB of VLLM_CPU_KVCACHE_SPACE=1 (its
+# smallest setting) made each worker 1.6 GB; the start-up also zeroes less.
+KV_CACHE_BYTES = 512 * 1024 * 1024
 
 
 def find_python() -> Path:
@@ -52,11 +58,13 @@ class VllmServer:
                      "--model", str(model), "--served-model-name", SERVED,
                      "--host", "127.0.0.1", "--port", str(self.port),
                      "--dtype", "float32", "--max-model-len", "4096", "--max-num-seqs", "4",
+                     "--kv-cache-memory-bytes", str(KV_CACHE_BYTES),
                      "--enforce-eager", "--enable-per-request-metrics",
                      "--per-request-spec-decode-metrics", "summary",
                      "--enable-prompt-tokens-details", *spec_args, *extra]
-        self.env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1",
-                    "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1",
+        # VLLM_CPU_KVCACHE_SPACE, when set, overrides --kv-cache-memory-bytes
+        env = {k: v for k, v in os.environ.items() if k != "VLLM_CPU_KVCACHE_SPACE"}
+        self.env = {**env, "VLLM_CPU_OMP_THREADS_BIND": "auto", "HF_HUB_OFFLINE": "1",
                     "VLLM_NO_USAGE_STATS": "1", "VLLM_SERVER_DEV_MODE": "1",
                     "VLLM_CACHE_ROOT": str(cache_root), "TOKENIZERS_PARALLELISM": "false"}
         self.proc: subprocess.Popen[bytes] | None = None
@@ -66,12 +74,26 @@ class VllmServer:
         return " ".join(self.argv)
 
     def start(self, timeout_s: float = 240.0) -> None:
+        self.launch()
+        self.wait_ready(timeout_s)
+
+    def launch(self) -> None:
+        """Start the process and return at once (:meth:`wait_ready` waits for it): several
+        servers launched together start in parallel."""
         log = self.log_path.open("wb")
         self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=self.env,
                                      start_new_session=True)
         log.close()
-        wait_healthy(self, "vLLM", timeout_s, poll_s=0.5)
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Until /health answers; a server that exits or stays silent is a ServerSetupError
+        (wait_healthy's) with the command and the log tail."""
+        wait_healthy(self, "vLLM", timeout_s, poll_s=0.25)
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
     def log_tail(self, chars: int = 2500) -> str:
         try:
@@ -94,3 +116,20 @@ class VllmServer:
             os.killpg(pgid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def start_together(servers: Sequence[VllmServer], timeout_s: float) -> None:
+    """Launch every server, then wait for each within one shared deadline. A start-up is
+    mostly one process at a time importing torch and vLLM (API server, then engine core, then
+    worker), so on 2 cores three servers started together are up in about the time of two
+    started one after the other. On a failure every one of them is stopped."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        for server in servers:
+            server.launch()
+        for server in servers:
+            server.wait_ready(max(deadline - time.monotonic(), 1.0))
+    except BaseException:
+        for server in servers:
+            server.stop()
+        raise

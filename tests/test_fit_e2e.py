@@ -31,7 +31,8 @@ def written(sim, tmp_path_factory):
     def produce(folder):
         project = perf_dir(folder / "project")
         return kept(run_perf(project, *ARGS, "--endpoint", sim.url, "--contexts", "13,20,1663",
-                             "--update-baselines", "--baseline-dir", str(folder / "b")))
+                             "--update-baselines", "--baseline-dir", str(folder / "b"),
+                             BUSY_CLIENT_SPREAD))
 
     folder, first = once(tmp_path_factory, "fit-baseline", produce)
     assert first["code"] == 0, first["output"]

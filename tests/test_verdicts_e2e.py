@@ -44,7 +44,7 @@ def written(sim, tmp_path_factory) -> Path:
         project = perf_dir(folder / "project")
         return kept(run_perf(project, "-m", "context_scaling", "--endpoint", sim.url,
                              "--baseline-dir", str(folder / "baselines"), "--deployment",
-                             "test-dep", "--update-baselines"))
+                             "test-dep", "--update-baselines", BUSY_CLIENT_SPREAD))
 
     folder, first = once(tmp_path_factory, "verdicts-v1", produce)
     ran(first).fnmatch_lines(["specperf: wrote baseline */test-dep/v1.json"])

@@ -12,7 +12,11 @@ step of every running request together:
 
 Durations are simulated milliseconds; the wall clock sleeps ``ms * time_scale / 1000``. The
 loop sleeps to a deadline that advances by each duration, so sleep jitter does not accumulate;
-after an idle period the deadline restarts at "now". Every request records its simulated
+after an idle period the deadline restarts at "now". The server-side times a response reports
+(first token, finish) are those deadlines, the modelled GPU's clock: a busy test machine's late
+wake-ups delay the answer as a slow network would (the client's wall time sees them) but never
+enter the server's own timings, which time-scaling would otherwise magnify (up to ``_MAX_LAG_S``
+behind, where the loop gives up catching up). Every request records its simulated
 prefill and step durations and commits: the ground truth behind ``/_sim/truth``.
 """
 
@@ -269,6 +273,11 @@ class Scheduler:
         earliest = min(arrivals, default=now)
         return min(now, max(earliest, now - _MAX_ARRIVAL_CREDIT_S))
 
+    def _gpu_clock(self) -> float:
+        """Now on the modelled GPU's clock: the deadline just slept to, not this machine's
+        wake-up lag (never ahead of the loop's clock, which may wake a tick early)."""
+        return min(self._deadline, asyncio.get_running_loop().time())
+
     async def _sleep(self, sim_ms: float) -> float:
         """Sleep one simulated duration to the running deadline; returns the wall seconds."""
         loop = asyncio.get_running_loop()
@@ -302,7 +311,7 @@ class Scheduler:
                                len(self._waiting))
         for observer in self.observers:
             observer.on_prefill(report)
-        now = asyncio.get_running_loop().time()
+        now = self._gpu_clock()
         for request in batch:
             if request.finish_reason is not None:
                 continue
@@ -375,7 +384,7 @@ class Scheduler:
         return count
 
     def _finish(self, request: SimRequest) -> None:
-        request.finish(asyncio.get_running_loop().time(), time.time())
+        request.finish(self._gpu_clock(), time.time())
         for observer in self.observers:
             observer.on_finish(request)
         if request.background and self._background_target > 0:

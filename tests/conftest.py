@@ -8,5 +8,5 @@ from __future__ import annotations
 import httpcore  # noqa: F401
 
 from perf_project import perf_project  # noqa: F401
-from sim_fixtures import sim_server, start_sim  # noqa: F401
+from sim_fixtures import clean_sim, module_sim, sim_server, start_sim  # noqa: F401
 from workflow_fixture import workflow  # noqa: F401

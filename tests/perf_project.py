@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,17 @@ class PerfProject:
 
     def run(self, *args: str, env: dict[str, str] | None = None,
             timeout: float = 240) -> pytest.RunResult:
+        with self._environment(env):
+            return self.pytester.runpytest_subprocess(*FAST, *args, timeout=timeout)
+
+    def run_inprocess(self, *args: str, env: dict[str, str] | None = None) -> pytest.RunResult:
+        """``run`` in this process: for runs that stop before measuring (collection, usage
+        errors), where a subprocess is not the point and would cost an interpreter start."""
+        with self._environment(env):
+            return self.pytester.runpytest_inprocess(*FAST, *args)
+
+    @contextlib.contextmanager
+    def _environment(self, env: dict[str, str] | None) -> Iterator[None]:
         mp = pytest.MonkeyPatch()
         try:
             mp.setenv("SPECPERF_LOCK_DIR", str(self.lock_dir))
@@ -39,20 +51,7 @@ class PerfProject:
             mp.setenv("SPECPERF_BASELINE_REPEATS", "5")
             for key, value in (env or {}).items():
                 mp.setenv(key, value)
-            return self.pytester.runpytest_subprocess(*FAST, *args, timeout=timeout)
-        finally:
-            mp.undo()
-
-    def run_inprocess(self, *args: str, env: dict[str, str] | None = None) -> pytest.RunResult:
-        """``run`` in this process: for runs that stop before measuring (collection, usage
-        errors), where a subprocess is not the point and would cost an interpreter start."""
-        mp = pytest.MonkeyPatch()
-        try:
-            mp.setenv("SPECPERF_LOCK_DIR", str(self.lock_dir))
-            mp.setenv("SPECPERF_BASELINE_REPEATS", "5")
-            for key, value in (env or {}).items():
-                mp.setenv(key, value)
-            return self.pytester.runpytest_inprocess(*FAST, *args)
+            yield
         finally:
             mp.undo()
 

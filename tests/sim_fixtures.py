@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 import pytest
 
 READY_PREFIX = "specperf-sim listening on "
@@ -134,3 +135,17 @@ def start_sim() -> Iterator[Callable[..., SimProcess]]:
 def sim_server(start_sim: Callable[..., SimProcess]) -> SimProcess:
     """The default-profile simulator at time scale 0.02, shared by the session."""
     return start_sim(time_scale=0.02)
+
+
+@pytest.fixture(scope="module")
+def module_sim(start_sim: Callable[..., SimProcess]) -> SimProcess:
+    """A default-profile simulator of the module's own at time scale 0.5 (whole perf
+    sessions against it: see ``start_sim``)."""
+    return start_sim(time_scale=0.5)
+
+
+@pytest.fixture
+def clean_sim(module_sim: SimProcess) -> SimProcess:
+    """The module's simulator with its faults and background traffic reset for this test."""
+    httpx.post(f"{module_sim.url}/_sim/reset").raise_for_status()
+    return module_sim

@@ -28,18 +28,6 @@ from specperf.views import trend
 SCALE = 0.5
 
 
-@pytest.fixture(scope="module")
-def sim(start_sim):
-    """The module's simulator; each test starts with its faults reset."""
-    return start_sim(time_scale=SCALE)
-
-
-@pytest.fixture
-def clean_sim(sim):
-    httpx.post(f"{sim.url}/_sim/reset").raise_for_status()
-    return sim
-
-
 def _project(pytester: pytest.Pytester, *names: str) -> None:
     pytester.makeini("[pytest]\nfilterwarnings = error\naddopts = --strict-markers\n")
     for name in names:

@@ -28,18 +28,6 @@ def _finished_requests(url: str) -> float:
                if line.startswith("sglang:num_requests_total"))
 
 
-@pytest.fixture(scope="module")
-def sim(start_sim):
-    """The module's simulator; each test starts with its faults reset."""
-    return start_sim(time_scale=SCALE)
-
-
-@pytest.fixture
-def clean_sim(sim):
-    httpx.post(f"{sim.url}/_sim/reset").raise_for_status()
-    return sim
-
-
 def _only_record(project_dir: Path) -> tuple[dict, list[dict]]:
     docs = sorted(project_dir.glob("reports/*/results.json"))
     assert len(docs) == 1, docs

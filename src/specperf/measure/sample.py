@@ -12,7 +12,8 @@ from ..core.errors import ImpossibleSample
 from ..core.model import ContextFit, fit_repeats
 from ..core.stats import Summary, summarize
 from ..plan.workload import Case
-from ..servers.fingerprint import LIMIT_FROM_KEY, LIMIT_KEY, step_limit
+from ..servers.fingerprint import step_limit
+from ..servers.messages import LIMIT_FROM_KEY, LIMIT_KEY
 
 # The metrics every measurement summarises (results.json and baselines use these names).
 METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit", "ttft_ms")

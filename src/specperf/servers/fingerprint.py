@@ -52,11 +52,6 @@ def fingerprint_of(server_info: dict[str, Any], model_info: dict[str, Any],
     return fp
 
 
-# Sample.raw keys of a server's limit on one verify step (measure/sample.py checks every
-# sample against it): the draft tokens a step can propose, and where that number came from.
-LIMIT_KEY, LIMIT_FROM_KEY = "draft_tokens_per_step", "draft_tokens_from"
-
-
 def step_limit(fp: Mapping[str, Any]) -> tuple[int, str] | None:
     """The most draft tokens one verify step can propose, per server kind, and where the
     number came from; None when the fingerprint does not say (then only the bounds that need

@@ -10,6 +10,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# Sample.raw keys of a server's limit on one verify step (measure/sample.py checks every
+# sample against it): the draft tokens a step can propose, and where that number came from.
+# Here, below every server kind, so a kind and the fingerprint both read them without
+# importing each other.
+LIMIT_KEY, LIMIT_FROM_KEY = "draft_tokens_per_step", "draft_tokens_from"
+
 
 @dataclass(frozen=True)
 class Completion:

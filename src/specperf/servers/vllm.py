@@ -50,9 +50,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ImpossibleSample, MalformedResponse
-from . import fingerprint  # a module import: fingerprint imports this module too
 from .acceptance import PositionCounts, metric_samples, metric_sums, positions_from_histogram
-from .messages import Completion
+from .messages import LIMIT_FROM_KEY, LIMIT_KEY, Completion
 
 ITERATIONS = "vllm:iteration_tokens_total"
 REQUESTS = "vllm:request_success_total"
@@ -154,8 +153,8 @@ class Steps:
         out: dict[str, Any] = {"steps_from": self.source, "drafting_steps": self.drafting_steps,
                                "num_spec_tokens": self.spec_tokens}
         if self.spec_tokens is not None:
-            out.update({fingerprint.LIMIT_KEY: self.spec_tokens,
-                        fingerprint.LIMIT_FROM_KEY: f"num_speculative_tokens {self.spec_tokens}"})
+            out.update({LIMIT_KEY: self.spec_tokens,
+                        LIMIT_FROM_KEY: f"num_speculative_tokens {self.spec_tokens}"})
         return out
 
 

@@ -8,9 +8,14 @@ from specperf.core.contract import (
     IMPROVED,
     NOTED,
     PASS,
+    PRIORITY,
+    REASONS,
     REGRESSION,
+    STATUSES,
     UNDETERMINED,
     Change,
+    combine,
+    inside,
     status,
 )
 
@@ -48,3 +53,58 @@ def test_a_sequential_decision_decides_beyond_the_tolerance_the_interval_the_res
 def test_a_regression_is_stored_as_fail():
     # results.json and every view read "fail" (record/results.schema.json).
     assert REGRESSION == "fail"
+
+
+# -- the sequential policy: it settles only what the interval leaves open --------------------
+SWEEP_TOL = 0.02
+
+
+def test_a_clean_sequential_test_never_overrides_an_interval_wholly_beyond_the_tolerance():
+    # Step time +3.5 % with its 95 % CI +2.5 % to +3.7 % against a 2 % sweep tolerance: the
+    # whole interval is beyond, so a "clean" SPRT cannot make it "noted" (issue 33).
+    rise = Change(0.035, 0.025, 0.037)
+    assert status(rise, -1, SWEEP_TOL, "clean") == REGRESSION
+    assert status(rise, -1, SWEEP_TOL, "more") == REGRESSION
+    assert not inside(rise, -1, SWEEP_TOL)
+
+
+def test_a_regressed_sequential_test_never_fails_an_interval_wholly_inside_the_tolerance():
+    assert status(Change(0.015, 0.010, 0.019), -1, SWEEP_TOL, "regressed") == NOTED
+    assert status(Change(0.0, -0.01, 0.01), -1, SWEEP_TOL, "regressed") == PASS
+
+
+def test_inside_holds_only_when_the_whole_interval_is_inside_the_tolerance():
+    straddling = Change(0.018, 0.012, 0.024)
+    assert status(straddling, -1, SWEEP_TOL, "clean") == NOTED  # the SPRT ruled it out...
+    assert not inside(straddling, -1, SWEEP_TOL)  # ...but no sentence may call it inside
+    assert inside(Change(0.015, 0.010, 0.019), -1, SWEEP_TOL)
+    assert inside(Change(-0.30, -0.35, -0.25), -1, SWEEP_TOL)  # faster: inside on the bad side
+    assert inside(Change(-0.01), +1, SWEEP_TOL) and not inside(Change(-0.03), +1, SWEEP_TOL)
+
+
+# -- one combine, one priority order ---------------------------------------------------------
+@pytest.mark.parametrize(("parts", "want"), [
+    ([PASS, NOTED, IMPROVED, UNDETERMINED, REGRESSION], REGRESSION),
+    ([PASS, NOTED, IMPROVED, UNDETERMINED], UNDETERMINED),
+    ([NOTED, IMPROVED, PASS], IMPROVED),
+    ([PASS, NOTED], NOTED),
+    ([PASS, PASS], PASS),
+    ([], UNDETERMINED),
+])
+def test_combine_takes_the_first_status_of_the_one_priority_order(parts, want):
+    assert combine(parts) == want
+    assert combine(reversed(parts)) == want
+    assert PRIORITY == (REGRESSION, UNDETERMINED, IMPROVED, NOTED, PASS)
+
+
+def test_combine_refuses_a_word_outside_the_contract():
+    with pytest.raises(ValueError) as info:
+        combine([PASS, "no-baseline"])
+    assert str(info.value) == ("not a verdict contract status: ['no-baseline']; the contract's "
+                               "words are ['pass', 'noted', 'fail', 'improved', 'undetermined']")
+
+
+def test_every_reason_goes_with_one_contract_status():
+    assert REASONS == {"no-baseline": UNDETERMINED, "unmeasured": UNDETERMINED,
+                       "explained": NOTED}
+    assert set(REASONS.values()) <= set(STATUSES)

@@ -1,23 +1,37 @@
 """The verdict contract: one set of status words and one rule, for every judge.
 
 Every judge — a case, a context fit, a sweep factor, exact acceptance, a parser or stream
-path, nightly drift — answers with these words (README "The verdict contract"):
+path, the predict-and-reconcile check, nightly drift — answers with these words (README "The
+verdict contract"), and with no others (:data:`STATUSES`):
 
 - **pass**: no change we are sure of (or a point estimate inside the tolerance);
 - **noted**: a change we are sure of, but inside the tolerance: shown, never a failure;
 - **regression**: beyond the tolerance in the bad direction, with confidence;
 - **improved**: beyond the tolerance in the good direction, with confidence;
-- **undetermined**: the evidence straddles the tolerance and no more can be had: a skip
-  that names what would decide, never a pass or a fail.
+- **undetermined**: the evidence straddles the tolerance, or there is none to compare (no
+  baseline figure, a figure the server did not report): never a pass or a fail; the sentence
+  names what would decide.
 
 The tolerance says *what matters*; the statistics (an interval, a sequential test) say only
 *whether we are sure*. A regression is stored as ``"fail"``, the word every record and view
 has always read (``record/results.schema.json``): :data:`REGRESSION` is that word, so the
 mapping lives here and nowhere else.
+
+Why a status was given, where the words alone would mislead, is a **reason** beside it
+(:data:`REASONS`): a comparison with nothing in the baseline to compare is undetermined with
+reason ``no-baseline``; a path comparison whose figure the server did not report is
+undetermined with reason ``unmeasured`` (its test errors: infrastructure, never a failure); a
+reconcile row off the baseline's context curve that this run's own step time explains is
+noted with reason ``explained`` (the case's step-time verdict speaks for it).
+
+Statuses of several parts (a case's metrics, a sweep's factors, a verdict and its exact
+acceptance, the draft positions, the concurrency levels) are combined by :func:`combine`, with
+one priority order.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 PASS = "pass"
@@ -29,10 +43,37 @@ STATUSES = (PASS, NOTED, REGRESSION, IMPROVED, UNDETERMINED)
 # The contract's name for each stored word (sentences and docs say "regression").
 NAMES = {PASS: "pass", NOTED: "noted", REGRESSION: "regression", IMPROVED: "improved",
          UNDETERMINED: "undetermined"}
+# combine(): the first status of this order found among the parts is the whole's.
+PRIORITY = (REGRESSION, UNDETERMINED, IMPROVED, NOTED, PASS)
+
+# Reasons beside a status, and the one status each goes with.
+NO_BASELINE = "no-baseline"
+UNMEASURED = "unmeasured"
+EXPLAINED = "explained"
+REASONS = {NO_BASELINE: UNDETERMINED, UNMEASURED: UNDETERMINED, EXPLAINED: NOTED}
 
 # A sequential test's decision about "the change is beyond the tolerance" (core/sequential):
 # "regressed" (it is), "clean" (it is not), "more" (undecided, no more evidence to be had).
 SEQUENTIAL = ("regressed", "clean", "more")
+
+
+def combine(statuses: Iterable[str]) -> str:
+    """The status of a whole from its parts' statuses: regression > undetermined > improved >
+    noted > pass (:data:`PRIORITY`).
+
+    A regression anywhere is the whole's regression: a part that fails fails the whole. An
+    undetermined part comes next, before any improvement: a whole with an undecided part
+    cannot be called better, nor a plain pass (the undecided part may hide a regression).
+    An improvement beyond the tolerance outranks a change noted inside it, and a noted
+    change a pass, so the whole shows the largest sure change. No parts at all is
+    undetermined: nothing was judged. A word outside :data:`STATUSES` is a ValueError.
+    """
+    found = set(statuses)
+    unknown = found - set(STATUSES)
+    if unknown:
+        raise ValueError(f"not a verdict contract status: {sorted(unknown)}; the contract's "
+                         f"words are {list(STATUSES)}")
+    return next((s for s in PRIORITY if s in found), UNDETERMINED)
 
 
 @dataclass(frozen=True)
@@ -52,6 +93,15 @@ class Change:
     def exact(cls, estimate: float) -> Change:
         return cls(estimate, estimate, estimate)
 
+    def worse(self, direction: int) -> tuple[float, float]:
+        """The interval (the point, twice, when none is stated) in "worse" coordinates:
+        positive is the bad direction of a metric of ``direction``, low end first."""
+        if self.low is None or self.high is None:
+            point = -direction * self.estimate
+            return point, point
+        low, high = sorted((-direction * self.low, -direction * self.high))
+        return low, high
+
 
 def status(change: Change, direction: int, tolerance: float,
            sequential: str | None = None) -> str:
@@ -59,25 +109,62 @@ def status(change: Change, direction: int, tolerance: float,
     −1: must not rise) against ``tolerance`` (a fraction).
 
     ``sequential``, when given, is a sequential test's decision on "beyond the tolerance in
-    the bad direction" (:data:`SEQUENTIAL`): "regressed" is a regression; "clean" rules one
-    out, leaving improved / noted / pass to the interval; "more" falls back to the interval.
+    the bad direction" (:data:`SEQUENTIAL`). It settles only what the interval leaves open:
+    an interval that straddles the tolerance is a regression when the test says "regressed",
+    noted or pass when it says "clean", undetermined when it says "more". An interval wholly
+    beyond the tolerance is a regression whatever the test says (a "clean" SPRT never
+    overrides it), and one wholly inside it is never a regression. A point estimate has no
+    certainty of its own, so for it the test's decision is the certainty: "regressed" is a
+    regression and "clean" rules one out.
     """
-    if sequential == "regressed":
-        return REGRESSION
-    # In "worse" coordinates: positive is the bad direction.
-    worse = -direction * change.estimate
     if change.low is None or change.high is None:
-        if sequential != "clean" and worse > tolerance:
-            return REGRESSION
-        return IMPROVED if worse < -tolerance else PASS
-    low, high = sorted((-direction * change.low, -direction * change.high))
-    if low > tolerance and sequential != "clean":
+        return _point_status(-direction * change.estimate, tolerance, sequential)
+    low, high = change.worse(direction)
+    if low > tolerance:
         return REGRESSION
     if high < -tolerance:
         return IMPROVED
-    if high > tolerance and sequential != "clean":
-        return UNDETERMINED  # could be beyond the tolerance, could be inside: not decided
+    if high > tolerance:  # could be beyond the tolerance, could be inside
+        if sequential == "regressed":
+            return REGRESSION
+        if sequential != "clean":
+            return UNDETERMINED
     return NOTED if low > 0 or high < 0 else PASS
+
+
+def sequential_status(change: Change, decisive: Change, direction: int, tolerance: float,
+                      sequential: str | None) -> str:
+    """The status of a change a sequential test judged (a sweep factor): ``change`` carries
+    the 95 % interval, ``decisive`` the interval at the test's own level (its share of the
+    sweep's false-alarm rate, so wider).
+
+    A regression needs certainty at the test's own level: ``decisive`` wholly beyond the
+    tolerance, or the test's decision "regressed" while the 95 % interval reaches beyond it.
+    The 95 % interval wholly beyond the tolerance is never noted or passed, whatever the test
+    said: short of the test's own level it is undetermined. Everything else is :func:`status`
+    of the 95 % interval, the test settling only an interval that straddles the tolerance.
+    """
+    low, high = change.worse(direction)
+    if decisive.worse(direction)[0] > tolerance or (sequential == "regressed"
+                                                    and high > tolerance):
+        return REGRESSION
+    if low > tolerance:
+        return UNDETERMINED
+    return status(change, direction, tolerance, None if sequential == "regressed" else sequential)
+
+
+def _point_status(worse: float, tolerance: float, sequential: str | None) -> str:
+    if sequential == "regressed" or (sequential != "clean" and worse > tolerance):
+        return REGRESSION
+    return IMPROVED if worse < -tolerance else PASS
+
+
+def inside(change: Change, direction: int, tolerance: float) -> bool:
+    """Whether the change is known to lie inside the tolerance on its bad side: the whole
+    interval (or the point) at most ``tolerance`` in the bad direction. A sentence may say
+    "inside the tolerance" only when this holds: a noted or passed change whose interval
+    reaches beyond the tolerance got its status from a sequential test, and says so."""
+    return change.worse(direction)[1] <= tolerance
 
 
 def slope_limit(tolerance: float, slope: float, far_step_ms: float, far: float,
@@ -95,3 +182,28 @@ def slope_limit(tolerance: float, slope: float, far_step_ms: float, far: float,
     if step_tolerance is None or slope <= 0 or far <= 0 or far_step_ms <= 0:
         return tolerance
     return max(tolerance, step_tolerance * far_step_ms / (slope * far))
+
+
+def sequential_status(change: Change, decisive: Change, direction: int, tolerance: float,
+                      sequential: str | None = None) -> str:
+    """The status of a sequentially tested change: ``change`` carries the 95 % interval,
+    ``decisive`` the interval at the test's own level (its share of the false-alarm rate).
+
+    A regression needs the test's own level: the sequential test said "regressed", or the
+    decisive interval lies wholly beyond the tolerance — a "clean" decision never overrides
+    that. Beyond the tolerance at 95 % only is undetermined (calling it a regression would
+    fail more runs whose change is exactly the tolerance than the stated rate). A "clean"
+    decision with a 95 % interval that straddles the tolerance is a pass (the test ruled the
+    effect out), never "noted": noted says the change is inside the tolerance, and only an
+    interval wholly inside it shows that.
+    """
+    assert decisive.low is not None and decisive.high is not None
+    worse_low = min(-direction * decisive.low, -direction * decisive.high)
+    if sequential == "regressed" or worse_low > tolerance:
+        return REGRESSION
+    found = status(change, direction, tolerance)
+    if found == REGRESSION:
+        return UNDETERMINED
+    if found == UNDETERMINED and sequential == "clean":
+        return PASS
+    return found

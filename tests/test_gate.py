@@ -13,8 +13,9 @@ import httpx
 import pytest
 
 from slowa_gate import DEPLOYMENT, SIM_SCALE, gate_baseline
-from specperf.cli import gate as gate_module
-from specperf.cli.gate import CaseOutcome, GateExit, decide, read_junit
+from specperf.cli import runner
+from specperf.cli.decision import CaseOutcome, GateExit, decide
+from specperf.cli.runner import read_junit
 from specperf.measure.lock import lock_path_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -312,7 +313,7 @@ def _record(tmp_path: Path, error: str, stopped_by: str | None) -> Path:
 def test_the_gate_decides_from_the_record_not_from_the_errors_words(tmp_path, error):
     junit = tmp_path / "smoke.xml"
     junit.write_text(JUNIT.format(error=error))
-    result = gate_module._result(1, junit, _record(tmp_path, error, "no-baseline"))
+    result = runner.result_of(1, junit, _record(tmp_path, error, "no-baseline"))
     assert result.code == GateExit.INFRASTRUCTURE
     assert result.reason.startswith("2 of 2 smoke cases have no baseline to be judged against")
     assert [(c.case_id, c.outcome, c.message) for c in result.cases] == [
@@ -323,7 +324,7 @@ def test_an_error_the_record_does_not_call_a_missing_baseline_is_not_one(tmp_pat
     error = "BaselineError: --require-baseline: no baseline for deployment 'x'"
     junit = tmp_path / "smoke.xml"
     junit.write_text(JUNIT.format(error=error))
-    result = gate_module._result(1, junit, _record(tmp_path, error, "outage"))
+    result = runner.result_of(1, junit, _record(tmp_path, error, "outage"))
     assert result.code == GateExit.INFRASTRUCTURE
     assert result.reason.startswith("2 of 2 smoke cases could not be measured")
 
@@ -331,10 +332,10 @@ def test_an_error_the_record_does_not_call_a_missing_baseline_is_not_one(tmp_pat
 def test_a_run_that_left_no_record_is_decided_from_its_junit_xml(tmp_path):
     junit = tmp_path / "smoke.xml"
     junit.write_text(JUNIT.format(error="BaselineError: --require-baseline: no baseline"))
-    result = gate_module._result(1, junit, None)
+    result = runner.result_of(1, junit, None)
     assert result.code == GateExit.INFRASTRUCTURE
     assert result.reason.startswith("2 of 2 smoke cases have no baseline")
-    assert gate_module._result(1, tmp_path / "absent.xml", None).reason.startswith(
+    assert runner.result_of(1, tmp_path / "absent.xml", None).reason.startswith(
         "the JUnit XML of the run could not be read")
 
 
@@ -343,14 +344,14 @@ def test_the_record_a_run_wrote_is_found_by_what_was_not_there_before(tmp_path, 
     old.parent.mkdir()
     old.write_text("{}")
     before = set(tmp_path.glob("*/results.json"))
-    assert gate_module.find_record(tmp_path, before) is None
+    assert runner.find_record(tmp_path, before) is None
     new = tmp_path / "run-2" / "results.json"
     new.parent.mkdir()
     new.write_text("{}")
-    assert gate_module.find_record(tmp_path, before) == new
+    assert runner.find_record(tmp_path, before) == new
     monkeypatch.setenv("SPECPERF_REPORT_DIR", str(tmp_path))
-    assert gate_module.report_dir_of([]) == tmp_path.resolve()
-    assert gate_module.report_dir_of(["--report-dir", "x"]) == Path("x").resolve()
+    assert runner.report_dir_of([]) == tmp_path.resolve()
+    assert runner.report_dir_of(["--report-dir", "x"]) == Path("x").resolve()
 
 
 def test_a_not_applicable_skip_is_fine_but_a_missing_baseline_is_not():

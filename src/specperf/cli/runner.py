@@ -1,0 +1,233 @@
+"""The gate's runner: the perf suite in a subprocess, and what its run left behind.
+
+It runs ``python -m pytest <perf tests> -m smoke`` (the perf tests installed with the package,
+``specperf/perf_tests``) in a subprocess, so its progress and closing table stream to the CI
+log, forwarding SIGTERM so a cancelled job still releases the GPU lock. Then it reads each
+case's outcome back from the run's record (``results.json``: its outcomes, errors and
+verdicts, and why a run that measured nothing stopped) — the JUnit XML only for the order and
+the words of each line, or for everything when the run died before writing its record — and
+hands them to :func:`specperf.cli.decision.decide`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+from .decision import PYTEST_FAILED, PYTEST_OK, CaseOutcome, GateExit, GateResult, decide
+
+SMOKE_MARKER = "smoke"
+
+
+# -- reading the JUnit XML ---------------------------------------------------------------------
+def read_junit(path: Path) -> list[CaseOutcome]:
+    """Every test case of a run; ``ElementTree.ParseError``/``OSError`` if unreadable."""
+    root = ElementTree.parse(path).getroot()
+    return [_case(tc) for tc in root.iter("testcase")]
+
+
+def _case(tc: ElementTree.Element) -> CaseOutcome:
+    props = {p.get("name", ""): p.get("value", "") for p in tc.iter("property")}
+    verdicts = [json.loads(p.get("value", "{}")) for p in tc.iter("property")
+                if p.get("name") == "specperf_verdict"]
+    # A path case's requests are all its paths' (its native measurement is one of them).
+    requests, server_s = (_paths_cost(props["specperf_paths"]) if "specperf_paths" in props
+                          else _cost(props.get("specperf_measurement")))
+    endpoint = props.get("specperf_endpoint", "")
+    case_id = _case_id(tc.get("name", ""), endpoint)
+    outcome = _outcome(tc, case_id, verdicts, requests, server_s, endpoint)
+    if outcome.outcome == "error" and _no_baseline(outcome.message):
+        return replace(outcome, no_baseline=True)
+    return outcome
+
+
+def _case_id(name: str, endpoint: str) -> str:
+    """A test's line in the summary: its parameter (a fleet's endpoint prefix dropped), with
+    what a ``test_smoke_*`` test checks (e.g. the parser case: "reasoning-ctx3333 parser")."""
+    case_id = name[name.find("[") + 1:-1] if name.endswith("]") else name
+    test = name.split("[", 1)[0]
+    if test.startswith("test_smoke_"):
+        case_id = f"{case_id} {test.removeprefix('test_smoke_').replace('_', ' ')}"
+    if endpoint and case_id.startswith(f"{endpoint}-"):
+        case_id = case_id[len(endpoint) + 1:]
+    return case_id
+
+
+def _outcome(tc: ElementTree.Element, case_id: str, verdicts: list[dict[str, Any]],
+             requests: int, server_s: float, endpoint: str) -> CaseOutcome:
+    for tag, outcome in (("error", "error"), ("failure", "failed"), ("skipped", "skipped")):
+        element = tc.find(tag)
+        if element is None:
+            continue
+        message = _message(element)
+        unmeasured = [v["message"] for v in verdicts if v.get("status") == "unmeasured"]
+        if unmeasured:  # a figure that could not be measured: infrastructure, not the deploy
+            return CaseOutcome(case_id, "error", "\n".join(unmeasured), requests, server_s,
+                               endpoint)
+        if outcome == "failed":
+            failing = [v["message"] for v in verdicts if v.get("status") == "fail"]
+            message = "\n".join(failing) or message
+        return CaseOutcome(case_id, outcome, message, requests, server_s, endpoint)
+    return CaseOutcome(case_id, "passed", "", requests, server_s, endpoint)
+
+
+def _message(element: ElementTree.Element) -> str:
+    text = (element.text or "").strip()
+    if element.tag == "skipped":
+        # pytest writes "path:line: reason" as the text; the message attribute is the reason.
+        return element.get("message", "") or text
+    return text or element.get("message", "")
+
+
+def _paths_cost(paths: str) -> tuple[int, float]:
+    """Requests and server time of every path of a parser or streaming case."""
+    total_n, total_s = 0, 0.0
+    for path in json.loads(paths).get("paths", {}).values():
+        n, secs = _cost(json.dumps(path.get("measurement", {})))
+        total_n, total_s = total_n + n, total_s + secs
+    return total_n, total_s
+
+
+def _cost(measurement: str | None) -> tuple[int, float]:
+    """Requests sent and server time (simulated time on the simulator) of one case."""
+    if not measurement:
+        return 0, 0.0
+    samples: list[dict[str, Any]] = json.loads(measurement).get("samples", [])
+    return len(samples), sum(float(s.get("wall_s", 0.0)) for s in samples)
+
+
+def _no_baseline(message: str) -> bool:
+    """Only for a run that left no record: the JUnit XML keeps no error's kind but its words."""
+    return message.startswith("BaselineError: --require-baseline:")
+
+
+# -- reading the record (results.json) --------------------------------------------------------
+def read_record(path: Path, worded: Sequence[CaseOutcome] = ()) -> list[CaseOutcome]:
+    """Every test of a run as its results document records it (a fleet: each endpoint's own
+    document); ``OSError``/``ValueError`` if unreadable.
+
+    The record decides each outcome; ``worded`` (the JUnit XML's reading, when there is one)
+    gives each line its order, message and cost, and marks a comparison that could not be
+    measured, which its verdict recorded.
+    """
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    parts = [(str(e["name"]), e["document"]) for e in doc.get("endpoints", ())] or [("", doc)]
+    words = {(c.endpoint, c.case_id): c for c in worded}
+    found = [_recorded(nodeid, outcome, endpoint, part, words)
+             for endpoint, part in parts for nodeid, outcome in part["outcomes"].items()]
+    order = {key: i for i, key in enumerate(words)}
+    return sorted(found, key=lambda c: order.get((c.endpoint, c.case_id), len(order)))
+
+
+def _recorded(nodeid: str, outcome: str, endpoint: str, part: dict[str, Any],
+              words: dict[tuple[str, str], CaseOutcome]) -> CaseOutcome:
+    case_id = _case_id(nodeid.rsplit("::", 1)[-1], endpoint)
+    said = words.get((endpoint, case_id), CaseOutcome(case_id, outcome))
+    if outcome == "not run":
+        outcome, message = "error", "not run: the run stopped before this test ran."
+    elif outcome == "error":
+        message = str(part.get("errors", {}).get(nodeid, "")) or said.message
+    elif said.outcome == "error":  # a verdict that could not be measured (read_junit)
+        outcome, message = "error", said.message
+    else:
+        message = said.message
+    stopped = (part.get("run") or {}).get("stopped_by")
+    return CaseOutcome(case_id, outcome, message, said.requests, said.server_s, endpoint,
+                       no_baseline=outcome == "error" and stopped == "no-baseline")
+
+
+def find_record(report_dir: Path, before: set[Path]) -> Path | None:
+    """The results.json this gate's run wrote under ``report_dir`` (absent before it ran)."""
+    new = [p for p in report_dir.glob("*/results.json") if p not in before]
+    return max(new, key=lambda p: p.stat().st_mtime) if new else None
+
+
+REPORT_DIR_FLAGS = ("--specperf-report-dir", "--report-dir")
+
+
+def report_dir_of(pytest_args: Sequence[str]) -> Path:
+    """Where the run writes its record: --specperf-report-dir (or its alias --report-dir),
+    else SPECPERF_REPORT_DIR, else reports."""
+    where = os.environ.get("SPECPERF_REPORT_DIR") or "reports"
+    for i, arg in enumerate(pytest_args):
+        flag, sep, value = arg.partition("=")
+        if flag not in REPORT_DIR_FLAGS:
+            continue
+        if sep:
+            where = value
+        elif i + 1 < len(pytest_args):
+            where = pytest_args[i + 1]
+    return Path(where).resolve()
+
+
+def result_of(pytest_exit: int, junit: Path, record: Path | None = None) -> GateResult:
+    """Decide from the run's record; from the JUnit XML alone when it left none."""
+    if pytest_exit not in (PYTEST_OK, PYTEST_FAILED):
+        return decide(pytest_exit, [])
+    unreadable: Exception | None = None
+    try:
+        worded = read_junit(junit)
+    except (OSError, ElementTree.ParseError) as exc:
+        worded, unreadable = [], exc
+    if record is not None:
+        try:
+            return decide(pytest_exit, read_record(record, worded))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # a record cut short: the JUnit XML still tells the outcomes
+    if unreadable is not None:
+        return GateResult(GateExit.INFRASTRUCTURE,
+                          f"the JUnit XML of the run could not be read ({unreadable}).")
+    return decide(pytest_exit, worded)
+
+
+# -- running -------------------------------------------------------------------------------
+def perf_tests_dir(explicit: Path | None = None) -> Path | None:
+    """The perf tests to run: --perf-tests DIR, else those installed with this package.
+
+    The shipped ones (``specperf/perf_tests``) match the plugin that runs them, wherever the
+    gate runs from; in a checkout (installed editable) they are the checkout's own.
+    """
+    tests = explicit if explicit is not None else Path(str(files("specperf") / "perf_tests"))
+    return tests if tests.is_dir() else None
+
+
+def pytest_command(tests: Path, junit: Path, flags: Sequence[str], pytest_args: Sequence[str],
+                   marker: str = SMOKE_MARKER) -> list[str]:
+    """``python -m pytest <tests> -m <marker>`` with the gate's flags, then the pass-through."""
+    # The plugins by their pytest11 entry-point names: loaded once even when pytest also
+    # autoloads them, and loaded still when PYTEST_DISABLE_PLUGIN_AUTOLOAD is set.
+    cmd = [sys.executable, "-m", "pytest", str(tests), "-m", marker,
+           "-p", "specperf", "-p", "specperf_fleet", "-p", "no:cacheprovider", *flags]
+    extra = list(pytest_args)
+    if extra[:1] == ["--"]:
+        extra = extra[1:]
+    # The gate reads this file, so its --junitxml comes last and wins.
+    return cmd + extra + [f"--junitxml={junit}"]
+
+
+def run_pytest(cmd: Sequence[str]) -> int:
+    """Run the perf suite in a subprocess; SIGTERM is forwarded, Ctrl-C waits for it."""
+    proc = subprocess.Popen(list(cmd))
+
+    def forward(signum: int, _frame: object) -> None:
+        # A cancelled CI job sends SIGTERM: pytest must release the GPU lock, not be orphaned.
+        proc.send_signal(signum)
+
+    previous = signal.signal(signal.SIGTERM, forward)
+    try:
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:
+                continue  # Ctrl-C reached pytest too; wait for it to close its session
+    finally:
+        signal.signal(signal.SIGTERM, previous)

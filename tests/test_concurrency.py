@@ -3,13 +3,13 @@ level and slope verdicts, the concurrency baseline file and the setting."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
-from specperf.baselines.concurrency import ConcurrencyBaseline
+from specperf.baselines.concurrency import ConcurrencyBaseline, ConcurrencyStore
 from specperf.baselines.store import CaseBaseline
-from specperf.core.errors import ContaminatedMeasurement
+from specperf.core.errors import BaselineError, ContaminatedMeasurement
 from specperf.core.model import ContextFit
 from specperf.core.stats import Summary
 from specperf.judge.concurrency import judge_batch_fit, judge_level
@@ -159,6 +159,28 @@ def test_concurrency_baseline_round_trips(tmp_path):
                                ContextFit(20.0, 3.0, 0.1, 2))
     again = ConcurrencyBaseline.from_json(base.to_json(), tmp_path / "v3.json")
     assert again == base
+
+
+def test_the_concurrency_store_numbers_its_versions_as_the_main_store_does(tmp_path):
+    store = ConcurrencyStore(tmp_path)
+    directory = tmp_path / "dep" / "concurrency"
+    directory.mkdir(parents=True)
+    for name in ("v0.json", "v01.json"):  # not versions: one parser for every dimension
+        (directory / name).write_text("{}", encoding="utf-8")
+    assert store.latest("dep") is None and store.load("dep") is None
+    base = ConcurrencyBaseline("dep", 0, "2026-12-02T00:00:00Z", "1.0", "abc", {}, True,
+                               {"text_class": "reasoning", "context": 13, "output_tokens": 600},
+                               {1: _level(140.0, 140.0, 4.75, 28.0)}, None)
+    assert store.write_next(base) == directory / "v1.json"
+    assert store.write_next(base) == directory / "v2.json"
+    assert store.load("dep") == replace(base, version=2)
+    assert sorted(p.name for p in directory.iterdir()) == [
+        ".write.lock", "v0.json", "v01.json", "v1.json", "v2.json"]
+    (directory / "v3.json").mkdir()
+    with pytest.raises(BaselineError) as info:
+        store.load("dep")
+    assert str(info.value).startswith(f"concurrency baseline {directory / 'v3.json'} cannot be "
+                                      "read ([Errno 21] Is a directory")
 
 
 def test_concurrency_levels_come_from_cli_env_or_ini():

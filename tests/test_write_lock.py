@@ -1,4 +1,4 @@
-"""The baseline write lock (lock.write_lock): busy while another process holds it, free the
+"""The baseline write lock (baselines/writelock.py): busy while another process holds it, free the
 moment that process dies -- the lock file left behind is never in the way."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from specperf.baselines.writelock import write_lock
 from specperf.core.errors import BaselineError
-from specperf.measure.lock import write_lock
 
 HOLD = ("import sys, time, filelock\n"
         "lock = filelock.FileLock(sys.argv[1]); lock.acquire()\n"

@@ -20,8 +20,8 @@ from ..core.errors import BaselineError
 from ..core.model import ContextFit
 from ..core.stats import Summary
 from ..measure.burst import LEVEL_METRICS, Level, batch_fit
-from ..measure.lock import write_lock
-from .store import REPAIR, WRITE_LOCK_TIMEOUT_S, BaselineStore, publish
+from .store import BaselineStore
+from .versions import REPAIR, Versions
 
 SCHEMA_VERSION = 1
 DIRECTORY = "concurrency"
@@ -89,52 +89,33 @@ class ConcurrencyBaseline:
 
 class ConcurrencyStore:
     """The concurrency versions of every deployment, in a ``concurrency`` directory beside
-    each deployment's main versions (the same root)."""
+    each deployment's main versions (the same root, the same :class:`BaselineStore`)."""
 
     def __init__(self, root: Path) -> None:
         self.main = BaselineStore(root)
 
+    def files(self, deployment: str) -> Versions:
+        return self.main.files(deployment, DIRECTORY, "concurrency baseline")
+
     def directory(self, deployment: str) -> Path:
-        return self.main.directory(deployment) / DIRECTORY
+        return self.files(deployment).directory
 
     def path(self, deployment: str, version: int) -> Path:
         """Where version ``version`` of ``deployment``'s concurrency baseline lives."""
-        return self.directory(deployment) / f"v{version}.json"
+        return self.files(deployment).path(version)
 
     def latest(self, deployment: str) -> int | None:
-        found = sorted(int(p.stem[1:]) for p in self.directory(deployment).glob("v*.json")
-                       if p.stem[1:].isdigit())
-        return found[-1] if found else None
+        return self.files(deployment).latest()
 
     def load(self, deployment: str) -> ConcurrencyBaseline | None:
         """The latest version, None when there is none yet."""
-        version = self.latest(deployment)
+        files = self.files(deployment)
+        version = files.latest()
         if version is None:
             return None
-        path = self.path(deployment, version)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise BaselineError(f"concurrency baseline {path} cannot be read ({exc}): "
-                                f"{REPAIR}.") from exc
-        return ConcurrencyBaseline.from_json(text, path)
+        return ConcurrencyBaseline.from_json(files.read(version), files.path(version))
 
     def write_next(self, baseline: ConcurrencyBaseline) -> Path:
         """Write ``baseline`` as the next version; return its path."""
-        directory = self.directory(baseline.deployment)
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            with write_lock(directory / ".write.lock", WRITE_LOCK_TIMEOUT_S,
-                            "a concurrency baseline", BaselineError):
-                for _ in range(100):
-                    version = (self.latest(baseline.deployment) or 0) + 1
-                    target = directory / f"v{version}.json"
-                    if publish(target, replace(baseline, version=version).to_json()
-                                .encode("utf-8")):
-                        return target
-        except OSError as exc:
-            raise BaselineError(f"cannot write a concurrency baseline in {directory} ({exc}): "
-                                "check that the directory is writable, or choose another "
-                                "with --baseline-dir.") from exc
-        raise BaselineError(f"could not find a free version number in {directory}: other "
-                            "writers keep taking them; try again.")
+        return self.files(baseline.deployment).write_next(
+            lambda version: replace(baseline, version=version).to_json())

@@ -9,12 +9,8 @@ reader never sees a half-written file.
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -26,20 +22,17 @@ from ..core.limits import DEFAULT_TOLERANCES, DIRECTION
 from ..core.model import ContextFit
 from ..core.stats import Summary
 from ..measure import determinism
-from ..measure.lock import write_lock
 from ..measure.loop import METRICS, Measurement, sample_values
 from ..servers import acceptance
 from ..settings.hints import perf_command
+from .versions import REPAIR, Versions
 
 SCHEMA_VERSION = 1
-REPAIR = "restore it from git or write a new version with --update-baselines"
 ABOUT = ("specperf baseline. Per metric: median, MAD and n over the repeats; 'direction' says "
          "which way is a regression; 'tolerance' is the limit in force when the file was "
          "written (informative). To change a limit edit 'tolerances' (file-wide) or a case's "
          "'tolerances' (that case only). Never edit a shipped version in place: write a new one.")
 DIRECTION_NAMES = {+1: "higher_is_better", -1: "lower_is_better"}
-WRITE_LOCK_TIMEOUT_S = 60.0
-_VERSION_FILE = re.compile(r"^v([1-9][0-9]*)\.json$")
 _DEPLOYMENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -311,12 +304,9 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 
 class BaselineStore:
-    """The versions of every deployment under one root directory.
-
-    Reading needs no lock: files appear whole (linked into place after fsync) and are
-    never rewritten. Writing takes ``<root>/<deployment>/.write.lock`` so two updates
-    pick different version numbers; the exclusive link is a second guard for writers
-    whose locks do not see each other (e.g. some network filesystems).
+    """The versions of every deployment under one root directory: each deployment's main
+    baselines in ``<root>/<deployment>/``, its other dimensions (concurrency.py) in
+    subdirectories of it, every one kept by :class:`~specperf.baselines.versions.Versions`.
     """
 
     def __init__(self, root: Path) -> None:
@@ -329,20 +319,20 @@ class BaselineStore:
                               f"digit.")
         return self.root / deployment
 
+    def files(self, deployment: str, dimension: str = "", noun: str = "baseline") -> Versions:
+        """The versions of one dimension of ``deployment`` ("": the main job's cases)."""
+        directory = self.directory(deployment)
+        return Versions(directory / dimension if dimension else directory, noun)
+
     def path(self, deployment: str, version: int) -> Path:
-        return self.directory(deployment) / f"v{version}.json"
+        return self.files(deployment).path(version)
 
     def versions(self, deployment: str) -> list[int]:
         """The version numbers present, ascending."""
-        directory = self.directory(deployment)
-        if not directory.is_dir():
-            return []
-        found = (_VERSION_FILE.match(p.name) for p in directory.iterdir())
-        return sorted(int(m.group(1)) for m in found if m)
+        return self.files(deployment).numbers()
 
     def latest(self, deployment: str) -> int | None:
-        versions = self.versions(deployment)
-        return versions[-1] if versions else None
+        return self.files(deployment).latest()
 
     def load(self, deployment: str, version: int | None = None) -> Baseline:
         """Load one version (None: the latest)."""
@@ -362,11 +352,7 @@ class BaselineStore:
 
     def _read(self, deployment: str, version: int) -> Baseline:
         path = self.path(deployment, version)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BaselineError(f"baseline {path} cannot be read ({exc}): {REPAIR}.") from exc
-        baseline = Baseline.from_json(text, path)
+        baseline = Baseline.from_json(self.files(deployment).read(version), path)
         if (baseline.deployment, baseline.version) != (deployment, version):
             raise BaselineError(f"baseline {path} says it is {baseline.deployment!r} "
                                 f"v{baseline.version}, which conflicts with its place: {REPAIR}.")
@@ -374,71 +360,5 @@ class BaselineStore:
 
     def write_next(self, baseline: Baseline) -> Path:
         """Write ``baseline`` as v<latest+1> of its deployment; return the new file's path."""
-        directory = self.directory(baseline.deployment)
-        lock_path = directory / ".write.lock"
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            with write_lock(lock_path, WRITE_LOCK_TIMEOUT_S, "a baseline", BaselineError):
-                return self._write_unlocked(baseline)
-        except OSError as exc:
-            raise BaselineError(f"cannot write a baseline in {directory} ({exc}): check that "
-                                f"the directory is writable, or choose another with "
-                                f"--baseline-dir.") from exc
-
-    def _write_unlocked(self, baseline: Baseline) -> Path:
-        # The lock makes the first attempt succeed; the loop covers writers it cannot see.
-        for _ in range(100):
-            version = (self.latest(baseline.deployment) or 0) + 1
-            target = self.path(baseline.deployment, version)
-            text = replace(baseline, version=version).to_json()
-            if publish(target, text.encode("utf-8")):
-                return target
-        raise BaselineError(f"could not find a free version number in "
-                            f"{self.directory(baseline.deployment)} after "
-                            f"100 attempts: other writers keep taking them; try again.")
-
-
-def publish(target: Path, data: bytes) -> bool:
-    """Make ``target`` appear with ``data`` whole, never replacing a file; False if taken."""
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), 0o644)  # mkstemp's 0600 would hide it from other users
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(tmp, target)  # fails if target exists: never overwrites
-        except FileExistsError:
-            return False
-        except OSError as exc:
-            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
-                raise
-            return _publish_exclusive(target, data)  # filesystems without hard links
-        _fsync_directory(target.parent)
-        return True
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
-def _publish_exclusive(target: Path, data: bytes) -> bool:
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        return False
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    _fsync_directory(target.parent)
-    return True
-
-
-def _fsync_directory(directory: Path) -> None:
-    # The new directory entry must survive a crash too, not only the file's bytes.
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        return self.files(baseline.deployment).write_next(
+            lambda version: replace(baseline, version=version).to_json())

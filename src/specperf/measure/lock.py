@@ -18,8 +18,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,7 +28,7 @@ from urllib.parse import urlsplit
 
 import filelock
 
-from ..core.errors import ConfigError, GpuLockTimeout, SpecperfError
+from ..core.errors import ConfigError, GpuLockTimeout
 from ..settings.config import Settings
 
 LOCK_DIR_ENV = "SPECPERF_LOCK_DIR"
@@ -434,21 +433,3 @@ class GpuLock:
             "even if killed."
         )
         return GpuLockTimeout(message, lock_file=str(self.path), holder=holder)
-
-
-@contextmanager
-def write_lock(path: Path, timeout_s: float, what: str,
-               error: type[SpecperfError]) -> Iterator[None]:
-    """Hold ``path`` exclusively while writing ``what`` (e.g. a baseline); ``error`` when
-    another run holds it past ``timeout_s``.
-
-    Like the GPU lock it is an ``fcntl.flock``: the kernel frees it when its holder exits,
-    so a lock file left behind by a crashed run never blocks anyone and is never deleted.
-    """
-    try:
-        with filelock.FileLock(str(path), timeout=timeout_s, mode=0o666, thread_local=False):
-            yield
-    except filelock.Timeout as exc:
-        raise error(f"another run has held {path} for more than {timeout_s:g} s while "
-                    f"writing {what}: wait for it to finish and run again (the lock frees "
-                    f"itself when that run exits; never delete the file).") from exc

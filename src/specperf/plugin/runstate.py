@@ -13,7 +13,8 @@ from typing import Any
 from .. import __version__
 from ..baselines import preflight
 from ..baselines.diff import describe_changes
-from ..baselines.store import REPAIR, Baseline, BaselineStore, CaseBaseline
+from ..baselines.store import Baseline, BaselineStore, CaseBaseline
+from ..baselines.versions import REPAIR
 from ..core.errors import BaselineError, SpecperfError
 from ..core.limits import DEFAULT_TOLERANCES
 from ..core.model import ContextFit

@@ -109,48 +109,49 @@ def status(change: Change, direction: int, tolerance: float,
     −1: must not rise) against ``tolerance`` (a fraction).
 
     ``sequential``, when given, is a sequential test's decision on "beyond the tolerance in
-    the bad direction" (:data:`SEQUENTIAL`). It settles only what the interval leaves open:
-    an interval that straddles the tolerance is a regression when the test says "regressed",
-    noted or pass when it says "clean", undetermined when it says "more". An interval wholly
-    beyond the tolerance is a regression whatever the test says (a "clean" SPRT never
-    overrides it), and one wholly inside it is never a regression. A point estimate has no
-    certainty of its own, so for it the test's decision is the certainty: "regressed" is a
-    regression and "clean" rules one out.
+    the bad direction" (:data:`SEQUENTIAL`), judged by :func:`sequential_status` with the
+    interval as its own decisive one: "regressed" is a regression; an interval wholly beyond
+    the tolerance is a regression whatever the test says (a "clean" SPRT never overrides it);
+    "clean" turns an interval that straddles the tolerance into a pass (never "noted": only
+    an interval wholly inside the tolerance shows a change inside it); "more" leaves it
+    undetermined. A point estimate has no certainty of its own, so for it the test's decision
+    is the certainty: "regressed" is a regression and "clean" rules one out.
     """
     if change.low is None or change.high is None:
         return _point_status(-direction * change.estimate, tolerance, sequential)
+    if sequential is not None:
+        return sequential_status(change, change, direction, tolerance, sequential)
     low, high = change.worse(direction)
     if low > tolerance:
         return REGRESSION
     if high < -tolerance:
         return IMPROVED
-    if high > tolerance:  # could be beyond the tolerance, could be inside
-        if sequential == "regressed":
-            return REGRESSION
-        if sequential != "clean":
-            return UNDETERMINED
+    if high > tolerance:
+        return UNDETERMINED  # could be beyond the tolerance, could be inside: not decided
     return NOTED if low > 0 or high < 0 else PASS
 
-
 def sequential_status(change: Change, decisive: Change, direction: int, tolerance: float,
-                      sequential: str | None) -> str:
-    """The status of a change a sequential test judged (a sweep factor): ``change`` carries
-    the 95 % interval, ``decisive`` the interval at the test's own level (its share of the
-    sweep's false-alarm rate, so wider).
+                      sequential: str | None = None) -> str:
+    """The status of a sequentially tested change: ``change`` carries the 95 % interval,
+    ``decisive`` the interval at the test's own level (its share of the false-alarm rate).
 
-    A regression needs certainty at the test's own level: ``decisive`` wholly beyond the
-    tolerance, or the test's decision "regressed" while the 95 % interval reaches beyond it.
-    The 95 % interval wholly beyond the tolerance is never noted or passed, whatever the test
-    said: short of the test's own level it is undetermined. Everything else is :func:`status`
-    of the 95 % interval, the test settling only an interval that straddles the tolerance.
+    A regression needs the test's own level: the sequential test said "regressed", or the
+    decisive interval lies wholly beyond the tolerance — a "clean" decision never overrides
+    that. Beyond the tolerance at 95 % only is undetermined (calling it a regression would
+    fail more runs whose change is exactly the tolerance than the stated rate). A "clean"
+    decision with a 95 % interval that straddles the tolerance is a pass (the test ruled the
+    effect out), never "noted": noted says the change is inside the tolerance, and only an
+    interval wholly inside it shows that.
     """
-    low, high = change.worse(direction)
-    if decisive.worse(direction)[0] > tolerance or (sequential == "regressed"
-                                                    and high > tolerance):
+    assert decisive.low is not None and decisive.high is not None
+    if sequential == "regressed" or decisive.worse(direction)[0] > tolerance:
         return REGRESSION
-    if low > tolerance:
+    found = status(change, direction, tolerance)
+    if found == REGRESSION:
         return UNDETERMINED
-    return status(change, direction, tolerance, None if sequential == "regressed" else sequential)
+    if found == UNDETERMINED and sequential == "clean":
+        return PASS
+    return found
 
 
 def _point_status(worse: float, tolerance: float, sequential: str | None) -> str:
@@ -183,27 +184,3 @@ def slope_limit(tolerance: float, slope: float, far_step_ms: float, far: float,
         return tolerance
     return max(tolerance, step_tolerance * far_step_ms / (slope * far))
 
-
-def sequential_status(change: Change, decisive: Change, direction: int, tolerance: float,
-                      sequential: str | None = None) -> str:
-    """The status of a sequentially tested change: ``change`` carries the 95 % interval,
-    ``decisive`` the interval at the test's own level (its share of the false-alarm rate).
-
-    A regression needs the test's own level: the sequential test said "regressed", or the
-    decisive interval lies wholly beyond the tolerance — a "clean" decision never overrides
-    that. Beyond the tolerance at 95 % only is undetermined (calling it a regression would
-    fail more runs whose change is exactly the tolerance than the stated rate). A "clean"
-    decision with a 95 % interval that straddles the tolerance is a pass (the test ruled the
-    effect out), never "noted": noted says the change is inside the tolerance, and only an
-    interval wholly inside it shows that.
-    """
-    assert decisive.low is not None and decisive.high is not None
-    worse_low = min(-direction * decisive.low, -direction * decisive.high)
-    if sequential == "regressed" or worse_low > tolerance:
-        return REGRESSION
-    found = status(change, direction, tolerance)
-    if found == REGRESSION:
-        return UNDETERMINED
-    if found == UNDETERMINED and sequential == "clean":
-        return PASS
-    return found

@@ -160,11 +160,11 @@ def combine(verdict: Verdict, result: ExactResult, mode: str = "tolerance",
     else:
         judged = f"{move}: noted, not a regression."
     message = f"{result.message} {judged[0].upper()}{judged[1:]} Statistics: {verdict.message}"
-    if verdict.status == contract.REGRESSION or found == contract.REGRESSION:
-        return replace(combined, status=contract.REGRESSION, message=message)
-    if found == contract.IMPROVED or verdict.status == contract.IMPROVED:
-        return replace(combined, status=contract.IMPROVED, message=message)
-    return replace(combined, status=contract.NOTED, message=message)
+    # Prompts whose verify steps changed are a change we are sure of, even where the totals
+    # cancel (the avg commit's change is then 0): noted at least.
+    exact_status = contract.NOTED if found == contract.PASS else found
+    return replace(combined, status=contract.combine([verdict.status, exact_status]),
+                   message=message)
 
 
 def _acceptance_tolerance(verdict: Verdict) -> float:

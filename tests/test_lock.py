@@ -15,14 +15,8 @@ from pathlib import Path
 import pytest
 
 from specperf.core.errors import ConfigError, GpuLockTimeout
-from specperf.measure.lock import (
-    GpuLock,
-    Holder,
-    default_lock_dir,
-    holder_path_for,
-    lock_path_for,
-    read_holder,
-)
+from specperf.measure.holder import Holder, holder_path_for, read_holder
+from specperf.measure.lock import GpuLock, default_lock_dir, lock_path_for
 
 HOLDER_SCRIPT = Path(__file__).with_name("lock_holder.py")
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -232,8 +226,6 @@ def test_lock_path_for_bad_endpoint(tmp_path: Path, endpoint: str) -> None:
 
 
 def test_an_xdist_worker_is_named_as_such_in_the_holder_record(monkeypatch):
-    from specperf.measure.lock import Holder
-
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw2")
     assert Holder.current().command == f"pytest-xdist worker gw2 of pid {os.getppid()}"
 

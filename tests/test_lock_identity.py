@@ -20,7 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
-from specperf.measure.lock import lock_path_for, read_holder, server_identity
+from specperf.measure.holder import read_holder
+from specperf.measure.identity import server_identity
+from specperf.measure.lock import lock_path_for
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,8 @@
 """Versioned baselines: what a deployment measured before, stored, loaded and compared.
 
-``store`` (the baseline files, their versions and the write lock), ``diff`` (what changed
+``store`` (the main job's baseline files), ``concurrency`` (the concurrency levels' files, a
+dimension of the same store), ``versions`` (the ``v<N>.json`` files of one directory, written
+whole and never replaced), ``writelock`` (two writers take turns), ``diff`` (what changed
 between two versions) and ``preflight`` (a run that needs a baseline it lacks refuses at once).
 
 May import: core, settings, plan, servers, measure

@@ -1,35 +1,28 @@
 """The GPU lock: one measuring run per endpoint at a time, with a named holder.
 
-This is the only module that touches ``filelock``; its exceptions are
-translated here into :class:`~specperf.core.errors.GpuLockTimeout` and
-:class:`~specperf.core.errors.ConfigError`.
+The lock file is named by the server's identity (measure/identity.py) and its holder is
+recorded beside it (measure/holder.py). ``filelock``'s exceptions are translated here into
+:class:`~specperf.core.errors.GpuLockTimeout` and :class:`~specperf.core.errors.ConfigError`
+(the baselines' write lock, baselines/writelock.py, is the other module that uses it).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import getpass
-import ipaddress
-import json
 import os
 import re
-import shlex
-import socket
-import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 from typing import Literal, get_args
-from urllib.parse import urlsplit
 
 import filelock
 
 from ..core.errors import ConfigError, GpuLockTimeout
 from ..settings.config import Settings
+from .holder import Holder, read_holder, remove_holder, write_holder
+from .identity import server_identity
 
 LOCK_DIR_ENV = "SPECPERF_LOCK_DIR"
 # How a session locks its endpoint: "session" holds the GPU lock for the whole session;
@@ -37,7 +30,6 @@ LOCK_DIR_ENV = "SPECPERF_LOCK_DIR"
 # "none" takes no lock (a caller that holds one itself, or a test of its own simulator).
 LockMode = Literal["session", "case", "none"]
 LOCK_MODES: tuple[str, ...] = get_args(LockMode)
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9.-]")
 _WHERE_ELSE = (
     f"pass --gpu-lock PATH to put the lock elsewhere, or set {LOCK_DIR_ENV} to a writable directory"
@@ -77,159 +69,9 @@ def lock_path_for(endpoint: str, lock_dir: Path | None = None) -> Path:
     return (lock_dir if lock_dir is not None else default_lock_dir()) / name
 
 
-def server_identity(endpoint: str) -> tuple[str, int]:
-    """(host, port) naming one server however the endpoint spells it.
-
-    The scheme's default port fills a missing one; path, trailing slash and letter case
-    go. A host that is this machine (loopback, ``localhost``, its host name, or any address
-    of its interfaces) is ``localhost``; any other host is its lowest resolved address, so
-    a name and its address share one lock. A name that does not resolve stays itself (the
-    probe reports it unreachable). A server reached under unrelated addresses (a load
-    balancer, an SSH tunnel) needs ``--gpu-lock PATH`` given the same in every run.
-    """
-    host, port = _host_port(endpoint)
-    addresses = _resolve(host, port)
-    if host == "localhost" or any(_is_local(a) for a in addresses):
-        return "localhost", port
-    return (min(addresses) if addresses else host), port
-
-
-def _resolve(host: str, port: int) -> list[str]:
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        return []
-    return sorted({str(info[4][0]).split("%", 1)[0] for info in infos})
-
-
-def _is_local(address: str) -> bool:
-    """Whether an address belongs to this machine: loopback, or one a socket can bind to
-    (the kernel accepts a bind only to its own interfaces' addresses)."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    if ip.is_loopback or ip.is_unspecified:
-        return True
-    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
-    try:
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            probe.bind((address, 0))
-    except OSError:
-        return False
-    return True
-
-
-def _host_port(endpoint: str) -> tuple[str, int]:
-    # urlsplit reads "host:port" without a scheme as scheme "host", so add one.
-    url = endpoint if "://" in endpoint else f"http://{endpoint}"
-    parts = urlsplit(url)
-    try:
-        port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower())
-    except ValueError as exc:
-        raise ConfigError(_endpoint_message(endpoint, "its port is not a number")) from exc
-    if not parts.hostname:
-        raise ConfigError(_endpoint_message(endpoint, "it has no host"))
-    if port is None:
-        why = f"scheme {parts.scheme!r} has no default port"
-        raise ConfigError(_endpoint_message(endpoint, why))
-    return parts.hostname.lower().rstrip("."), port
-
-
-def _endpoint_message(endpoint: str, why: str) -> str:
-    return (
-        f"Cannot derive a GPU lock path from endpoint {endpoint!r}: {why}. "
-        "Give the endpoint as http://HOST:PORT, or pass --gpu-lock PATH."
-    )
-
-
 def _dir_message(directory: Path, exc: OSError) -> str:
     reason = exc.strerror or str(exc)
     return f"GPU lock directory {directory} cannot be created ({reason}); {_WHERE_ELSE}."
-
-
-@dataclass(frozen=True)
-class Holder:
-    """Who holds a GPU lock, as recorded beside it so waiting runs can name them."""
-
-    user: str
-    host: str
-    pid: int
-    command: str
-    since: str
-    endpoint: str
-
-    @classmethod
-    def current(cls, endpoint: str = "") -> Holder:
-        """A record describing this process, as of now."""
-        since = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return cls(_user(), socket.gethostname(), os.getpid(), _command(), since, endpoint)
-
-    def describe(self) -> str:
-        """E.g. ``alice@gpu-box pid 4242 since 2026-11-30T03:00:00Z (pytest perf_tests)``."""
-        text = f"{self.user}@{self.host} pid {self.pid} since {self.since}"
-        return f"{text} ({self.command})" if self.command else text
-
-
-def _user() -> str:
-    # getuser() fails in containers whose uid has no passwd entry.
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return f"uid {os.getuid()}"
-
-
-def _command() -> str:
-    # An xdist worker's argv is execnet's "-c": name the worker and the run that started it.
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker:
-        return f"pytest-xdist worker {worker} of pid {os.getppid()}"
-    # Name the script, not its full install path: "pytest -m x", not "/venv/bin/pytest -m x".
-    if not sys.argv or not sys.argv[0]:
-        return ""
-    return shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]])
-
-
-def holder_path_for(lock_path: Path) -> Path:
-    """Where the holder record of a lock lives: ``<lock>.holder.json``."""
-    return lock_path.with_name(lock_path.name + ".holder.json")
-
-
-def read_holder(lock_path: Path) -> Holder | None:
-    """The recorded holder of a lock, or None when the record is missing or unreadable."""
-    try:
-        data = json.loads(holder_path_for(lock_path).read_text(encoding="utf-8"))
-        holder = Holder(**data)
-    except (OSError, ValueError, TypeError):
-        return None
-    return holder if _well_typed(holder) else None
-
-
-def _well_typed(holder: Holder) -> bool:
-    # JSON written by hand or by a future version may carry the right keys with wrong types.
-    texts = (holder.user, holder.host, holder.command, holder.since, holder.endpoint)
-    return type(holder.pid) is int and all(isinstance(text, str) for text in texts)
-
-
-def _write_holder(lock_path: Path, holder: Holder) -> None:
-    target = holder_path_for(lock_path)
-    text = json.dumps(dataclasses.asdict(holder), indent=2, sort_keys=True) + "\n"
-    # Write-then-rename so a waiting run never reads half a record.
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes it private; other users' runs must read it
-        with os.fdopen(fd, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _remove_holder(lock_path: Path, holder: Holder) -> None:
-    # Only our own record: never erase what a later holder wrote.
-    if read_holder(lock_path) == holder:
-        holder_path_for(lock_path).unlink(missing_ok=True)
 
 
 def _seconds(value: float) -> str:
@@ -309,7 +151,7 @@ class GpuLock:
     def _record_holder(self) -> None:
         holder = Holder.current(self.endpoint)
         try:
-            _write_holder(self.path, holder)
+            write_holder(self.path, holder)
         except OSError:
             # The record only informs waiters; the flock is what excludes them. In a
             # sticky shared directory another user's stale record cannot be replaced,
@@ -327,7 +169,7 @@ class GpuLock:
             return
         try:
             if self._holder is not None:
-                _remove_holder(self.path, self._holder)
+                remove_holder(self.path, self._holder)
         finally:
             self._holder = None
             self._remove_own_file()

@@ -7,6 +7,7 @@ every request with an HTML 502 error page, and a JSON API that is no LLM server.
 from __future__ import annotations
 
 import http.server
+import json
 import threading
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from specperf.core.errors import EndpointError
+from specperf.core.errors import NotAnLlmServer
 from specperf.servers.client import Client
 from specperf.servers.probe import check_reachable
 
@@ -77,7 +78,7 @@ def serve(tmp_path: Path) -> Iterator[Callable[[type], str]]:
 
 
 def _sentence(url: str) -> str:
-    with pytest.raises(EndpointError) as err:
+    with pytest.raises(NotAnLlmServer) as err:
         check_reachable(Client(url, retries=0), "--endpoint")
     return str(err.value)
 
@@ -110,13 +111,22 @@ def test_a_json_api_without_any_llm_route_is_not_an_llm_server(serve) -> None:
 def test_the_sentence_comes_before_any_case_runs(serve, perf_project) -> None:
     url = serve(Quiet)
     # In process: the run stops at the probe, before any measuring.
-    result = perf_project().run_inprocess("-m", "context_scaling", "--text-classes", "padding",
+    project = perf_project()
+    result = project.run_inprocess("-m", "context_scaling", "--text-classes", "padding",
                                 "--contexts", "13", "--endpoint", url)
     out = result.stdout.str()
     result.assert_outcomes(errors=2)  # the case and the fit, both at setup
     result.stdout.fnmatch_lines([
-        f"EndpointError: specperf: {url} (from --endpoint) is not an LLM server: GET /health "
+        f"NotAnLlmServer: specperf: {url} (from --endpoint) is not an LLM server: GET /health "
         "answered HTTP 404 with an HTML page titled 'Error response', a web server's or "
         "proxy's error page. Point --endpoint / SPECPERF_ENDPOINT at the SGLang, vLLM or "
         "llama.cpp server itself."])
     assert "Traceback" not in out and "warm-up" not in out
+    # The box was not down: the endpoint setting was wrong, and the record says so.
+    [record] = project.pytester.path.glob("reports/*/results.json")
+    run = json.loads(record.read_text())["run"]
+    assert (run["stopped_by"], run["outage"]) == ("config-error", False)
+    assert run["label"] == (
+        "custom sweep (contexts 13; text classes padding), USAGE ERROR (nothing was measured: "
+        "the settings point at no LLM server or ask for what the server cannot do; 2 of 2 "
+        "perf tests errored)")

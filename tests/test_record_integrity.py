@@ -131,11 +131,14 @@ def _errored(n: int, kinds: list[str]) -> dict:
      "full sweep, LOCK TIMEOUT (nothing was measured: another run held the GPU lock; 2 of 2 "
      "perf tests errored)"),
     (["BaselineError", "SpecperfError"], "no-baseline",
-     "full sweep, NO BASELINE (nothing was measured: a required baseline is missing or "
-     "unreadable; 2 of 2 perf tests errored)"),
+     "full sweep, NO BASELINE (nothing was measured: the deployment's baseline is missing "
+     "or unreadable; 2 of 2 perf tests errored)"),
     (["ConfigError", "SpecperfError"], "config-error",
-     "full sweep, USAGE ERROR (nothing was measured: the settings ask for what the server "
-     "cannot do; 2 of 2 perf tests errored)"),
+     "full sweep, USAGE ERROR (nothing was measured: the settings point at no LLM server or "
+     "ask for what the server cannot do; 2 of 2 perf tests errored)"),
+    (["NotAnLlmServer", "EndpointError", "SpecperfError"], "config-error",
+     "full sweep, USAGE ERROR (nothing was measured: the settings point at no LLM server or "
+     "ask for what the server cannot do; 2 of 2 perf tests errored)"),
     (["BadStatus", "EndpointError", "SpecperfError"], "outage",
      "full sweep, OUTAGE (nothing was measured: 2 of 2 perf tests errored)"),
 ])

@@ -4,22 +4,28 @@ has a baseline entry (and every class whose slope it judges, a fit).
 The nightly job and the deploy gate run with it: a run that compares nothing must not pass,
 and a gate must not spend minutes of GPU time before saying it had nothing to compare with.
 The deployment is named from the server's GET routes only (no generation request).
+
+Without it, a ``--deployment`` that has no baseline while the directory holds others is
+refused the same way (:func:`check_named`): most likely a typo, which would otherwise measure
+the whole sweep and judge nothing.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from ..core.errors import BaselineError
+from ..core.errors import BaselineError, ConfigError
 from ..plan.workload import Case
 from ..servers import simulated
 from ..servers.client import Client
 from ..servers.fingerprint import deployment_name
 from ..servers.probe import identify
 from ..settings.config import Settings
-from ..settings.hints import create_hint
-from .store import Baseline
+from ..settings.hints import create_hint, update_command
+from .store import Baseline, BaselineStore
 
 REQUIRED = "--require-baseline"
 
@@ -77,6 +83,46 @@ def check(settings: Settings, judged: Judged, deployment: str, base: Baseline | 
     fix = hint.replace("create one", "write a new version")
     raise BaselineError(f"{REQUIRED}: baseline {deployment} v{base.version} has "
                         f"{' and '.join(what)}: {fix}.")
+
+
+def check_named(settings: Settings, root: Path) -> None:
+    """Raise BaselineError when a named ``--deployment`` has no baseline in ``root`` while
+    others do: most likely a typo, and a run that would measure everything to judge nothing.
+
+    Only a name someone gave (``--deployment``, its variable or ini key): a deployment named
+    from the server's fingerprint has no baseline the first time, and is skipped as usual.
+    """
+    deployment = settings.deployment
+    if not deployment or settings.update_baselines:
+        return
+    store = BaselineStore(root)
+    if store.latest(deployment) is not None:
+        return
+    others = existing_deployments(root)
+    if not others:
+        return
+    close = difflib.get_close_matches(deployment, others, n=1, cutoff=0.6)
+    guess = f" (did you mean {close[0]!r}?)" if close else ""
+    source = settings.sources.get("deployment", "--deployment")
+    raise BaselineError(
+        f"no baseline for {deployment!r}; baselines exist for: {', '.join(others)}{guess}. "
+        f"Correct {source}, or write the first baseline of {deployment!r} in {root} with "
+        f"`{update_command(settings, deployment)}`.")
+
+
+def existing_deployments(root: Path) -> list[str]:
+    """The deployments with at least one baseline version in ``root``, sorted."""
+    if not root.is_dir():
+        return []
+    store = BaselineStore(root)
+    found = []
+    for entry in sorted(root.iterdir()):
+        try:
+            if entry.is_dir() and store.latest(entry.name) is not None:
+                found.append(entry.name)
+        except ConfigError:  # a directory whose name is no deployment's
+            continue
+    return found
 
 
 def _names(items: Sequence[str]) -> str:

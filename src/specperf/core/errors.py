@@ -13,6 +13,8 @@ Third-party exceptions (httpx, filelock) are translated at one boundary each
     │   ├── EndpointTimeout       no complete answer within the request timeout
     │   ├── BadStatus             HTTP 4xx/5xx (``status`` and ``body`` kept)
     │   ├── MalformedResponse     not JSON, or a needed field missing or inconsistent
+    │   ├── NotAnLlmServer        up, but no LLM server (a web server, a proxy's error page):
+    │   │                         a usage error of the endpoint setting, not an outage
     │   └── IgnoreEosNotHonoured  fewer tokens than requested, or finish reason not "length"
     ├── AcceptanceUnavailable     the chosen acceptance source gives no step count
     ├── ImpossibleSample          figures the server cannot physically produce (avg commit
@@ -68,6 +70,10 @@ class BadStatus(EndpointError):
 
 class MalformedResponse(EndpointError):
     """The answer was not JSON, or a needed field was missing or inconsistent."""
+
+
+class NotAnLlmServer(EndpointError):
+    """The endpoint answers, but it is not an LLM server: the setting points elsewhere."""
 
 
 class IgnoreEosNotHonoured(EndpointError):

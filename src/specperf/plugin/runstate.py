@@ -121,8 +121,10 @@ class RunState:
     def _require_baseline(self) -> None:
         """--require-baseline: every judged case has a baseline, checked before any request."""
         s = self.settings
-        if not s.require_baseline or s.update_baselines or s.compare_endpoint is not None \
-                or not self.judged:
+        if s.update_baselines or s.compare_endpoint is not None or not self.judged:
+            return
+        if not s.require_baseline:  # a --deployment with no baseline beside others: a typo?
+            preflight.check_named(s, s.baseline_dir)
             return
         deployment = self._deployment_now()
         base = self._stored_baseline(deployment)  # a corrupt file: its error, with the fix

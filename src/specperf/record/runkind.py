@@ -7,11 +7,12 @@ production), ``concurrency`` (only the concurrency_scaling tests: its scope name
 and the case, e.g. "levels 1,2,4,8 of reasoning-ctx13"), ``subset`` (anything else). Beside the
 kind, two conditions: ``interrupted`` (stopped before every test ran) and ``stopped_by``: why
 nothing was measured when every perf test that ran errored — the GPU lock was held too long
-(``lock-timeout``), a required baseline was missing or unreadable (``no-baseline``), the
-settings asked for what the server cannot do, such as a context beyond its limit
-(``config-error``), every case was too noisy to judge (``unstable``), or the box or the
-endpoint was down (``outage``). ``outage`` stays a flag of its own: true only for that last
-one.
+(``lock-timeout``), the deployment's baseline was missing or unreadable (``no-baseline``:
+``--require-baseline``, or a ``--deployment`` with no baseline beside others, baselines/
+preflight.py), the settings pointed at no LLM server or asked for what the server cannot do,
+such as a context beyond its limit (``config-error``), every case was too noisy to judge
+(``unstable``), or the box or the endpoint was down (``outage``). ``outage`` stays a flag of
+its own: true only for that last one.
 """
 
 from __future__ import annotations
@@ -23,15 +24,18 @@ from typing import Any
 KIND_LABELS = {"full": "full sweep", "custom": "custom sweep", "gate": "gate", "ab": "A/B",
                "concurrency": "concurrency", "subset": "subset"}
 # The suite error (core/errors.py) that stopped a run, checked in this order, and its words.
+# An endpoint that answers but is no LLM server is a wrong setting, not a box that was down.
 STOPPED_BY = (("GpuLockTimeout", "lock-timeout"), ("BaselineError", "no-baseline"),
-              ("ConfigError", "config-error"), ("UnstableMeasurement", "unstable"))
+              ("ConfigError", "config-error"), ("NotAnLlmServer", "config-error"),
+              ("UnstableMeasurement", "unstable"))
 STOPPED_LABELS = {
     "lock-timeout": "LOCK TIMEOUT (nothing was measured: another run held the GPU lock; "
                     "{errored} of {ran} perf tests errored)",
-    "no-baseline": "NO BASELINE (nothing was measured: a required baseline is missing or "
-                   "unreadable; {errored} of {ran} perf tests errored)",
-    "config-error": "USAGE ERROR (nothing was measured: the settings ask for what the server "
-                    "cannot do; {errored} of {ran} perf tests errored)",
+    "no-baseline": "NO BASELINE (nothing was measured: the deployment's baseline is missing "
+                   "or unreadable; {errored} of {ran} perf tests errored)",
+    "config-error": "USAGE ERROR (nothing was measured: the settings point at no LLM server "
+                    "or ask for what the server cannot do; {errored} of {ran} perf tests "
+                    "errored)",
     "unstable": "UNSTABLE (nothing was measured: every case was too noisy to judge; "
                 "{errored} of {ran} perf tests errored)",
     "outage": "OUTAGE (nothing was measured: {errored} of {ran} perf tests errored)"}

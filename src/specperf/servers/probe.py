@@ -14,6 +14,7 @@ from ..core.errors import (
     EndpointError,
     EndpointUnreachable,
     MalformedResponse,
+    NotAnLlmServer,
 )
 from ..plan.workload import Prompt
 from . import acceptance, llamacpp, routes, serverkind
@@ -172,8 +173,8 @@ def _title(text: str) -> str:
     return f" titled {title!r}" if title else ""
 
 
-def _not_llm(client: Client, source: str, what: str) -> EndpointError:
-    return EndpointError(
+def _not_llm(client: Client, source: str, what: str) -> NotAnLlmServer:
+    return NotAnLlmServer(
         f"specperf: {client.base_url} (from {source}) is not an LLM server: {what}. Point "
         "--endpoint / SPECPERF_ENDPOINT at the SGLang, vLLM or llama.cpp server itself.",
         url=client.base_url)

@@ -1,49 +1,72 @@
-"""The sweep-level test against today's per-case rule: detection, false alarms, GPU time.
+"""The calibrated model of a sweep on the box: every noise it has, judged by the code that ships.
 
-Model (the calibrated one of benchmarks/detection_power.py, extended to every case of a
-sweep). Per case, the incident physics of the default simulator profile: step time
-``a + b · (context + output/2)`` (a 27.25 ms, b 17.72 ms per 1k tokens), avg commit from
-the §4 cost table, prefill 0.15 ms per prompt token. A synthetic request has::
+Per case, the incident physics of the default simulator profile: step time
+``a + b · (context + output/2)`` (a 27.25 ms, b 17.72 ms per 1k tokens), avg commit solved
+from the case's GPU seconds per request (docs/benchmarks.md §4), prefill 0.15 ms per prompt
+token. The noises of the box, each where it enters::
 
-    step   = S · (1 + r_step) · max(0.2, 1 + σ·z) · (1 + 0.009·z')   (σ: per-request noise)
-    commit = C · (1 − r_acc) · (1 + c·z'')                               (c: 0.17 %, calibrated)
+    night  = exp(common[run, metric] + own[run, case, metric])          once per run
+    step   = S · (1 + r_step) · night_step · max(0.2, 1 + σ·z)          σ: per request (3 %)
+                 · (1 + 0.009·z') · (1 + σ_s/√steps · z''')              residual; per step
+    commit = C · (1 − r_acc) · night_commit · (1 + c·z'')                c: 0.17 %, calibrated
     wall   = prefill + (N − 1)/commit · step,  tok_s = N / wall,  decode = commit / step
 
-Every rule sees the same samples of one trial:
+- *per request* ``σ`` (``--request-noise``, 3 %): a clock or thermal state for one request;
+- *per step* ``σ_s`` (``--step-noise``, 1 %: the simulator profile's ``noise``): independent
+  per verify step, so a request's mean step carries σ_s/√steps; the calibrated 0.9 % residual
+  (client timing) rides with it;
+- *per-request commit spread* ``c`` (``--commit-sd``, 0.17 %, calibrated in §3);
+- *night* (1 % and 3 %, total σ per case): the run term, drawn once for the baseline's night
+  and once for today's, per metric in ``--night-metrics`` (step time by default: clocks,
+  thermal state and neighbours move it, while the drafter's acceptance of the same texts has
+  no night; ``step_ms,avg_commit`` puts it on both, as benchmarks/drift_power.py does);
+  ``--common-share`` (0.5) of its *variance* is common to every case of the run, the rest each
+  case's own (0: independent per case). tok/s inherits it.
 
-- **today**: the baseline as --update-baselines writes it (``--baseline-repeats`` 5, more
-  while unstable); each case's repeats until ``decide_repeats`` stops (3–8), then
-  ``judge_case``; the sweep alarms when any case fails.
-- **sweep test**: the same per-case rule and verdicts, plus :func:`specperf.judge.sweep.judge_sweep`
-  on the same requests, with sequential top-ups (``sweeprun.budget``: 4 per case, at least
-  32 per sweep) against the baseline's stored requests; the sweep alarms
-  when any case or the sweep test fails. "sweep test only" is its own alarm rate.
-- **A/B**: both arms per case interleaved (``compare.pair_decider``), the per-case verdict
-  against production's medians, the sweep test on the pairs (a top-up is a pair).
+Changes (the rows): none; 2 % (step +2 %, acceptance −2 %, mixed +1 % / −1 %); a 5 % tok/s drop
+(step +5 %, acceptance −5 %, mixed +2.5 % / −2.5 %, acceptance −5 % on the reasoning text class
+only). Modes (the columns, ``--configs``):
 
-GPU seconds count every request at the incident's physics (time scale 1), warm-ups and both
-arms of an A/B pair included; the baseline run is not counted (it is paid once).
+- **nightly**: today's run against a baseline written on another night (``--baseline-repeats``
+  as --update-baselines writes it, with its requests), the full sweep (8 cases) or the gate
+  subset (3 cases), at each night level: the night terms of both runs stay in the comparison;
+- **same-night** (the gate's two phases): the reference is written from the running deployment
+  just before the deploy, on the same night as the candidate, so the run terms cancel; its
+  requests count in the GPU seconds (it is paid on every deploy).
 
-    python benchmarks/sweep_power.py [--trials 2000] [--seed 1] [--only smoke]
-        [--baseline-repeats N] [--medians-only] [--top-ups-per-case N] [--min-top-ups N]
+Each case: a warm-up, then repeats until ``decide_repeats`` stops (3–8), ``judge_case``; then
+:func:`specperf.judge.sweep.judge_sweep` on the same requests with its sequential top-ups
+(``sweeprun.budget``). A run **fails** when any case or the sweep test regresses. When
+``judge_sweep`` takes ``noise=`` (core/noise.py), the judge gets the model it would have on
+the box: nightly, :func:`specperf.core.noise.from_history` over ``--history`` (20) simulated
+nights of history lines (per-cell medians of 5 requests under the same noises; the baseline's
+night is the last of them); same-night, ``NoiseModel.same_night()``. Before that the judge
+sees only the requests (the BEFORE table). ``--judge-noise off`` forces that.
 
-``--medians-only`` judges against a baseline file written before baselines kept their
-requests; ``--min-top-ups 0`` drops the budget floor (the per-case budget only).
+GPU seconds count every request at the incident's physics (time scale 1), warm-ups, top-ups
+and a same-night reference included; a nightly baseline is not counted (it is paid once).
+Rates carry 95 % Wilson intervals. Tune on seeds 1..9; report on ``--seed 2026``.
 
-Writes benchmarks/results/sweep_power.json.
+    python benchmarks/sweep_power.py [--trials 2000] [--seed 2026] [--configs ...]
+        [--rows ...] [--night-metrics step_ms] [--common-share 0.5] [--judge-noise off]
+
+Writes benchmarks/results/sweep_power_seed<seed>[_<tag>].json.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import math
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from drift_power import share
 
 from specperf.baselines.store import CaseBaseline
 from specperf.core.limits import DEFAULT_TOLERANCES
@@ -54,8 +77,12 @@ from specperf.judge.verdict import judge_case
 from specperf.measure.repeats import decide_repeats
 from specperf.plan.workload import Case
 from specperf.plugin import sweeprun
-from specperf.plugin.sweeprun import budget
 from specperf.settings.config import Settings
+
+try:  # the run-to-run noise model (issue 33); absent before it lands: the BEFORE table
+    from specperf.core import noise as noise_model
+except ImportError:  # pragma: no cover - depends on the checkout
+    noise_model = None  # type: ignore[assignment]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 A_MS, B_MS, PREFILL_MS_PER_TOKEN, TOKENS = 27.25, 0.01772, 0.15, 600
@@ -64,17 +91,12 @@ GPU_S = {("padding", 13): 4.16, ("padding", 1663): 5.38, ("padding", 3333): 7.45
          ("padding", 5553): 10.83, ("reasoning", 13): 4.18, ("reasoning", 1663): 12.62,
          ("reasoning", 3333): 19.51, ("reasoning", 5553): 27.93}
 SWEEP = tuple(GPU_S)
-SMOKE = (("reasoning", 3333), ("padding", 3333), ("padding", 13))
+GATE = (("reasoning", 3333), ("padding", 3333), ("padding", 13))
 STEP_SD, COMMIT_SD = 0.009, 0.0017  # calibrated residual per-request spread (§3)
 METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
 MIN_R, MAX_R, WARMUP = 3, 8, 1
-BASE_DEFAULT = Settings().baseline_repeats
-BASE_R = [BASE_DEFAULT]  # --baseline-repeats (the setting's default)
-TOP_UPS_PER_CASE = [4]  # the sweep test's budget of extra requests, per case of the sweep
-# (and at least sweeprun.MIN_TOP_UPS per sweep, as sweeprun.budget takes it)
-STORE_VALUES = [True]  # the baseline keeps per-request values (False: medians only, as before)
-# The sweep test's error rates and sizes (judge_sweep's keywords; defaults: judge/sweep.py).
-SWEEP_KW: dict[str, float] = {}
+HISTORY_MEDIAN_OF = 5  # requests behind one history line's cell median
+LABEL = "box"
 
 
 @dataclass(frozen=True)
@@ -94,213 +116,342 @@ def physics(text_class: str, context: int) -> Physics:
 
 
 @dataclass(frozen=True)
-class Condition:
-    sigma: float
-    step: float = 0.0  # relative rise of step time
-    acc: float = 0.0  # relative fall of avg commit
+class Box:
+    """Every noise of the box (see the module docstring)."""
+
+    request: float = 0.03
+    step_noise: float = 0.01
     commit_sd: float = COMMIT_SD
+    night: float = 0.0
+    common_share: float = 0.5
+    night_metrics: tuple[str, ...] = ("step_ms",)
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change of the candidate: step time up ``step``, avg commit down ``acc`` (on the
+    ``only`` text class when set)."""
+
+    step: float = 0.0
+    acc: float = 0.0
+    only: str | None = None
+
+    def of(self, text_class: str) -> tuple[float, float]:
+        return (self.step, self.acc if self.only in (None, text_class) else 0.0)
+
+
+NO_CHANGE = Change()
+ROWS = {"no change": NO_CHANGE, "2% step": Change(step=0.02), "2% acceptance": Change(acc=0.02),
+        "2% mixed": Change(step=0.01, acc=0.01), "5% step": Change(step=0.05),
+        "5% acceptance": Change(acc=0.05), "5% mixed": Change(step=0.025, acc=0.025),
+        "5% one class": Change(acc=0.05, only="reasoning")}
+
+
+def night_terms(box: Box, cells: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """One run's multipliers per metric and cell: a common part and each cell's own."""
+    out = {}
+    for metric in ("step_ms", "avg_commit"):
+        if box.night <= 0 or metric not in box.night_metrics:
+            out[metric] = np.ones(cells)
+            continue
+        common = box.night * math.sqrt(box.common_share) * rng.standard_normal()
+        own = box.night * math.sqrt(1 - box.common_share) * rng.standard_normal(cells)
+        out[metric] = np.exp(common + own)
+    return out
+
+
+def requests(ph: Physics, step: float, commit: float, box: Box, z: np.ndarray
+             ) -> dict[str, np.ndarray]:
+    """Requests of one case at ``step`` and ``commit`` (night and change in), one per row of
+    ``z`` (n × 4 standard normals)."""
+    steps = (TOKENS - 1) / commit
+    s = (step * np.maximum(0.2, 1 + box.request * z[:, 0]) * (1 + STEP_SD * z[:, 1])
+         * (1 + box.step_noise / math.sqrt(steps) * z[:, 3]))
+    c = commit * (1 + box.commit_sd * z[:, 2])
+    wall = ph.prefill_s + (TOKENS - 1) / c * s / 1000
+    return {"tok_s": TOKENS / wall, "decode_tok_s": 1000 * c / s, "step_ms": s,
+            "avg_commit": c, "wall_s": wall}
 
 
 class Stream:
-    """Endless synthetic requests of one case under one condition."""
+    """Endless synthetic requests of one case on one night (drawn 16 at a time)."""
 
-    def __init__(self, ph: Physics, cond: Condition, rng: np.random.Generator) -> None:
-        self.ph, self.cond, self.rng = ph, cond, rng
+    def __init__(self, ph: Physics, step: float, commit: float, box: Box,
+                 rng: np.random.Generator) -> None:
+        self.ph, self.step, self.commit, self.box, self.rng = ph, step, commit, box, rng
+        self.buffer: list[dict[str, float]] = []
 
     def __iter__(self) -> Iterator[dict[str, float]]:
         return self
 
     def __next__(self) -> dict[str, float]:
-        ph, c, z = self.ph, self.cond, self.rng.standard_normal(3)
-        step = ph.step_ms * (1 + c.step) * max(0.2, 1 + c.sigma * z[0]) * (1 + STEP_SD * z[1])
-        commit = ph.commit * (1 - c.acc) * (1 + c.commit_sd * z[2])
-        wall = ph.prefill_s + (TOKENS - 1) / commit * step / 1000
-        return {"tok_s": TOKENS / wall, "decode_tok_s": 1000 * commit / step, "step_ms": step,
-                "avg_commit": commit, "wall_s": wall}
+        if not self.buffer:
+            got = requests(self.ph, self.step, self.commit, self.box,
+                           self.rng.standard_normal((16, 4)))
+            self.buffer = [{k: float(v[i]) for k, v in got.items()} for i in range(16)][::-1]
+        return self.buffer.pop()
+
+
+def stream(ph: Physics, night: Mapping[str, np.ndarray], i: int, change: Change, box: Box,
+           rng: np.random.Generator) -> Stream:
+    """Case ``i``'s requests on a night, with ``change`` applied."""
+    step, acc = change.of(ph.case.text_class)
+    return Stream(ph, ph.step_ms * (1 + step) * float(night["step_ms"][i]),
+                  ph.commit * (1 - acc) * float(night["avg_commit"][i]), box, rng)
 
 
 def values(samples: Sequence[dict[str, float]]) -> dict[str, list[float]]:
     return {m: [s[m] for s in samples] for m in METRICS}
 
 
-def take(stream: Stream, decide: Callable[[dict[str, list[float]]], str], first: int,
+def take(source: Stream, decide: Callable[[dict[str, list[float]]], str], first: int,
          bound: int) -> list[dict[str, float]]:
     """Measurer.measure's loop: ``first`` requests, then until ``decide`` stops (bounded)."""
-    got = [next(stream) for _ in range(first)]
+    got = [next(source) for _ in range(first)]
     while len(got) < bound and decide(values(got)) == "more":
-        got.append(next(stream))
+        got.append(next(source))
     return got
 
 
-def baseline(stream: Stream, case: Case) -> CaseBaseline:
-    got = take(stream, lambda v: decide_repeats(v, None, DEFAULT_TOLERANCES, min_repeats=BASE_R[0],
-                                                max_repeats=max(MAX_R, BASE_R[0])).action,
-               BASE_R[0], max(MAX_R, BASE_R[0]))
+def baseline(source: Stream, case: Case, repeats: int) -> tuple[CaseBaseline, float]:
+    """A baseline as --update-baselines writes it (its requests kept), and its GPU seconds
+    with a warm-up (what a same-night reference costs)."""
+    got = take(source, lambda v: decide_repeats(v, None, DEFAULT_TOLERANCES,
+                                                min_repeats=repeats,
+                                                max_repeats=max(MAX_R, repeats)).action,
+               repeats, max(MAX_R, repeats))
     vals = values(got)
     return CaseBaseline(case.text_class, case.context, TOKENS,
-                        {m: summarize(v) for m, v in vals.items()}, {},
-                        values=vals if STORE_VALUES[0] else {})
+                        {m: summarize(v) for m, v in vals.items()}, {}, values=vals), \
+        sum(s["wall_s"] for s in got) * (1 + WARMUP / len(got))
 
 
-def baseline_trial(cases: Sequence[Physics], cond: Condition, seed: int,
-                   budget: int, repeats: int) -> dict[str, Any]:
-    """One sweep against a stored baseline: today's rule and the sweep test, same requests."""
-    data, fails, gpu, requests = [], 0, 0.0, 0
-    for i, ph in enumerate(cases):
-        before = Stream(ph, Condition(cond.sigma, commit_sd=cond.commit_sd),
-                        np.random.default_rng([seed, i, 0]))
-        now = Stream(ph, cond, np.random.default_rng([seed, i, 1]))
-        base = baseline(before, ph.case)
+# -- the judge, with the noise model when it has one --------------------------------------------
+def takes_noise(fn: Callable[..., Any]) -> bool:
+    return "noise" in inspect.signature(fn).parameters
+
+
+JUDGE_NOISE = [noise_model is not None and takes_noise(judge_sweep)]
+
+
+def history(box: Box, nights: int, base_night: Mapping[str, np.ndarray],
+            rng: np.random.Generator) -> list[dict[str, Any]]:
+    """``nights`` history lines of the full sweep (the baseline's night last), each cell a
+    median of HISTORY_MEDIAN_OF requests under the box's noises."""
+    full = [physics(*c) for c in SWEEP]
+    lines = []
+    for n in range(nights):
+        night = base_night if n == nights - 1 else night_terms(box, len(full), rng)
+        cells = {}
+        for i, ph in enumerate(full):
+            got = requests(ph, ph.step_ms * float(night["step_ms"][i]),
+                           ph.commit * float(night["avg_commit"][i]), box,
+                           rng.standard_normal((HISTORY_MEDIAN_OF, 4)))
+            cells[ph.case.id] = {m: float(np.median(got[m])) for m in METRICS}
+        lines.append({"label": LABEL, "kind": "full", "run_id": f"night{n:03d}",
+                      "created": f"2026-11-{1 + n // 24:02d}T{n % 24:02d}:00:00+00:00",
+                      "baseline": {"deployment": "box", "version": 1}, "fingerprint": {},
+                      "cells": cells, "fits": {}, "failed": []})
+    return lines
+
+
+def judge_noise(mode: str, box: Box, nights: int, base_night: Mapping[str, np.ndarray],
+                rng: np.random.Generator) -> Any:
+    """The NoiseModel the judge would have (None before core/noise.py)."""
+    if not JUDGE_NOISE[0] or noise_model is None:
+        return None
+    if mode == "same-night":
+        return noise_model.NoiseModel.same_night()
+    return noise_model.from_history(history(box, nights, base_night, rng), LABEL)
+
+
+def case_verdict(ph: Physics, run: Sequence[dict[str, float]], base: CaseBaseline,
+                 noise: Any) -> str:
+    summaries = {m: summarize(v) for m, v in values(run).items()}
+    extra = {"noise": noise} if noise is not None and takes_noise(judge_case) else {}
+    return judge_case(ph.case.id, summaries, base, DEFAULT_TOLERANCES, **extra).status
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One column of the table: how the reference is made, which cases, the box."""
+
+    mode: str  # "nightly", "same-night" or "A/B"
+    cases: tuple[Physics, ...]
+    box: Box
+    baseline_repeats: int
+    repeats: int = MIN_R
+    history_nights: int = 20
+
+
+def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
+    """One sweep: its reference, each case's repeats and verdict, then the sweep test."""
+    if setup.mode == "A/B":
+        return ab_trial(setup, change, seed)
+    rng = np.random.default_rng([*seed, 99])
+    base_night = night_terms(setup.box, len(SWEEP), rng)
+    today = base_night if setup.mode == "same-night" else night_terms(setup.box, len(SWEEP), rng)
+    noise = judge_noise(setup.mode, setup.box, setup.history_nights, base_night, rng)
+    data, fails, gpu, requests_ = [], 0, 0.0, 0
+    for ph in setup.cases:
+        i = SWEEP.index((ph.case.text_class, ph.case.context))
+        before = stream(ph, base_night, i, NO_CHANGE, setup.box,
+                        np.random.default_rng([*seed, i, 0]))
+        now = stream(ph, today, i, change, setup.box, np.random.default_rng([*seed, i, 1]))
+        base, base_gpu = baseline(before, ph.case, setup.baseline_repeats)
+        reference = setup.mode == "same-night"
         got = take(now, lambda v, b=base: decide_repeats(  # type: ignore[misc]
-            v, b, DEFAULT_TOLERANCES, min_repeats=repeats, max_repeats=MAX_R).action,
-            repeats, MAX_R)
-        summaries = {m: summarize(v) for m, v in values(got).items()}
-        fails += judge_case(ph.case.id, summaries, base, DEFAULT_TOLERANCES).status == "fail"
+            v, b, DEFAULT_TOLERANCES, min_repeats=setup.repeats, max_repeats=MAX_R).action,
+            setup.repeats, MAX_R)
+        fails += case_verdict(ph, got, base, noise) == "fail"
         cost = sum(s["wall_s"] for s in got) / len(got)
-        gpu += (WARMUP + len(got)) * cost
-        requests += WARMUP + len(got)
+        gpu += (WARMUP + len(got)) * cost + (base_gpu if reference else 0.0)
+        requests_ += WARMUP + len(got) + (WARMUP + len(base.values["tok_s"]) if reference else 0)
         data.append((CaseData(ph.case, values(got), dict(base.metrics), None, cost,
-                              base_requests=dict(base.values) or None), now))
-    return _conclude(data, fails, gpu, budget, requests)
+                              base_requests=dict(base.values)), now))
+    return conclude(data, fails, gpu, len(setup.cases), requests_, noise)
 
 
-def ab_trial(cases: Sequence[Physics], cond: Condition, seed: int, budget: int,
-             repeats: int) -> dict[str, Any]:
-    """One A/B sweep: interleaved pairs per case, production as the reference."""
-    data, fails, gpu, requests = [], 0, 0.0, 0
-    decide = pair_decider(DEFAULT_TOLERANCES, repeats, MAX_R)
-    for i, ph in enumerate(cases):
-        prod = Stream(ph, Condition(cond.sigma, commit_sd=cond.commit_sd),
-                      np.random.default_rng([seed, i, 0]))
-        cand = Stream(ph, cond, np.random.default_rng([seed, i, 1]))
-        a, b = [next(cand) for _ in range(repeats)], [next(prod) for _ in range(repeats)]
+def ab_trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
+    """One A/B sweep: interleaved pairs per case, production as the reference, one night."""
+    rng = np.random.default_rng([*seed, 99])
+    night = night_terms(setup.box, len(SWEEP), rng)
+    noise = judge_noise("same-night", setup.box, 0, night, rng)
+    data, fails, gpu, requests_ = [], 0, 0.0, 0
+    decide = pair_decider(DEFAULT_TOLERANCES, setup.repeats, MAX_R)
+    for ph in setup.cases:
+        i = SWEEP.index((ph.case.text_class, ph.case.context))
+        prod = stream(ph, night, i, NO_CHANGE, setup.box, np.random.default_rng([*seed, i, 0]))
+        cand = stream(ph, night, i, change, setup.box, np.random.default_rng([*seed, i, 1]))
+        a = [next(cand) for _ in range(setup.repeats)]
+        b = [next(prod) for _ in range(setup.repeats)]
         while len(a) < MAX_R and decide(values(a), values(b)).action == "more":
             a.append(next(cand))
             b.append(next(prod))
         base = CaseBaseline(ph.case.text_class, ph.case.context, TOKENS,
                             {m: summarize(v) for m, v in values(b).items()}, {})
-        summaries = {m: summarize(v) for m, v in values(a).items()}
-        fails += judge_case(ph.case.id, summaries, base, DEFAULT_TOLERANCES).status == "fail"
+        fails += case_verdict(ph, a, base, noise) == "fail"
         cost = sum(s["wall_s"] for s in a + b) / len(a)
         gpu += (WARMUP + len(a)) * cost
-        requests += 2 * (WARMUP + len(a))
+        requests_ += 2 * (WARMUP + len(a))
         data.append((CaseData(ph.case, values(a), dict(base.metrics), values(b), cost),
-                     _Pair(cand, prod)))
-    return _conclude(data, fails, gpu, budget, requests)
+                     (cand, prod)))
+    return conclude(data, fails, gpu, len(setup.cases), requests_, noise)
 
 
-class _Pair:
-    def __init__(self, cand: Stream, prod: Stream) -> None:
-        self.cand, self.prod = cand, prod
-
-
-def _conclude(data: list[tuple[CaseData, Any]], fails: int, gpu: float,
-              budget: int, requests: int) -> dict[str, Any]:
+def conclude(data: list[tuple[CaseData, Any]], fails: int, gpu: float, cases: int,
+             requests_: int, noise: Any) -> dict[str, Any]:
+    """The sweep test on the cases' requests, with top-ups drawn from the same streams."""
     sources = {d.case.id: src for d, src in data}
 
     def more(d: CaseData) -> None:
         src = sources[d.case.id]
-        if isinstance(src, _Pair):
-            _extend(d.run, next(src.cand))
-            _extend(d.base_values or {}, next(src.prod))
+        if isinstance(src, tuple):
+            extend(d.run, next(src[0]))
+            extend(d.base_values or {}, next(src[1]))
         else:
-            _extend(d.run, next(src))
+            extend(d.run, next(src))
 
-    result = judge_sweep([d for d, _ in data], "sweep", more, budget, **SWEEP_KW)
+    extra = {"noise": noise} if noise is not None else {}
+    result = judge_sweep([d for d, _ in data], "sweep", more, sweeprun.budget(cases), **extra)
+    status = result.verdict().status
     paired = any(d.base_values is not None for d, _ in data)
     return {"today": fails > 0, "sweep_only": result.regressed,
-            "sweep": fails > 0 or result.regressed, "gpu_today": gpu,
-            "noted": result.verdict().status == "noted",
-            "gpu_sweep": gpu + result.extra_s, "extra": result.extra,
-            "requests": requests + result.extra * (2 if paired else 1),
-            "power": {r.estimate.factor.key: r.power for r in result.results}}
+            "fail": fails > 0 or result.regressed, "noted": status == "noted",
+            "undetermined": status == "undetermined", "gpu_today": gpu,
+            "gpu": gpu + result.extra_s, "extra": result.extra,
+            "requests": requests_ + result.extra * (2 if paired else 1)}
 
 
-def _extend(target: dict[str, list[float]], sample: dict[str, float]) -> None:
+def extend(target: dict[str, list[float]], sample: dict[str, float]) -> None:
     for m in METRICS:
         target[m].append(sample[m])
 
 
-MODES = {"baseline": baseline_trial, "A/B": ab_trial}
-SCENARIOS = (("none", Condition(0.03)), ("step +5%", Condition(0.03, step=0.05)),
-             ("commit -5%", Condition(0.03, acc=0.05)), ("step +2%", Condition(0.03, step=0.02)),
-             ("commit -2%", Condition(0.03, acc=0.02)))
-
-
-def row(mode: str, subset: str, repeats: int, name: str, cond: Condition, trials: int,
-        seed: int) -> dict[str, Any]:
-    cases = [physics(*c) for c in (SWEEP if subset == "sweep" else SMOKE)]
-    fn = MODES[mode]
-    runs = [fn(cases, cond, seed * 10**6 + t, budget(len(cases), TOP_UPS_PER_CASE[0]), repeats)
-            for t in range(trials)]
-    out: dict[str, Any] = {"mode": mode, "subset": subset, "repeats": repeats,
-                           "scenario": name, "sigma": cond.sigma, "commit_sd": cond.commit_sd,
-                           "trials": trials}
-    for key in ("today", "sweep_only", "sweep"):
-        out[key] = float(np.mean([r[key] for r in runs]))
-    for key in ("noted", "gpu_today", "gpu_sweep", "extra", "requests"):
-        out[key] = float(np.mean([r[key] for r in runs]))
-    powers: dict[str, list[float]] = {}
-    for r in runs:
-        for k, v in r["power"].items():
-            powers.setdefault(k, []).append(v)
-    out["power"] = {k: float(np.mean(v)) for k, v in powers.items()}
+# -- the table ------------------------------------------------------------------------------------
+def configs(box: Box, base_r: int, history_nights: int) -> dict[str, Setup]:
+    full = tuple(physics(*c) for c in SWEEP)
+    gate = tuple(physics(*c) for c in GATE)
+    out = {}
+    for night in (0.01, 0.03):
+        b = replace(box, night=night)
+        out[f"nightly full {night:.0%}"] = Setup("nightly", full, b, base_r,
+                                                  history_nights=history_nights)
+        out[f"nightly gate {night:.0%}"] = Setup("nightly", gate, b, base_r,
+                                                  history_nights=history_nights)
+    out["same-night gate 3%"] = Setup("same-night", gate, replace(box, night=0.03), base_r)
+    out["nightly full 0%"] = Setup("nightly", full, replace(box, night=0.0), base_r,
+                                   history_nights=history_nights)
+    out["nightly gate 0%"] = Setup("nightly", gate, replace(box, night=0.0), base_r,
+                                   history_nights=history_nights)
+    out["A/B gate 3%"] = Setup("A/B", gate, replace(box, night=0.03), base_r)
     return out
+
+
+DEFAULT_CONFIGS = ("nightly full 1%", "nightly full 3%", "nightly gate 1%", "nightly gate 3%",
+                   "same-night gate 3%")
+
+
+def row(name: str, setup: Setup, change: str, trials: int, seed: int) -> dict[str, Any]:
+    runs = [trial(setup, ROWS[change], (seed, t)) for t in range(trials)]
+    out: dict[str, Any] = {"config": name, "mode": setup.mode, "cases": len(setup.cases),
+                           "night": setup.box.night, "common_share": setup.box.common_share,
+                           "change": change, "trials": trials,
+                           "judge_noise": JUDGE_NOISE[0]}
+    for key in ("fail", "today", "sweep_only", "noted", "undetermined"):
+        out[key] = share([bool(r[key]) for r in runs])
+    for key in ("gpu_today", "gpu", "extra", "requests"):
+        out[key] = float(np.mean([r[key] for r in runs]))
+    return out
+
+
+def pct(s: Mapping[str, Any]) -> str:
+    low, high = s["ci95"]
+    return f"{100 * s['rate']:5.1f} % [{100 * low:.1f}, {100 * high:.1f}]"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=2000)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--baseline-repeats", type=int, default=BASE_DEFAULT)
-    parser.add_argument("--commit-sd", type=float, default=COMMIT_SD,
-                        help="per-request spread of avg commit (0.0017 calibrated)")
-    parser.add_argument("--medians-only", action="store_true",
-                        help="baselines without per-request values (files written before)")
-    parser.add_argument("--top-ups-per-case", type=int, default=sweeprun.TOP_UPS_PER_CASE)
-    parser.add_argument("--min-top-ups", type=int, default=sweeprun.MIN_TOP_UPS,
-                        help="the sweep's budget floor (0: per case only, as before)")
-    for name in ("alpha", "beta", "tolerance", "effect"):
-        parser.add_argument(f"--sweep-{name}", type=float, default=None,
-                            help=f"the sweep test's {name} (default: judge/sweep.py's)")
-    parser.add_argument("--only", choices=("smoke", "sweep"),
-                        help="only the baseline smoke rows, or only the 8-case baseline rows")
+    parser.add_argument("--seed", type=int, default=2026,
+                        help="2026 reports; tune on 1..9 only")
+    parser.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
+                        help="comma list of: nightly full|gate 0%%|1%%|3%%, same-night gate 3%%, "
+                             "A/B gate 3%%")
+    parser.add_argument("--rows", default=",".join(ROWS), help=f"comma list of: {', '.join(ROWS)}")
+    parser.add_argument("--request-noise", type=float, default=0.03)
+    parser.add_argument("--step-noise", type=float, default=0.01)
+    parser.add_argument("--commit-sd", type=float, default=COMMIT_SD)
+    parser.add_argument("--common-share", type=float, default=0.5,
+                        help="share of the night variance common to every case of a run")
+    parser.add_argument("--night-metrics", default="step_ms",
+                        help="the metrics a night moves: step_ms, or step_ms,avg_commit")
+    parser.add_argument("--baseline-repeats", type=int, default=Settings().baseline_repeats)
+    parser.add_argument("--history", type=int, default=20, help="history nights for the judge")
+    parser.add_argument("--judge-noise", choices=("auto", "off"), default="auto",
+                        help="off: judge without the run-to-run model even if it exists")
+    parser.add_argument("--tag", default="", help="suffix of the results file")
     args = parser.parse_args()
-    started = time.perf_counter()
-    BASE_R[0] = args.baseline_repeats
-    STORE_VALUES[0] = not args.medians_only
-    TOP_UPS_PER_CASE[0] = args.top_ups_per_case
-    sweeprun.MIN_TOP_UPS = args.min_top_ups
-    SWEEP_KW.update({k: v for k in ("alpha", "beta", "tolerance", "effect")
-                     if (v := getattr(args, f"sweep_{k}")) is not None})
-    rows = []
-    print(f"{'mode':<8} {'subset':<6} {'rep':>3} {'scenario':<11} {'today':>6} {'sweep':>6} "
-          f"{'s.only':>6} {'noted':>6} {'GPU today':>9} {'GPU new':>8} {'extra':>5} "
-          f"{'req':>5}  power")
-    plan = [("baseline", "sweep", 3), ("baseline", "smoke", 3), ("A/B", "smoke", 3),
-            ("A/B", "sweep", 3), ("baseline", "sweep", 2)]
-    chosen = {None: plan, "smoke": plan[1:2], "sweep": plan[0:1]}[args.only]
-    for mode, subset, repeats in chosen:
-        for name, cond in SCENARIOS:
-            cond = Condition(cond.sigma, cond.step, cond.acc, args.commit_sd)
-            r = row(mode, subset, repeats, name, cond, args.trials, args.seed)
+    if args.judge_noise == "off":
+        JUDGE_NOISE[0] = False
+    box = Box(args.request_noise, args.step_noise, args.commit_sd, 0.0, args.common_share,
+              tuple(args.night_metrics.split(",")))
+    table = configs(box, args.baseline_repeats, args.history)
+    started, rows = time.perf_counter(), []
+    print(f"judge sees the run-to-run model: {JUDGE_NOISE[0]}; seed {args.seed}, {args.trials} "
+          f"trials per row; failed = any case or the sweep test regressed [95 % Wilson]")
+    for name in args.configs.split(","):
+        for change in args.rows.split(","):
+            r = row(name, table[name], change, args.trials, args.seed)
             rows.append(r)
-            power = " ".join(f"{k} {v:.3f}" for k, v in r["power"].items())
-            print(f"{mode:<8} {subset:<6} {repeats:>3} {name:<11} {r['today']:6.3f} "
-                  f"{r['sweep']:6.3f} {r['sweep_only']:6.3f} {r['noted']:6.3f} "
-                  f"{r['gpu_today']:9.0f} {r['gpu_sweep']:8.0f} {r['extra']:5.2f} "
-                  f"{r['requests']:5.1f}  {power}", flush=True)
+            print(f"{name:<19} {change:<14} failed {pct(r['fail'])}  cases {pct(r['today'])}  "
+                  f"sweep {pct(r['sweep_only'])}  noted {r['noted']['rate']:.3f}  undet. "
+                  f"{r['undetermined']['rate']:.3f}  GPU {r['gpu_today']:.0f} -> {r['gpu']:.0f} s"
+                  f"  top-ups {r['extra']:.2f}", flush=True)
     print(f"wall {time.perf_counter() - started:.0f} s")
     RESULTS.mkdir(exist_ok=True)
-    name = "sweep_power" + ("" if args.commit_sd == COMMIT_SD else f"_commit{args.commit_sd:g}") \
-        + ("" if args.baseline_repeats == BASE_DEFAULT else f"_base{args.baseline_repeats}") \
-        + ("_medians" if args.medians_only else "") \
-        + ("" if args.only is None else f"_{args.only}") \
-        + ("" if (args.top_ups_per_case, args.min_top_ups) == (sweeprun.TOP_UPS_PER_CASE,
-                                                           sweeprun.MIN_TOP_UPS)
-           else f"_topups{args.top_ups_per_case}-{args.min_top_ups}") + ".json"
-    (RESULTS / name).write_text(json.dumps({"trials": args.trials, "rows": rows},
-                                           indent=2) + "\n")
+    name = f"sweep_power_seed{args.seed}" + (f"_{args.tag}" if args.tag else "") + ".json"
+    (RESULTS / name).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from ..core.model import ContextFit, attribute, predict_tok_s
 from ..core.noise import NoiseModel
 from ..core.stats import MEDIAN_SE_FACTOR
 from ..measure.sample import mean_context
-from .verdict import base_rest
+from .reconcile import base_rest
 
 EXIT_OK, EXIT_REGRESSION = 0, 1
 Z = 1.96  # two-sided 95 % interval of the prediction
@@ -266,7 +266,7 @@ def predict(baseline: Baseline, text_class: str, context: float, *,
     # A fit without standard errors (hand-entered) carries its residual as a point's error.
     fit_se = (fit.predict_se_ms(x) or fit.residual_ms) / (step / scale)
     prefill = near.metrics["ttft_ms"].median if "ttft_ms" in near.metrics else 0.0
-    rest = base_rest(near, n_out, prefill)
+    rest = base_rest(near, near.output_tokens, prefill)
     commit_sd = math.sqrt(commit_se**2 + noise.of("avg_commit").comparison_var())
     step_sd = math.sqrt(fit_se**2 + batch_se**2 + noise.of("step_ms").comparison_var())
     tok = predict_tok_s(commit, step, n_out, prefill) * rest

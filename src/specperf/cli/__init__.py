@@ -22,13 +22,13 @@ def _parser() -> argparse.ArgumentParser:
     # Imported here, not at module level: report pulls in matplotlib, which `specperf gate`
     # does not need before it has parsed its arguments.
     from ..views import report
-    from . import gate
+    from . import explain, gate
 
     # Plain text in --help: the docstring's RST literals (``x``) read as x.
     summary = __doc__.split("\n\n")[0].replace("``", "")
     parser = argparse.ArgumentParser(prog="specperf", description=summary)
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (report, gate):
+    for module in (report, gate, explain):
         module.add_subcommand(sub)
     parser.set_defaults(subcommands=sub.choices)
     return parser

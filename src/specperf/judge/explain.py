@@ -445,3 +445,21 @@ def curve_of(baseline: Baseline, pred: Prediction, noise: NoiseModel | None = No
     points = [{"context": float(c.context), "tok_s": c.metrics["tok_s"].median}
               for c in cases if "tok_s" in c.metrics and c.output_tokens == pred.output_tokens]
     return curve, points
+
+
+def closest_class(baseline: Baseline, context: float, output_tokens: int,
+                  avg_commit: float | None) -> tuple[str, str]:
+    """The baseline's text class whose avg commit at this context is nearest the observed one
+    (live traffic does not say its class), and the sentence saying so."""
+    names = sorted({c.text_class for c in baseline.cases.values()})
+    if len(names) == 1:
+        return names[0], f"class {names[0]}: the baseline's only one"
+    if avg_commit is None:
+        raise ConfigError("the server reports no avg commit, so explain cannot tell the "
+                          f"traffic's text class: give --class (one of {', '.join(names)}).")
+    x = mean_context(context, output_tokens)
+    commits = {n: _commit_at(class_cases(baseline, n), x)[0] for n in names}
+    best = min(names, key=lambda n: abs(math.log(avg_commit / commits[n])))
+    return best, (f"class {best}: its avg commit at this context "
+                  f"({format_value('avg_commit', commits[best])}) is the nearest to the observed "
+                  f"{format_value('avg_commit', avg_commit)} (--class to choose)")

@@ -198,3 +198,27 @@ def shape_plot(prefix: str, title: str, xlabel: str, ylabel: str,
         ax.set_ylim(bottom=0)
         _finish(ax, xlabel, ylabel, _label(title), 2)
         return to_svg(fig, prefix)
+
+
+def band_plot(prefix: str, title: str, curve: Sequence[Mapping[str, float]],
+              points: Sequence[tuple[float, float]], observed: tuple[float, float],
+              predicted: tuple[float, float, float]) -> str:
+    """tok/s against prompt context: the baseline's prediction with its band, the baseline's
+    measured cases, and one observation (``specperf explain``, views/explaincard.py)."""
+    with _style():
+        fig, ax = _figure(width=6.4)
+        xs = [p["context"] for p in curve]
+        ax.fill_between(xs, [p["low"] for p in curve], [p["high"] for p in curve],
+                        color=_colour(0), alpha=0.18, label="predicted band (95 %)")
+        ax.plot(xs, [p["tok_s"] for p in curve], color=_colour(0), label="predicted")
+        if points:
+            px, py = zip(*points, strict=True)
+            ax.plot(px, py, "s", fillstyle="none", color=_colour(0), alpha=BASE_ALPHA,
+                    label="baseline cases")
+        ctx, low, high = predicted
+        ax.errorbar([ctx], [(low + high) / 2], yerr=[[(high - low) / 2]], color="grey",
+                    capsize=4, linestyle="none")
+        ax.plot([observed[0]], [observed[1]], "o", color="C3", markersize=8, label="observed")
+        ax.set_ylim(bottom=0)
+        _finish(ax, "context (prompt tokens)", "tok/s per request", _label(title), 4)
+        return to_svg(fig, prefix)

@@ -1,0 +1,124 @@
+"""``specperf explain``: what production shows, explained from the deployment's baseline.
+
+Offline, from figures a dashboard showed::
+
+    specperf explain --deployment D --class reasoning --context 3500 --observed-tok-s 32
+
+Live and passive, from the server's ``/metrics`` over a window (no request to the model, no
+GPU lock)::
+
+    specperf explain --deployment D --endpoint http://box:30000 --window 60
+
+Exit codes are the gate's: 0 the observation is what the baseline predicts, 1 a factor is
+beyond the baseline's tolerance, 2 usage (a bad flag, an unknown class), 3 infrastructure
+(no baseline, the endpoint unreachable, no /metrics, no traffic in the window). See
+docs/explain.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import ConfigError, SpecperfError
+from ..core.noise import DEFAULT_RUN_NOISE, NoiseModel, from_history
+from ..views import explaincard
+
+USAGE, INFRASTRUCTURE = 2, 3
+
+
+def add_subcommand(subparsers: Any) -> None:
+    """Register ``specperf explain``."""
+    p = subparsers.add_parser(
+        "explain", help="explain a production tok/s from the deployment's baseline",
+        description="Predict what the deployment does on this traffic from its baseline and "
+                    "say which factor (step time or acceptance) explains an observation.")
+    p.add_argument("--deployment", required=True, help="the baseline's deployment name")
+    p.add_argument("--baseline-dir", type=Path, default=Path("baselines"),
+                   help="where baselines live (default: baselines)")
+    p.add_argument("--class", dest="text_class", default=None,
+                   help="the traffic's text class (live: default, the baseline's class whose "
+                        "avg commit is nearest the observed)")
+    p.add_argument("--context", type=_positive, default=None,
+                   help="prompt tokens of the traffic (live: default, from the server)")
+    p.add_argument("--observed-tok-s", type=_positive, default=None,
+                   help="offline: tok/s per request the dashboard showed")
+    p.add_argument("--observed-commit", type=_positive, default=None,
+                   help="offline: avg committed tokens per verify step, when known")
+    p.add_argument("--concurrency", type=_positive, default=1.0,
+                   help="offline: concurrent requests (default 1)")
+    p.add_argument("--output-tokens", type=int, default=None,
+                   help="output tokens per request (default: the baseline case's)")
+    p.add_argument("--endpoint", default=None, help="live: the production server's URL")
+    p.add_argument("--window", type=_positive, default=60.0,
+                   help="live: seconds between the two /metrics readings (default 60)")
+    p.add_argument("--history", type=Path, default=None,
+                   help="history.jsonl of this box: its run-to-run noise (default: the prior)")
+    p.add_argument("--label", default="", help="the box's label in --history (default: the "
+                                                "endpoint)")
+    p.add_argument("--run-noise", type=float, default=DEFAULT_RUN_NOISE,
+                   help=f"prior run-to-run noise per case (default {DEFAULT_RUN_NOISE:g})")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--html", type=Path, default=None, help="write the HTML card here")
+    p.set_defaults(run=run)
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _noise(args: argparse.Namespace) -> NoiseModel:
+    if args.history is None:
+        return NoiseModel.prior(args.run_noise)
+    try:
+        lines = args.history.read_text(encoding="utf-8").splitlines()
+        entries = [json.loads(line) for line in lines if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--history {args.history} cannot be read ({exc}): point it at a "
+                          f"history.jsonl the perf runs wrote.") from exc
+    return from_history(entries, args.label or args.endpoint or "", total=args.run_noise)
+
+
+def _outcome(args: argparse.Namespace) -> explaincard.Outcome:
+    noise = _noise(args)
+    if args.endpoint is not None:
+        if args.observed_tok_s is not None or args.observed_commit is not None:
+            raise ConfigError("--observed-tok-s and --observed-commit are for the offline form: "
+                              "leave them out with --endpoint.")
+        return explaincard.live(args.baseline_dir, args.deployment, args.endpoint, args.window,
+                                text_class=args.text_class, context=args.context, noise=noise)
+    missing = [flag for flag, value in (("--class", args.text_class), ("--context", args.context),
+                                        ("--observed-tok-s", args.observed_tok_s))
+               if value is None]
+    if missing:
+        raise ConfigError(f"explain needs --endpoint (live) or {', '.join(missing)} (offline).")
+    return explaincard.offline(args.baseline_dir, args.deployment, args.text_class, args.context,
+                               args.observed_tok_s, avg_commit=args.observed_commit,
+                               concurrency=args.concurrency, output_tokens=args.output_tokens,
+                               noise=noise)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``specperf explain``: the explanation, then the gate's exit code."""
+    try:
+        outcome = _outcome(args)
+    except ConfigError as exc:
+        print(f"specperf explain: {exc}", file=sys.stderr)
+        return USAGE
+    except SpecperfError as exc:
+        print(f"specperf explain: {exc}", file=sys.stderr)
+        return INFRASTRUCTURE
+    print(explaincard.as_json(outcome) if args.json else explaincard.text(outcome), end=""
+          if args.json else "\n")
+    if args.html is not None:
+        args.html.write_text(explaincard.card(outcome), encoding="utf-8")
+    return outcome.explanation.exit_code

@@ -1,0 +1,152 @@
+"""specperf explain, offline and its errors: the incident's numbers against the shipped real-box
+baseline, a step-time and an acceptance regression, and one sentence per error with the gate's
+exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sim_fixtures import SimProcess
+
+from specperf.cli import explain as cli
+from specperf.judge import explain as judge
+from specperf.servers.livemetrics import NO_TRAFFIC
+
+BASELINES = Path(__file__).resolve().parents[1] / "baselines"
+REAL_BOX = "kimi-k26-ddtree-8xpro6000"
+OFFLINE = ["--deployment", REAL_BOX, "--baseline-dir", str(BASELINES), "--class", "reasoning",
+           "--context", "3500"]
+PREDICTED = ("predicted 25.0–31.9 tok/s (avg commit 2.90 for reasoning, step time 103 ms at "
+             "3500 tokens + 300 generated; run-to-run prior ±3.0 %: no history yet)")
+FIT_NOTE = (" Note: step time from the padding fit: the baseline has no reasoning fit (step "
+            "time depends on the context, not on the text).")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser(prog="specperf")
+    cli.add_subcommand(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["explain", *argv])
+    code = args.run(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_incident_offline_is_what_the_deployment_does(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, *OFFLINE, "--observed-tok-s", "32")
+    assert code == 0
+    assert out == (f"specperf explain: noted — observed 32.0 tok/s; {PREDICTED}: the observation "
+                   f"is what this deployment does on this traffic — long context (step time 34 "
+                   f"→ 103 ms) and low-acceptance text (avg commit 4.75 → 2.90) against the "
+                   f"baseline's fastest case padding-ctx13 (139.6 tok/s), not a regression."
+                   f"{FIT_NOTE}\n")
+
+
+def test_prediction_is_the_judges_model() -> None:
+    baseline, _ = judge.load(BASELINES, REAL_BOX)
+    pred = judge.predict(baseline, "reasoning", 3500)
+    fit = baseline.fits["padding"]
+    assert pred.step_ms.value == pytest.approx(fit.predict_step_ms(3500 + 300))
+    assert pred.avg_commit.value == pytest.approx(2.9)
+    # tok/s = output / ((output − 1) / commit × step), times the baseline case's own rest
+    rest = 29.0 / (600 / (599 / 2.9 * 0.100))
+    assert pred.tok_s.value == pytest.approx(600 / (599 / 2.9 * pred.step_ms.value / 1000) * rest)
+
+
+def test_slow_tok_s_alone_names_step_time(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, *OFFLINE, "--observed-tok-s", "22")
+    assert code == 1
+    assert out == (f"specperf explain: regression — observed 22.0 tok/s; {PREDICTED}: observed "
+                   f"tok/s is 22 % below the prediction; with avg commit as predicted, step "
+                   f"time is 28 % above the fit at this context: a step-time regression: check "
+                   f"the kernels, attention backend and KV cache (run the nightly job against "
+                   f"this deployment){FIT_NOTE}\n")
+
+
+def test_low_commit_names_acceptance(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, *OFFLINE, "--observed-tok-s", "22", "--observed-commit", "2.0",
+                       "--json")
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["factor"] == "acceptance"
+    assert doc["factors"]["avg_commit"]["status"] == "fail"
+    assert doc["factors"]["step_ms"]["status"] != "fail"
+    assert "an acceptance regression: check the drafter and the text" in doc["message"]
+
+
+def test_unknown_class_names_the_classes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "--deployment", REAL_BOX, "--baseline-dir", str(BASELINES),
+                         "--class", "code", "--context", "3500", "--observed-tok-s", "32")
+    assert (code, out) == (2, "")
+    assert err == (f"specperf explain: the baseline of '{REAL_BOX}' (v1) has no text class "
+                   f"'code' (it has: padding, reasoning): pick one of those, or measure code "
+                   f"with --text-classes code --update-baselines.\n")
+
+
+def test_offline_needs_its_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "--deployment", REAL_BOX, "--class", "reasoning")
+    assert code == 2
+    assert err == ("specperf explain: explain needs --endpoint (live) or --context, "
+                   "--observed-tok-s (offline).\n")
+
+
+def test_unreachable_endpoint_is_infrastructure(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "--deployment", REAL_BOX, "--baseline-dir", str(BASELINES),
+                         "--endpoint", "http://127.0.0.1:9", "--window", "1")
+    assert (code, out) == (3, "")
+    assert err.startswith("specperf explain: ") and err.count("\n") == 1
+    assert "127.0.0.1:9" in err
+
+
+class _NoMetrics(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+
+@pytest.fixture
+def no_metrics() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NoMetrics)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_server_without_metrics(capsys: pytest.CaptureFixture[str], no_metrics: str) -> None:
+    code, _, err = run(capsys, "--deployment", REAL_BOX, "--baseline-dir", str(BASELINES),
+                       "--endpoint", no_metrics, "--window", "1")
+    assert code == 3
+    assert err == (f"specperf explain: {no_metrics} serves no /metrics (HTTP 404): explain "
+                   f"reads the server's counters; start it with --enable-metrics (SGLang), or "
+                   f"--metrics (llama-server), or point --endpoint at the server itself.\n")
+
+
+def test_no_traffic_in_the_window(capsys: pytest.CaptureFixture[str],
+                                  sim_server: SimProcess) -> None:
+    code, _, err = run(capsys, "--deployment", "sim-kimi-k26-ddtree", "--baseline-dir",
+                       str(BASELINES), "--endpoint", sim_server.url, "--window", "0.3")
+    assert code == 3
+    assert err == f"specperf explain: {NO_TRAFFIC}\n"
+    assert NO_TRAFFIC == "nothing was generated in the window: explain needs live traffic"
+
+
+def test_card_draws_the_observation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    card = tmp_path / "card.html"
+    code, _, _ = run(capsys, *OFFLINE, "--observed-tok-s", "32", "--html", str(card))
+    assert code == 0
+    page = card.read_text(encoding="utf-8")
+    assert "<svg" in page and 'data-status="noted"' in page
+    assert "observed 32.0 tok/s" in page and "run-to-run prior ±3.0 %" in page
+    assert "baseline case reasoning-ctx3333" in page

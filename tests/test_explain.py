@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sim_fixtures import SimProcess
 
+from sim_fixtures import SimProcess
 from specperf.cli import explain as cli
 from specperf.judge import explain as judge
 from specperf.servers.livemetrics import NO_TRAFFIC

@@ -15,6 +15,7 @@ import pytest
 
 from specperf.baselines.store import Baseline
 from specperf.core.errors import BaselineError
+from specperf.core.noise import NoiseModel
 from specperf.core.stats import MEDIAN_SE_FACTOR, summarize
 from specperf.judge.sweep import CaseData, Factor, estimate, information_gain
 from specperf.measure.loop import Measurement, Sample
@@ -80,7 +81,7 @@ def _data(stored: bool, rise: float = 0.0) -> dict[str, CaseData]:
 
 def test_stored_requests_compare_means_with_a_means_error() -> None:
     data = _data(stored=True, rise=0.05)
-    est = estimate(STEP, data)
+    est = estimate(STEP, data, NoiseModel.prior(0.0))  # the request terms alone
     logs = {cid: (np.log(c.run["step_ms"]), np.log((c.base_requests or {})["step_ms"]))
             for cid, c in data.items()}
     d = [float(now.mean() - then.mean()) for now, then in logs.values()]
@@ -91,6 +92,11 @@ def test_stored_requests_compare_means_with_a_means_error() -> None:
     assert est.se == pytest.approx(math.sqrt(per_case / 2))
     assert est.d == pytest.approx(sum(d) / 2)
     assert 8 < est.df < 18  # Welch: between the smaller side's df and both together
+    # The run-to-run noise adds its common part whole and its own part per case.
+    night = estimate(STEP, data, NoiseModel.prior(0.02, 0.5))
+    common, own = 0.01**2 * 2, (0.02**2 * 0.75) * 2
+    assert night.se == pytest.approx(math.sqrt(1 / (2 / (per_case + own)) + common))
+    assert night.run_var == pytest.approx(own / 2 + common)
 
 
 def test_without_stored_requests_the_median_rule_stays() -> None:

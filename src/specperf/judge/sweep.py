@@ -47,6 +47,7 @@ import numpy as np
 from ..core import contract
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import format_percent
+from ..core.noise import NoiseModel
 from ..core.sequential import Sprt
 from ..core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, Summary, t_quantile
 from ..plan.workload import Case
@@ -80,7 +81,7 @@ class CaseData:
 class Factor:
     """One test of the sweep: a metric over a set of cases, with its bad direction."""
 
-    name: str  # "step" or "acceptance"
+    name: str  # "tok/s", "step" or "acceptance"
     metric: str
     sign: int  # +1: a rise is worse (step time); −1: a fall is worse (commit)
     scope: str  # "" for every case, else the text class
@@ -100,6 +101,14 @@ class Estimate:
     se: float
     df: float
     per_case: dict[str, float] = field(default_factory=dict)
+    # The run-to-run part of se² (0 on the same night) and how it is known (core/noise.py).
+    run_var: float = 0.0
+    noise: str = ""
+
+    @property
+    def request_var(self) -> float:
+        """The part of se² that more requests shrink (the rest is the run term)."""
+        return max(self.se**2 - self.run_var, 0.0)
 
     def ci(self, level: float = 0.95) -> tuple[float, float]:
         """The relative change's confidence interval, in the metric's own direction."""
@@ -116,6 +125,9 @@ class Estimate:
 def factors(cases: Sequence[CaseData]) -> list[Factor]:
     """Step time over every case with a step time; acceptance per text class."""
     out = []
+    rated = tuple(c.case.id for c in cases if _has(c, "tok_s"))
+    if rated:  # the product users feel: a drop split over both factors is still a drop
+        out.append(Factor("tok/s", "tok_s", -1, "", rated))
     stepped = tuple(c.case.id for c in cases if _has(c, "step_ms"))
     if stepped:
         out.append(Factor("step", "step_ms", +1, "", stepped))
@@ -189,17 +201,21 @@ def _pooled_sd(groups: Sequence[np.ndarray]) -> tuple[float, float]:
     return (math.sqrt(ss / df) if df else 0.0), float(df)
 
 
-def estimate(factor: Factor, cases: Mapping[str, CaseData]) -> Estimate:
-    """Pool one factor's cases into D ± se (see the module docstring)."""
+def estimate(factor: Factor, cases: Mapping[str, CaseData], noise: NoiseModel | None = None,
+             base_runs: int = 1) -> Estimate:
+    """Pool one factor's cases into D ± se (see the module docstring); ``noise``: the
+    run-to-run noise of a comparison with a stored baseline merged from ``base_runs`` runs
+    (None: the prior; A/B's production requests are the same night, so none)."""
     chosen = [cases[cid] for cid in factor.case_ids]
     m = factor.metric
     run_logs = [_logs(c.run[m]) for c in chosen]
     sigma, df = _pooled_sd(run_logs)
     before = _before_side(m, chosen)
+    paired = all(c.base_values is not None for c in chosen)
     df_b = 0.0
     if isinstance(before, list):
         sigma_b, df_b = _pooled_sd(before)
-        if all(c.base_values is not None for c in chosen):  # A/B: one spread, both arms
+        if paired:  # A/B: one spread, both arms
             sigma = sigma_b = math.sqrt((sigma**2 * df + sigma_b**2 * df_b) / max(df + df_b, 1))
         base_n = [len(g) for g in before]
         centre = [float(np.mean(g)) for g in before]
@@ -211,20 +227,35 @@ def estimate(factor: Factor, cases: Mapping[str, CaseData]) -> Estimate:
         centre = [math.log(c.base[m].median) for c in chosen]
         k = MEDIAN_SE_FACTOR**2
     sigma, sigma_b = max(sigma, SIGMA_FLOOR), max(sigma_b, SIGMA_FLOOR)
+    run_noise = (NoiseModel.same_night() if paired else noise or NoiseModel.prior()).of(m)
+    common, own = run_noise.parts(base_runs)
     d = np.array([factor.sign * (float(np.mean(g)) - b)
                   for g, b in zip(run_logs, centre, strict=True)])
     now = np.array([sigma**2 / len(g) for g in run_logs])
     then = np.array([k * sigma_b**2 / n for n in base_n])
-    weights = 1.0 / (now + then)
+    # Each case's own run term weighs like its requests (generalised least squares); the part
+    # common to every case does not average out, so it adds to the pooled variance whole.
+    weights = 1.0 / (now + then + own)
     pooled = float(np.sum(weights * d) / np.sum(weights))
-    if df_b and not all(c.base_values is not None for c in chosen):
+    request_var = float(np.sum(weights**2 * (now + then)) / np.sum(weights) ** 2)
+    run_var = float(np.sum(weights**2) * own / np.sum(weights) ** 2) + common
+    if df_b and not paired:
         # Two spreads estimated apart (a stored baseline's requests, this run's): Welch.
         a, b = float(np.sum(weights**2 * now)), float(np.sum(weights**2 * then))
         df = (a + b) ** 2 / (a**2 / max(df, 1.0) + b**2 / df_b)
     else:
         df += df_b
-    return Estimate(factor, pooled, float(1.0 / math.sqrt(np.sum(weights))), max(df, 1.0),
-                    {c.case.id: float(x) for c, x in zip(chosen, d, strict=True)})
+    df = _satterthwaite((request_var, max(df, 1.0)), (run_var, run_noise.df))
+    return Estimate(factor, pooled, math.sqrt(request_var + run_var), df,
+                    {c.case.id: float(x) for c, x in zip(chosen, d, strict=True)},
+                    run_var, run_noise.text())
+
+
+def _satterthwaite(*parts: tuple[float, float]) -> float:
+    """Degrees of freedom of a sum of variance estimates (value, df): Welch–Satterthwaite."""
+    total = sum(v for v, _ in parts)
+    denom = sum(v * v / df for v, df in parts if v > 0 and math.isfinite(df))
+    return max(total * total / denom, 1.0) if denom > 0 else math.inf
 
 
 def _before_side(metric: str, chosen: Sequence[CaseData]) -> list[np.ndarray] | None:
@@ -316,7 +347,8 @@ class SweepResult:
             return Verdict(self.label, PASS, f"no regression across the {self.label}: "
                            f"{moves}. {power}", None, details)
         shown = [r for r in self.results if r.status == status]
-        message = " ".join(_status_sentence(r, self.label, self.tolerance) for r in shown)
+        message = " ".join(_status_sentence(r, self.label, self.tolerance, self.results)
+                           for r in shown)
         rest = [r for r in self.results if r.status != status]
         others = f" Otherwise: {', '.join(_move_text(r) for r in rest)}." \
             if rest and status != REGRESSION else ""
@@ -324,29 +356,38 @@ class SweepResult:
 
     def _power_clause(self) -> str:
         size = f"{100 * self.effect:g}%"
+        rate = [r.power for r in self.results if r.estimate.factor.name == "tok/s"]
         step = [r.power for r in self.results if r.estimate.factor.name == "step"]
         acc = [f"{r.power:.2f} on {r.estimate.factor.scope}" for r in self.results
                if r.estimate.factor.name == "acceptance"]
-        parts = [f"a {size} step-time rise with probability {step[0]:.2f}"] if step else []
+        parts = [f"a {size} tok/s fall with {rate[0]:.2f}"] if rate else []
+        if step:
+            parts.append(f"a {size} step-time rise with {step[0]:.2f}")
         if acc:
             parts.append(f"a {size} acceptance fall with {' and '.join(acc)}")
+        parts[0] = parts[0].replace(" with ", " with probability ", 1)
+        noise = next((r.estimate.noise for r in self.results if r.estimate.noise), "")
         return (f"Would have caught {', '.join(parts)} ({self.extra} extra requests, "
                 f"{self.extra_s:.0f} s; false alarms \u2264 {100 * self.alpha:g}% per sweep at "
-                f"a change of the {_pct(self.tolerance)} sweep tolerance).")
+                f"a change of the {_pct(self.tolerance)} sweep tolerance; {noise}).")
 
 
 def judge_sweep(cases: Sequence[CaseData], label: str, more: More | None = None,
                 budget: int = 0, *, alpha: float = SWEEP_ALPHA, beta: float = SWEEP_BETA,
-                effect: float = SWEEP_EFFECT, tolerance: float = SWEEP_TOLERANCE) -> SweepResult:
-    """Test every factor; while a test is undecided and ``budget`` requests remain, ``more``
-    takes one request of the case that adds the most evidence per second to the open tests."""
+                effect: float = SWEEP_EFFECT, tolerance: float = SWEEP_TOLERANCE,
+                noise: NoiseModel | None = None, base_runs: int = 1) -> SweepResult:
+    """Test every factor; while a test is undecided, more requests can still decide it and
+    ``budget`` requests remain, ``more`` takes one request of the case that adds the most
+    evidence per second to the open tests. ``noise``: the run-to-run noise of a comparison
+    with a stored baseline merged from ``base_runs`` runs (None: the prior)."""
     by_id = {c.case.id: c for c in cases}
     found = factors(cases)
     tests = tests_for(found, alpha, beta, effect, tolerance)
     extra, extra_s = 0, 0.0
     while True:
-        estimates = [estimate(f, by_id) for f in found]
-        open_ = [e for e in estimates if tests[e.factor.key].decide(e) == "more"]
+        estimates = [estimate(f, by_id, noise, base_runs) for f in found]
+        open_ = [e for e in estimates if tests[e.factor.key].decide(e) == "more"
+                 and _requests_help(tests[e.factor.key], e)]
         if not open_ or more is None or extra >= budget:
             break
         target = max(by_id.values(), key=lambda c: sum(
@@ -358,19 +399,35 @@ def judge_sweep(cases: Sequence[CaseData], label: str, more: More | None = None,
     return SweepResult(label, results, extra, extra_s, alpha, effect, tolerance)
 
 
+# Requests stop helping when what they shrink is this small a share of the variance.
+_REQUEST_SHARE_FLOOR = 0.1
+
+
+def _requests_help(test: FactorTest, est: Estimate) -> bool:
+    """Whether more requests can still decide ``est``: not when the run-to-run term alone
+    leaves the test undecided at the current estimate, nor when requests are already a small
+    share of the variance. GPU seconds go where the statistics need them."""
+    if est.run_var <= 0:
+        return True
+    if est.request_var < _REQUEST_SHARE_FLOOR * est.se**2:
+        return False
+    floor = Estimate(est.factor, est.d, math.sqrt(est.run_var), est.df, est.per_case,
+                     est.run_var, est.noise)
+    return test.decide(floor) != "more"
+
+
 def _result(test: FactorTest, est: Estimate, tolerance: float) -> FactorResult:
-    """The contract's status from the SPRT's decision (at the budget: the fixed-sample rule,
-    else the 95 % interval against the tolerance)."""
+    """The contract's status of one factor (:func:`specperf.core.contract.sequential_status`):
+    the SPRT's decision, or at the budget the fixed-sample rule, at the test's own level
+    for a regression and at 95 % for the rest."""
     ended = test.decide(est)
     decision = "regressed" if ended == "more" and test.final(est) else ended
+    level = 1.0 - 2.0 * test.sprt.alpha  # two-sided level whose one side is the test's alpha
     low, high = est.ci()
-    found = contract.status(contract.Change(est.change, low, high), -est.factor.sign, tolerance,
-                            decision)
-    if found == REGRESSION and decision != "regressed":
-        # Beyond the tolerance at 95 % but not at the test's own level (its share of the
-        # sweep's alpha): calling that a regression would fail 2.5 % of the runs whose change
-        # is exactly the tolerance, several times the stated rate.
-        found = UNDETERMINED
+    dlow, dhigh = est.ci(level)
+    found = contract.sequential_status(contract.Change(est.change, low, high),
+                                       contract.Change(est.change, dlow, dhigh),
+                                       -est.factor.sign, tolerance, decision)
     return FactorResult(est, "budget" if ended == "more" else ended, found, test.power(est))
 
 
@@ -380,10 +437,13 @@ def _ci_text(est: Estimate) -> str:
     return f"95% CI {format_percent(low)} to {format_percent(high)}"
 
 
+def _what(factor: Factor) -> str:
+    return {"tok/s": "tok/s", "step": "step time"}.get(factor.name, f"avg commit {factor.scope}")
+
+
 def _move_text(result: FactorResult) -> str:
     est = result.estimate
-    what = "step time" if est.factor.name == "step" else f"avg commit {est.factor.scope}"
-    return f"{what} {format_percent(est.change)} ({_ci_text(est)})"
+    return f"{_what(est.factor)} {format_percent(est.change)} ({_ci_text(est)})"
 
 
 def _where(est: Estimate) -> str:
@@ -399,29 +459,75 @@ def _pct(fraction: float) -> str:
     return f"{round(100 * fraction, 1):g}%"
 
 
-def _status_sentence(result: FactorResult, label: str, tolerance: float) -> str:
+def _status_sentence(result: FactorResult, label: str, tolerance: float,
+                     others: Sequence[FactorResult] = ()) -> str:
     """One factor's sentence: what moved, where, and what the contract made of it."""
     est = result.estimate
-    step = est.factor.name == "step"
+    name = est.factor.name
     worse = est.factor.sign * est.change > 0
-    verb = ("rose" if worse else "fell") if step else ("fell" if worse else "rose")
-    what = "step time" if step else "avg commit"
-    scope = "" if step else f" on {est.factor.scope} text"
+    rises_worse = est.factor.sign > 0
+    verb = "rose" if worse == rises_worse else "fell"
+    what = {"tok/s": "tok/s", "step": "step time"}.get(name, "avg commit")
+    scope = f" on {est.factor.scope} text" if name == "acceptance" else ""
     head = (f"{what} {verb} {100 * abs(est.change):.1f}%{scope} across the {label} "
             f"({_ci_text(est)}, {_where(est)})")
     tol = _pct(tolerance)
     if result.status == REGRESSION:
-        return f"{head} \u2014 {STEP_HINT if step else ACCEPTANCE_HINT}."
+        if name == "tok/s":
+            return f"{head}: {_split(est, others)}."
+        return f"{head} \u2014 {STEP_HINT if name == 'step' else ACCEPTANCE_HINT}."
     if result.status == NOTED:
-        return (f"{head} \u2014 a change inside the {tol} sweep tolerance: noted, not a "
-                f"regression.")
+        low, high = est.ci()
+        if contract.inside(contract.Change(est.change, low, high), -est.factor.sign, tolerance):
+            return (f"{head} \u2014 a change inside the {tol} sweep tolerance: noted, not a "
+                    f"regression.")
+        return (f"{head} \u2014 the sequential test ruled out the effect it looks for, "
+                f"though the 95% interval reaches past the {tol} sweep tolerance: noted, not "
+                f"a regression.")
     if result.status == IMPROVED:
         return f"{head} \u2014 better than the baseline beyond the {tol} sweep tolerance: " \
             f"{REFRESH_HINT}."
-    return (f"{head} \u2014 the interval straddles the {tol} sweep tolerance after the "
-            f"request budget, so it is neither a pass nor a fail: measure again with more "
-            f"repeats (pytest perf_tests -m context_scaling --repeats 6), or set "
-            f"--sweep-tolerance to the change that matters.")
+    return f"{head} \u2014 {_undecided(est, tol)}"
+
+
+def _undecided(est: Estimate, tol: str) -> str:
+    """What would decide an interval that straddles the tolerance: more requests only when
+    they are what keeps it wide; otherwise the run-to-run noise is, and another night is."""
+    if est.run_var > est.request_var:
+        return (f"the interval straddles the {tol} sweep tolerance and is wide from the "
+                f"run-to-run noise ({est.noise}), which more requests do not shrink: judge a "
+                f"deploy against a same-night reference (specperf gate --help), merge several "
+                f"nights into the baseline (--specperf-baseline-runs), or set "
+                f"--sweep-tolerance to the change that matters.")
+    return (f"the interval straddles the {tol} sweep tolerance after the request budget, so "
+            f"it is neither a pass nor a fail: measure again with more repeats (pytest "
+            f"perf_tests -m context_scaling --repeats 6), or set --sweep-tolerance to the "
+            f"change that matters.")
+
+
+def _split(rate: Estimate, others: Sequence[FactorResult]) -> str:
+    """A tok/s drop split into its factors (tok/s = avg commit / step time): each factor's
+    share of the log drop, and the rest (prefill, transport) so that the shares add up."""
+    total = rate.d  # positive: tok/s fell
+    step = next((r.estimate for r in others if r.estimate.factor.name == "step"), None)
+    accs = [r.estimate for r in others if r.estimate.factor.name == "acceptance"]
+    if step is None or not accs or total <= 0:
+        return ("acceptance or step time was not measured, so the drop cannot be attributed: "
+                "check the acceptance source")
+    cases = sum(len(a.factor.case_ids) for a in accs)
+    acc_d = sum(a.d * len(a.factor.case_ids) for a in accs) / cases
+    commit = math.expm1(-acc_d)
+    shares = {"step time": step.d / total, "acceptance": acc_d / total}
+    shares["the rest (prefill, transport)"] = 1.0 - sum(shares.values())
+    named = ", ".join(f"{n} {round(100 * v):d} %" for n, v in shares.items()
+                      if abs(v) >= 0.05 or n != "the rest (prefill, transport)")
+    main = max(("step time", "acceptance"), key=lambda n: shares[n])
+    hint = STEP_HINT if main == "step time" else ACCEPTANCE_HINT
+    if min(shares["step time"], shares["acceptance"]) >= 0.25:
+        hint = ("acceptance and step-time regression: check the drafter and the text, then the "
+                "kernels, attention backend and KV cache")
+    return (f"step time {format_percent(step.change)} and avg commit {format_percent(commit)} "
+            f"(shares of the drop: {named}) \u2014 {hint}")
 
 
 def _detail(result: FactorResult) -> dict[str, float]:

@@ -269,13 +269,17 @@ def predict(baseline: Baseline, text_class: str, context: float, *,
     rest = base_rest(near, near.output_tokens, prefill)
     commit_sd = math.sqrt(commit_se**2 + noise.of("avg_commit").comparison_var())
     step_sd = math.sqrt(fit_se**2 + batch_se**2 + noise.of("step_ms").comparison_var())
+    # tok/s carries its own run-to-run noise once (not each factor's again) and both
+    # factors' baseline errors.
+    tok_sd = math.sqrt(commit_se**2 + fit_se**2 + batch_se**2
+                       + noise.of("tok_s").comparison_var())
     tok = predict_tok_s(commit, step, n_out, prefill) * rest
     tol = {**DEFAULT_TOLERANCES, **baseline.tolerances, **near.tolerances}
     return Prediction(
         baseline.deployment, baseline.version, text_class, float(context), n_out, concurrency,
         Figure(commit, commit_sd, commit_src),
         Figure(step, step_sd, f"the baseline's {fit_class} context fit at {x:.0f} tokens"),
-        Figure(tok, math.hypot(commit_sd, step_sd), "predict_tok_s(avg commit, step time)"),
+        Figure(tok, tok_sd, "predict_tok_s(avg commit, step time)"),
         prefill, rest, noise.of("tok_s").text(), tuple(notes + batch_notes), tol)
 
 
@@ -354,6 +358,12 @@ def _sentence(obs: Observation, pred: Prediction, factors: Mapping[str, Mapping[
         return IMPROVED, "none", (f"{head}: the observation is {_pct(tok['change'])} faster than "
                                   f"the baseline predicts — the baseline may be stale; refresh "
                                   f"it with --update-baselines.{notes}")
+    if tok["status"] == contract.UNDETERMINED:
+        return tok["status"], "none", (
+            f"{head}: the observation is {_pct(tok['change'])} "
+            f"{'below' if tok['change'] < 0 else 'above'} the prediction, which the baseline's "
+            f"uncertainty cannot tell from its tolerance — undetermined: a longer window, or "
+            f"the box's history (--history), would decide.{notes}")
     why = _why_slow(pred, baseline)
     return tok["status"], "none", (f"{head}: the observation is what this deployment does on "
                                    f"this traffic{why}, not a regression.{notes}")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.errors import AcceptanceUnavailable, BadStatus, EndpointError
@@ -109,13 +109,16 @@ class LiveObservation:
     ttft_ms: float | None
     requests: float
     sources: Mapping[str, str] = field(default_factory=dict)
+    # When the two readings were taken (this host's monotonic clock, seconds).
+    read_at: tuple[float, float] = (math.nan, math.nan)
 
     def to_dict(self) -> dict[str, Any]:
         return {"endpoint": self.endpoint, "family": self.family, "window_s": self.window_s,
                 "tok_s": self.tok_s, "avg_commit": self.avg_commit, "step_ms": self.step_ms,
                 "context": self.context, "output_tokens": self.output_tokens,
                 "concurrency": self.concurrency, "ttft_ms": self.ttft_ms,
-                "requests": self.requests, "sources": dict(self.sources)}
+                "requests": self.requests, "sources": dict(self.sources),
+                "read_at": list(self.read_at)}
 
 
 def scrape(client: Client, clock: Callable[[], float] = time.monotonic) -> Scrape:
@@ -151,7 +154,8 @@ def observe(client: Client, window_s: float, *, poll_s: float = 1.0,
     sim = simulated.identity(client)
     scale = sim.time_scale if sim else 1.0
     derive = {"sglang": _sglang, "vllm": _vllm, "llamacpp": _llamacpp}[family]
-    return derive(client.base_url, first, last, running, scale)
+    return replace(derive(client.base_url, first, last, running, scale),
+                   read_at=(first.at, last.at))
 
 
 class _Delta:

@@ -1,0 +1,113 @@
+"""specperf explain --endpoint on the simulator: the seed's incident, then a step-time fault and
+an acceptance fault, each verdict's figures checked against the simulator's ground truth.
+
+Traffic is production-like: reasoning text at 3500 tokens of context, 600 output tokens,
+concurrency 1, from a small load generator (tests/explain_load.py). The simulator runs at a
+time scale of 0.05, so a window of 4 wall seconds is 80 simulated seconds (about four
+requests of the incident's ~21 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from explain_load import Load, prompt_ids
+from sim_fixtures import SimProcess, launch_sim
+from specperf.cli import explain as cli
+
+pytestmark = pytest.mark.slow
+BASELINES = Path(__file__).resolve().parents[1] / "baselines"
+# The shipped baseline of the incident profile (kimi-k26-ddtree), written by a perf run.
+DEPLOYMENT = "sim-kimi-k26-ddtree"
+CONTEXT, OUTPUT = 3500, 600
+WINDOW_S = "4"
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimProcess]:
+    process = launch_sim("kimi-k26-ddtree", time_scale=0.05)
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def explain_live(sim: SimProcess, faults: dict[str, Any], capsys: pytest.CaptureFixture[str],
+                 tmp_path: Path) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
+    """Production traffic under ``faults`` while explain watches a window; its exit code, JSON
+    and the simulator's ground truth of the requests that finished in the window."""
+    httpx.post(f"{sim.url}/_sim/reset", timeout=30).raise_for_status()
+    httpx.post(f"{sim.url}/_sim/faults", json=faults, timeout=30).raise_for_status()
+    ids = prompt_ids(sim.url, "reasoning", CONTEXT)
+    parser = argparse.ArgumentParser(prog="specperf")
+    cli.add_subcommand(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["explain", "--deployment", DEPLOYMENT, "--baseline-dir",
+                              str(BASELINES), "--endpoint", sim.url, "--window", WINDOW_S,
+                              "--json", "--html", str(tmp_path / "card.html")])
+    with Load(sim.url, ids, OUTPUT) as load:
+        deadline = time.monotonic() + 60
+        while load.finished < 1:  # the window starts in steady state
+            assert time.monotonic() < deadline and not load.errors, load.errors
+            time.sleep(0.05)
+        code = args.run(args)
+    doc = json.loads(capsys.readouterr().out)
+    start, end = doc["live"]["read_at"]
+    truth = httpx.get(f"{sim.url}/_sim/truth", timeout=30).json()["requests"]
+    # Counters move at finish: the window's requests are those that finished inside it
+    # (the simulator's clock is this machine's monotonic clock).
+    inside = [r for r in truth if r["finished_mono"] and start <= r["finished_mono"] <= end
+              and not r["background"]]
+    assert inside, "no request finished inside the window"
+    return code, doc, inside
+
+
+def check_figures(doc: dict[str, Any], inside: list[dict[str, Any]]) -> None:
+    """The derived figures are the ground truth's of the window's requests."""
+    steps = sum(len(r["commits"]) for r in inside)
+    tokens = sum(r["completion_tokens"] for r in inside)
+    commit = (tokens - len(inside)) / steps
+    step_ms = sum(sum(r["step_ms"]) for r in inside) / steps
+    obs = doc["observation"]
+    assert obs["context"] == CONTEXT and obs["output_tokens"] == OUTPUT
+    assert obs["avg_commit"] == pytest.approx(commit, rel=0.01)
+    assert obs["step_ms"] == pytest.approx(step_ms, rel=0.02)
+    assert doc["live"]["requests"] == len(inside)
+    assert obs["concurrency"] == pytest.approx(1.0)
+
+
+def test_incident_is_what_the_deployment_does(sim: SimProcess, capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    code, doc, inside = explain_live(sim, {}, capsys, tmp_path)
+    check_figures(doc, inside)
+    assert 29.0 <= doc["observation"]["tok_s"] <= 32.0
+    assert code == 0 and doc["status"] in ("pass", "noted") and doc["factor"] == "none"
+    assert doc["observation"]["text_class"] == "reasoning"
+    assert "the observation is what this deployment does on this traffic" in doc["message"]
+    assert "long context" in doc["message"] and "low-acceptance text" in doc["message"]
+
+
+def test_step_time_fault_names_step_time(sim: SimProcess, capsys: pytest.CaptureFixture[str],
+                                         tmp_path: Path) -> None:
+    code, doc, inside = explain_live(sim, {"step_time_mult": 1.3}, capsys, tmp_path)
+    check_figures(doc, inside)
+    assert code == 1 and doc["status"] == "regression" and doc["factor"] == "step time"
+    assert doc["factors"]["step_ms"]["change"] == pytest.approx(0.3, abs=0.03)
+    assert doc["factors"]["avg_commit"]["status"] in ("pass", "noted")
+    assert "a step-time regression" in doc["message"]
+
+
+def test_acceptance_fault_names_acceptance(sim: SimProcess, capsys: pytest.CaptureFixture[str],
+                                           tmp_path: Path) -> None:
+    code, doc, inside = explain_live(sim, {"acceptance_mult": 0.7}, capsys, tmp_path)
+    check_figures(doc, inside)
+    assert code == 1 and doc["status"] == "regression" and doc["factor"] == "acceptance"
+    assert doc["factors"]["step_ms"]["status"] in ("pass", "noted")
+    assert "an acceptance regression" in doc["message"]

@@ -20,12 +20,15 @@ from typing import Any
 
 import httpx
 
-from specperf.core.errors import SpecperfError
-from specperf.judge.verdict import NotJudged
-from specperf.plan.workload import Case, load_text_classes
-from specperf.plugin.runstate import RunState
-from specperf.servers.simulated import SimProcess
-from specperf.settings.config import resolve
+from specperf import (
+    Case,
+    NotJudged,
+    RunState,
+    SimProcess,
+    SpecperfError,
+    load_text_classes,
+    resolve,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SMOKE = (("reasoning", 3333), ("padding", 3333), ("padding", 13))

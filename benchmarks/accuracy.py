@@ -35,10 +35,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from specperf.core.model import fit_context
-from specperf.measure.session import PerfSession
-from specperf.plan.workload import Case
-from specperf.settings.config import resolve
+from specperf import Case, PerfSession, fit_context, resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"
 FIGURES = ("step_ms", "avg_commit", "decode_tok_s")

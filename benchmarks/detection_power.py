@@ -50,14 +50,17 @@ from typing import Any
 import httpx
 import numpy as np
 
-from specperf.baselines.store import CaseBaseline
-from specperf.core.limits import DEFAULT_TOLERANCES
-from specperf.core.stats import summarize
-from specperf.judge.verdict import judge_case
-from specperf.measure.repeats import decide_repeats
-from specperf.measure.session import PerfSession
-from specperf.plan.workload import Case
-from specperf.settings.config import resolve
+from specperf import (
+    DEFAULT_TOLERANCES,
+    Case,
+    CaseBaseline,
+    PerfSession,
+    RepeatDecision,
+    decide_repeats,
+    judge_case,
+    resolve,
+    summarize,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 NOISES = (0.01, 0.03, 0.05)
@@ -276,7 +279,6 @@ def calibrate(time_scale: float, requests: int) -> Calibration:
 
 
 def _fixed(values: Mapping[str, Sequence[float]], count: int) -> Any:
-    from specperf.measure.repeats import RepeatDecision
     n = min(len(v) for v in values.values())
     return RepeatDecision("stop" if n >= count else "more", "fixed")
 

@@ -29,13 +29,15 @@ from typing import Any
 
 import httpx
 
-from specperf.core.errors import SpecperfError
-from specperf.judge.verdict import NotJudged
-from specperf.plan.reuse import PromptPlan
-from specperf.plan.workload import load_text_classes
-from specperf.plugin.runstate import RunState
-from specperf.servers.simulated import SimProcess
-from specperf.settings.config import resolve
+from specperf import (
+    NotJudged,
+    PromptPlan,
+    RunState,
+    SimProcess,
+    SpecperfError,
+    load_text_classes,
+    resolve,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCENARIOS = {"clean": {}, "acceptance -3 %": {"acceptance_mult": 0.97},

@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from specperf.servers.simulated import SimProcess
+from specperf import SimProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results" / "fleet_wall.json"

@@ -31,13 +31,16 @@ from typing import Any
 
 import httpx
 
-from specperf.baselines.store import CaseBaseline
-from specperf.core.limits import DEFAULT_TOLERANCES
-from specperf.judge.verdict import judge_case
-from specperf.measure.repeats import RepeatDecision, decide_repeats
-from specperf.measure.session import PerfSession
-from specperf.plan.workload import Case
-from specperf.settings.config import resolve
+from specperf import (
+    DEFAULT_TOLERANCES,
+    Case,
+    CaseBaseline,
+    PerfSession,
+    RepeatDecision,
+    decide_repeats,
+    judge_case,
+    resolve,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SMOKE = ("reasoning-ctx3333", "padding-ctx3333", "padding-ctx13")

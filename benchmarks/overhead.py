@@ -34,10 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from specperf.measure.session import PerfSession
-from specperf.plan.workload import Case
-from specperf.servers import acceptance
-from specperf.settings.config import resolve
+from specperf import Case, PerfSession, parse_metrics, resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CASES = (("padding", 13), ("reasoning", 3333))
@@ -84,12 +81,12 @@ def pieces(session: PerfSession, case: Case, count: int) -> dict[str, float]:
         prompts.build(case, f"run {uuid.uuid4().hex[:12]}: ", want_ids=True)
 
     def scrape() -> None:
-        acceptance.parse_metrics(client.get_text("/metrics", timeout_s=30))
+        parse_metrics(client.get_text("/metrics", timeout_s=30))
 
     text = client.get_text("/metrics", timeout_s=30)
     return {"prompt_build_ms": cpu_ms(build, count)[0],
             "metrics_scrape_ms": cpu_ms(scrape, count)[0],
-            "metrics_parse_only_ms": cpu_ms(lambda: acceptance.parse_metrics(text), count)[0],
+            "metrics_parse_only_ms": cpu_ms(lambda: parse_metrics(text), count)[0],
             "metrics_bytes": len(text)}
 
 

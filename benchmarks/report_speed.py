@@ -21,15 +21,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from specperf.baselines.store import Baseline
-from specperf.core.limits import DEFAULT_TOLERANCES
-from specperf.core.model import fit_context
-from specperf.judge.verdict import judge_case
-from specperf.measure.loop import Measurement, Sample
-from specperf.plan.workload import Case
-from specperf.plugin.runstate import RunState
-from specperf.record import results
-from specperf.views import page
+from specperf import (
+    DEFAULT_TOLERANCES,
+    Baseline,
+    Case,
+    Measurement,
+    RunInfo,
+    RunState,
+    Sample,
+    build_results,
+    fit_context,
+    judge_case,
+    load_results,
+    render_report,
+    write_results,
+)
 
 TARGET_S = 5.0
 OUTPUT = 600
@@ -68,20 +74,20 @@ def synthetic(n_cases: int, seed: int = 0) -> dict[str, Any]:
                              git_revision="0", provenance="benchmark", simulated=True)
     verdicts = [RunState.verdict_dict(judge_case(m.case.id, m.summaries(), base.cases[m.case.id],
                                                  DEFAULT_TOLERANCES)) for m in new]
-    run = results.RunInfo(results.new_run_id(), results.utc_now(), 0.0, 0.0,
+    run = RunInfo(f"bench-{seed}", "2026-01-01T00:00:00Z", 0.0, 0.0,
                           {"endpoint": None, "contexts": contexts, "text_classes": classes,
                            "output_tokens": OUTPUT, "repeats": 3}, "bench", "0")
     server = {"url": "http://127.0.0.1:1", "label": "SIMULATED", "simulated": True,
               "fingerprint": {"model": "m"}, "time_scale": 1.0, "notes": []}
-    return results.build(run, server=server, measurements={m.case.id: m.to_dict() for m in new},
+    return build_results(run, server=server, measurements={m.case.id: m.to_dict() for m in new},
                          verdicts=verdicts, outcomes={}, errors={}, baseline=base)
 
 
 def _time_once(path: Path) -> tuple[float, float, int]:
     start = time.perf_counter()
-    doc = results.load(path)
+    doc = load_results(path)
     loaded = time.perf_counter()
-    html = page.render(doc)
+    html = render_report(doc)
     return loaded - start, time.perf_counter() - loaded, len(html)
 
 
@@ -91,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        path = results.write(synthetic(args.cases), Path(tmp))
+        path = write_results(synthetic(args.cases), Path(tmp))
         size = path.stat().st_size
         rounds = [_time_once(path) for _ in range(args.rounds)]
     load_s, render_s, html_bytes = min(rounds, key=lambda r: r[0] + r[1])

@@ -69,10 +69,10 @@ def prose_sources() -> dict[str, str]:
     if gpl.is_file():
         sources["gpl3-prose"] = gpl.read_text(encoding="utf-8")
     try:
-        from specperf.plan.workload import generate
+        from specperf import generate_text
     except ImportError:
         return sources
-    sources["workload-prose"] = generate("prose", 1, 40_000)
+    sources["workload-prose"] = generate_text("prose", 1, 40_000)
     return sources
 
 

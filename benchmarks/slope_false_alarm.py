@@ -27,12 +27,7 @@ from typing import Any
 
 import httpx
 
-from specperf.core.errors import SpecperfError
-from specperf.judge.verdict import NotJudged
-from specperf.plan.workload import load_text_classes
-from specperf.plugin.runstate import RunState
-from specperf.servers.simulated import SimProcess
-from specperf.settings.config import resolve
+from specperf import NotJudged, RunState, SimProcess, SpecperfError, load_text_classes, resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BASELINE_CONTEXTS = "13,20,600,1663,3333,5553"

@@ -23,9 +23,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from .core.version import __version__  # the one constant loaded eagerly
 
-# name -> (module, attribute): the one documented API.
+# name -> (module, attribute): the one documented API (docs/architecture.md lists it).
 _PUBLIC: dict[str, tuple[str, str]] = {
     # settings
     "Settings": ("settings.config", "Settings"),
@@ -35,26 +35,41 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "TextClass": ("plan.workload", "TextClass"),
     "load_text_classes": ("plan.workload", "load_text_classes"),
     "plan": ("plan.workload", "plan"),
+    "generate_text": ("plan.workload", "generate"),
+    "PromptPlan": ("plan.reuse", "PromptPlan"),
     "PerfSession": ("measure.session", "PerfSession"),
     "Measurement": ("measure.loop", "Measurement"),
     "Sample": ("measure.loop", "Sample"),
     "step_repeats": ("measure.loop", "step_repeats"),
+    "decide_repeats": ("measure.repeats", "decide_repeats"),
+    "RepeatDecision": ("measure.repeats", "RepeatDecision"),
+    # servers: the simulator as a process, a server's Prometheus counters
+    "SimProcess": ("servers.simulated", "SimProcess"),
+    "parse_metrics": ("servers.acceptance", "parse_metrics"),
     # the model: throughput = avg commit / step time
     "ContextFit": ("core.model", "ContextFit"),
+    "fit_context": ("core.model", "fit_context"),
     "fit_repeats": ("core.model", "fit_repeats"),
     "attribute": ("core.model", "attribute"),
     "predict_tok_s": ("core.model", "predict_tok_s"),
+    "summarize": ("core.stats", "summarize"),
     # verdicts
     "DEFAULT_TOLERANCES": ("core.limits", "DEFAULT_TOLERANCES"),
     "Verdict": ("judge.verdict", "Verdict"),
     "NotJudged": ("judge.verdict", "NotJudged"),
     "judge_case": ("judge.verdict", "judge_case"),
     "judge_fit": ("judge.verdict", "judge_fit"),
-    # baselines and results
+    # baselines, the record and its report
     "Baseline": ("baselines.store", "Baseline"),
     "CaseBaseline": ("baselines.store", "CaseBaseline"),
     "BaselineStore": ("baselines.store", "BaselineStore"),
+    "RunInfo": ("record.results", "RunInfo"),
+    "build_results": ("record.results", "build"),
+    "write_results": ("record.results", "write"),
     "load_results": ("record.results", "load"),
+    "render_report": ("views.page", "render"),
+    # the plugin's run, driven outside pytest (benchmarks, tools): plan, measure, judge
+    "RunState": ("plugin.runstate", "RunState"),
     # errors (infrastructure problems; a regression is a verdict, never an exception)
     "SpecperfError": ("core.errors", "SpecperfError"),
     "ConfigError": ("core.errors", "ConfigError"),
@@ -64,10 +79,13 @@ _PUBLIC: dict[str, tuple[str, str]] = {
 
 __all__ = [  # the names of _PUBLIC, spelled out for linters and type checkers
     "__version__", "Settings", "resolve", "Case", "TextClass", "load_text_classes", "plan",
-    "PerfSession", "Measurement", "Sample", "step_repeats", "ContextFit", "fit_repeats",
-    "attribute", "predict_tok_s", "DEFAULT_TOLERANCES", "Verdict", "NotJudged", "judge_case",
-    "judge_fit", "Baseline", "CaseBaseline", "BaselineStore", "load_results", "SpecperfError",
-    "ConfigError", "EndpointError", "BaselineError",
+    "generate_text", "PromptPlan", "PerfSession", "Measurement", "Sample", "step_repeats",
+    "decide_repeats", "RepeatDecision", "SimProcess", "parse_metrics", "ContextFit",
+    "fit_context", "fit_repeats", "attribute", "predict_tok_s", "summarize",
+    "DEFAULT_TOLERANCES", "Verdict", "NotJudged", "judge_case", "judge_fit", "Baseline",
+    "CaseBaseline", "BaselineStore", "RunInfo", "build_results", "write_results",
+    "load_results", "render_report", "RunState", "SpecperfError", "ConfigError",
+    "EndpointError", "BaselineError",
 ]
 
 
@@ -89,10 +107,21 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .baselines.store import Baseline, BaselineStore, CaseBaseline
     from .core.errors import BaselineError, ConfigError, EndpointError, SpecperfError
     from .core.limits import DEFAULT_TOLERANCES
-    from .core.model import ContextFit, attribute, fit_repeats, predict_tok_s
+    from .core.model import ContextFit, attribute, fit_context, fit_repeats, predict_tok_s
+    from .core.stats import summarize
     from .judge.verdict import NotJudged, Verdict, judge_case, judge_fit
     from .measure.loop import Measurement, Sample, step_repeats
+    from .measure.repeats import RepeatDecision, decide_repeats
     from .measure.session import PerfSession
+    from .plan.reuse import PromptPlan
     from .plan.workload import Case, TextClass, load_text_classes, plan
+    from .plan.workload import generate as generate_text
+    from .plugin.runstate import RunState
+    from .record.results import RunInfo
+    from .record.results import build as build_results
     from .record.results import load as load_results
+    from .record.results import write as write_results
+    from .servers.acceptance import parse_metrics
+    from .servers.simulated import SimProcess
     from .settings.config import Settings, resolve
+    from .views.page import render as render_report

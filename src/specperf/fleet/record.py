@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from .. import __version__
+from ..core.version import __version__
 from ..measure.session import git_revision
 from ..plugin.reporting import ERROR_CHARS, custom_matrix, endpoint_document
 from ..plugin.runstate import RunState

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from .. import __version__
 from ..baselines.concurrency import ConcurrencyBaseline, ConcurrencyStore
 from ..baselines.store import CaseBaseline
 from ..core.errors import BaselineError, ConfigError, SpecperfError
+from ..core.version import __version__
 from ..judge.concurrency import judge_batch_fit, judge_level
 from ..judge.verdict import NotJudged, Verdict
 from ..measure.burst import Burst, Burster, Level, batch_fit

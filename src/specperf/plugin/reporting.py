@@ -20,9 +20,9 @@ from typing import Any, Protocol
 import pytest
 from pytest_html import extras as html_extras
 
-from .. import __version__
 from ..baselines.store import Baseline
 from ..core.errors import SpecperfError
+from ..core.version import __version__
 from ..measure.session import git_revision
 from ..record import results, runkind
 from ..settings.config import Settings

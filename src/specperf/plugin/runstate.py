@@ -10,7 +10,6 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..baselines import preflight
 from ..baselines.diff import describe_changes
 from ..baselines.store import Baseline, BaselineStore, CaseBaseline
@@ -18,6 +17,7 @@ from ..baselines.versions import REPAIR
 from ..core.errors import BaselineError, SpecperfError
 from ..core.limits import DEFAULT_TOLERANCES
 from ..core.model import ContextFit
+from ..core.version import __version__
 from ..judge import exact
 from ..judge.ab import Comparison, measure_pair, pair_decider
 from ..judge.positions import Shape

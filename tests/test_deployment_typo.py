@@ -13,6 +13,7 @@ import pytest
 from specperf.baselines.preflight import check_named, existing_deployments
 from specperf.core.errors import BaselineError
 from specperf.settings.config import resolve
+from specperf.settings.hints import update_command
 
 
 def _store(root: Path, *deployments: str) -> Path:
@@ -30,13 +31,14 @@ def test_a_typo_names_the_deployments_there_and_the_closest(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)  # no perf_tests/ here: the command names the installed copy
     root = _store(tmp_path / "b", "demo", "sim-kimi-k26-ddtree")
     (root / "empty").mkdir()  # a directory without versions is no deployment
+    settings = _settings(root, deployment="demoo")
     with pytest.raises(BaselineError) as err:
-        check_named(_settings(root, deployment="demoo"), root)
+        check_named(settings, root)
     assert str(err.value) == (
         "no baseline for 'demoo'; baselines exist for: demo, sim-kimi-k26-ddtree (did you "
         f"mean 'demo'?). Correct --deployment, or write the first baseline of 'demoo' in {root} "
-        "with `pytest --pyargs specperf.perf_tests -m context_scaling --deployment demoo "
-        f"--baseline-dir {root} --update-baselines`.")
+        f"with `{update_command(settings, 'demoo')}`.")
+    assert "--pyargs specperf.perf_tests -m context_scaling" in update_command(settings)
     assert existing_deployments(root) == ["demo", "sim-kimi-k26-ddtree"]
 
 
@@ -80,7 +82,7 @@ def test_the_run_stops_before_any_request_and_records_no_baseline(perf_project, 
     result.stdout.fnmatch_lines([
         "BaselineError: no baseline for 'demoo'; baselines exist for: demo, "
         "sim-kimi-k26-ddtree (did you mean 'demo'?). Correct --deployment, or write the "
-        "first baseline of 'demoo' in * with `*--deployment demoo *--update-baselines`."])
+        "first baseline of 'demoo' in * with `*deployment demoo *--update-baselines`."])
     assert "warm-up" not in result.stdout.str()
     assert _finished_requests(clean_sim.url) == before
     [record] = project.pytester.path.glob("reports/*/results.json")

@@ -209,11 +209,21 @@ def compared_with(doc: dict[str, Any], settings: Settings) -> str:
             parts.append("no baseline" if not settings.update_baselines
                          else "writing a baseline")
         else:
-            parts.append(f"baseline {base['deployment']} v{base['version']} (created "
-                         f"{base['created']})")
+            parts.append(f"baseline {base['deployment']} v{base['version']} "
+                         f"({_where(base)}created {base['created']})")
     if doc.get("concurrency"):
         parts.append(concurrency_compared(doc.get("concurrency_baseline"), settings))
     return "; ".join(parts)
+
+
+def _where(base: dict[str, Any]) -> str:
+    """The directory a baseline was read from, when the record says: 'in DIR; '."""
+    if not base.get("directory"):
+        return ""
+    if base.get("shipped"):
+        return (f"the simulator's reference shipped with specperf, in {base['directory']}, "
+                "as no --baseline-dir was given and baselines/ holds none; ")
+    return f"in {base['directory']}; "
 
 
 def concurrency_compared(base: dict[str, Any] | None, settings: Settings) -> str:
@@ -251,7 +261,8 @@ def _missing_main(doc: dict[str, Any], settings: Settings) -> list[str]:
     if any((settings.baseline_dir / deployment).glob("v*.json")):
         return []
     skipped = sum(1 for outcome in doc.get("outcomes", {}).values() if outcome == "skipped")
-    return [f"NOT JUDGED: no baseline for deployment {deployment!r} in {settings.baseline_dir}"
+    return [f"NOT JUDGED: no baseline for deployment {deployment!r} in "
+            f"{settings.baseline_dir.resolve()}"
             f"{f' ({skipped} skipped)' if skipped else ''}: the figures above are measured but "
             f"compared with nothing; create one with "
             f"`{update_command(settings, deployment, measuring=True)}`, then run again."]

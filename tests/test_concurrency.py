@@ -241,7 +241,7 @@ def test_levels_without_a_concurrency_baseline_say_not_judged_and_how_to_create_
     assert line.startswith("NOT JUDGED: no concurrency baseline in baselines: the concurrency "
                            "levels above are measured but compared with nothing; create one "
                            "with `pytest perf_tests -m concurrency_scaling")
-    assert line.endswith("--update-baselines`, then run again.")
+    assert line.endswith("--specperf-update-baselines`, then run again.")
     assert summary.missing_baseline_lines(
         doc, resolve({"update_baselines": True}, {}, {})) == []
     judged = dict(doc, concurrency_baseline={"deployment": "d", "version": 1})

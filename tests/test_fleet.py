@@ -89,13 +89,15 @@ def test_repeated_endpoint_flags():
         from_flags(["box-1=http://h:1"])
     assert str(info.value) == ("--endpoint box-1=http://h:1: the name 'box-1' is not valid: "
                                "expected NAME=URL with a name of letters, digits, '_' and '.' "
-                               "only, e.g. --endpoint box2=http://h:30000.")
+                               "only, e.g. --specperf-endpoint box2=http://h:30000.")
 
 
 @pytest.mark.parametrize("cli, message", [
-    ({"deployment": "x"}, "--deployment names one endpoint and cannot apply to a fleet: give "
+    ({"deployment": "x"}, "--specperf-deployment names one endpoint and cannot apply to a fleet: "
+                          "give "
                           "each endpoint its deployment in the endpoints file."),
-    ({"gpu_lock": "/tmp/x.lock"}, "--gpu-lock names one endpoint and cannot apply to a fleet: "
+    ({"gpu_lock": "/tmp/x.lock"}, "--specperf-gpu-lock names one endpoint and cannot apply to a "
+                                  "fleet: "
                                   "give each endpoint its lock in the endpoints file."),
 ])
 def test_single_endpoint_options_clash_with_a_fleet(cli, message):
@@ -188,7 +190,8 @@ def _ids(result: pytest.RunResult) -> list[str]:
     (("--update-baselines",),
      "ERROR: --update-baselines writes one deployment's baseline and cannot run over a fleet: "
      "write each endpoint's baseline with its own run, e.g. `pytest perf_tests -m "
-     "context_scaling --endpoint URL --deployment NAME --update-baselines`."),
+     "context_scaling --specperf-endpoint URL --specperf-deployment NAME "
+     "--specperf-update-baselines`."),
     (("--endpoint", "a=http://127.0.0.1:3"),
      "ERROR: a fleet is given either by --endpoints FILE or by --endpoint NAME=URL more than "
      "once, not both: put every endpoint in the file."),

@@ -195,8 +195,10 @@ def test_no_baseline_is_exit_3_before_any_generation_request(start_sim, baseline
     assert result.returncode == 3, result.stdout + result.stderr
     # Without --deployment the name comes from the server's GET routes: still no generation.
     name = deployment or "sim-kimi-k26-ddtree"
-    command = (f"pytest perf_tests -m context_scaling --endpoint {sim.url} --deployment {name} "
-               f"--baseline-dir {baseline_dir} --output-tokens 200 --update-baselines")
+    command = (f"pytest perf_tests -m context_scaling --specperf-endpoint {sim.url} "
+               f"--specperf-deployment {name} "
+               f"--specperf-baseline-dir {baseline_dir} --specperf-output-tokens 200 "
+               "--specperf-update-baselines")
     _lines(result).fnmatch_lines([
         f"  ERROR reasoning-ctx3333: BaselineError: --require-baseline: no baseline for "
         f"deployment '{name}' in {baseline_dir}, so no case can be judged: create one with "
@@ -214,7 +216,8 @@ def test_no_baseline_is_exit_3_before_any_generation_request(start_sim, baseline
      "*unrecognized arguments: --no-such-flag*"),
     (["--endpoint", "http://127.0.0.1:1", "--", "--repeats=zero"],
      "*--repeats = 'zero' is not valid: expected a positive integer.*"),
-    (["--endpoint", "not-a-url"], "*--endpoint = 'not-a-url' is not valid: expected an http(s)*"),
+    (["--endpoint", "not-a-url"],
+     "*--specperf-endpoint = 'not-a-url' is not valid: expected an http(s)*"),
     ([], "specperf gate: --endpoint URL (or SPECPERF_ENDPOINT) is required*"),
 ])
 def test_usage_errors_are_exit_2(lock_dir, args, expected):

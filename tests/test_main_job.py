@@ -38,9 +38,10 @@ def test_embedded_simulator_runs_the_main_job_and_reports_simulated(embedded):
     result.assert_outcomes(skipped=6)
     # The command carries this run's own flags, so it writes the baseline this run reads.
     # The project has no perf_tests/ directory, so the command names the installed copy.
-    assert ("create one with `pytest --pyargs specperf.perf_tests -m context_scaling --deployment "
-            f"sim-kimi-k26-ddtree --baseline-dir {base} --output-tokens 64 "
-            "--update-baselines`") in out
+    assert ("create one with `pytest --pyargs specperf.perf_tests -m context_scaling "
+            "--specperf-deployment "
+            f"sim-kimi-k26-ddtree --specperf-baseline-dir {base} --specperf-output-tokens 64 "
+            "--specperf-update-baselines`") in out
     assert "SIMULATED: profile kimi-k26-ddtree at time scale 0.5" in out
     result.fnmatch_lines([
         "*padding-ctx13 warm-up: * tok/s, avg commit *, step * ms",

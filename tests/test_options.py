@@ -19,7 +19,7 @@ from specperf.baselines.diff import _small_percent
 from specperf.core.errors import ConfigError
 from specperf.measure.loop import Sample
 from specperf.plugin import _StopOnce
-from specperf.settings.config import resolve
+from specperf.settings.config import OPTIONS, OPTIONS_BY_NAME, resolve
 from specperf.views.summary import sample_line
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
@@ -111,7 +111,8 @@ def test_tolerances_cli_beats_env_beats_ini_each_replacing_the_whole_value():
     ini = {"tolerances": ["step_ms = 0.15", "tok_s = 0.08"]}
     env = {"SPECPERF_TOLERANCES": "slope=0.3"}
     s = resolve({"tolerances": "step_ms=0.2"}, env, ini)
-    assert (dict(s.tolerances), s.sources["tolerances"]) == ({"step_ms": 0.2}, "--tolerances")
+    assert (dict(s.tolerances), s.sources["tolerances"]) == ({"step_ms": 0.2},
+                                                             "--specperf-tolerances")
     s = resolve({}, env, ini)
     assert (dict(s.tolerances), s.sources["tolerances"]) == ({"slope": 0.3},
                                                              "SPECPERF_TOLERANCES")
@@ -124,8 +125,8 @@ def test_tolerances_cli_beats_env_beats_ini_each_replacing_the_whole_value():
 
 @pytest.mark.parametrize(("cli", "env", "message"), [
     ({"tolerances": "step_ms=0.15,tok=0.1"}, {},
-     "--tolerances: 'tok=0.1' names no tolerance: expected one of avg_commit, decode_tok_s, "
-     "slope, step_ms, tok_s, ttft_ms as 'metric = fraction', e.g. step_ms = 0.15."),
+     "--specperf-tolerances: 'tok=0.1' names no tolerance: expected one of avg_commit, "
+     "decode_tok_s, slope, step_ms, tok_s, ttft_ms as 'metric = fraction', e.g. step_ms = 0.15."),
     ({}, {"SPECPERF_TOLERANCES": "step_ms=15"},
      "SPECPERF_TOLERANCES: 'step_ms=15' is not valid: expected 'metric = fraction' with a "
      "fraction in (0, 1], e.g. step_ms = 0.15 for 15%."),
@@ -159,10 +160,11 @@ def test_tolerances_flag_and_variable_reach_the_run(pytester, monkeypatch):
 def test_help_shows_the_tolerances_flag_once_with_its_env_and_ini(pytester):
     text = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--help").stdout.str()
     flat = " ".join(text.split())
-    assert len(re.findall(r"^  --tolerances=TOLERANCES", text, re.M)) == 1
+    assert len(re.findall(r"^  --specperf-tolerances=TOLERANCES", text, re.M)) == 1
     assert ("Tolerance overrides, 'metric=fraction' comma separated (in ini also one per "
             "line), e.g. step_ms=0.15,tok_s=0.08;") in flat
-    assert "[env SPECPERF_TOLERANCES, ini specperf_tolerances]" in flat
+    assert ("[env SPECPERF_TOLERANCES, ini specperf_tolerances; old name --tolerances]"
+            in flat)
     # The ini key is registered once, as a line list (pytest lists ini keys under --help too).
     assert len(re.findall(r"^  specperf_tolerances \(linelist\)", text, re.M)) == 1
 
@@ -170,14 +172,11 @@ def test_help_shows_the_tolerances_flag_once_with_its_env_and_ini(pytester):
 def test_help_shows_the_verdict_contract_options_with_their_env_and_ini(pytester):
     text = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--help").stdout.str()
     flat = " ".join(text.split())
-    for flag, env, ini in (("--sweep-tolerance=SWEEP_TOLERANCE", "SPECPERF_SWEEP_TOLERANCE",
-                            "specperf_sweep_tolerance"),
-                           ("--sweep-effect=SWEEP_EFFECT", "SPECPERF_SWEEP_EFFECT",
-                            "specperf_sweep_effect"),
-                           ("--acceptance-mode=ACCEPTANCE_MODE", "SPECPERF_ACCEPTANCE_MODE",
-                            "specperf_acceptance_mode")):
+    for name in ("sweep_tolerance", "sweep_effect", "acceptance_mode"):
+        flag = f"--specperf-{name.replace('_', '-')}={name.upper()}"
         assert len(re.findall(rf"^  {flag}", text, re.M)) == 1
-        assert f"[env {env}, ini {ini}]" in flat
+        assert (f"[env SPECPERF_{name.upper()}, ini specperf_{name}; old name "
+                f"--{name.replace('_', '-')}]") in flat
     assert ("The sweep-level test's tolerance: a step-time or acceptance change across the whole "
             "sweep up to this fraction passes (a sure change inside it is noted, never a "
             "failure)") in flat
@@ -189,10 +188,11 @@ def test_the_sweep_effect_must_lie_above_the_sweep_tolerance():
     assert (s.sweep_tolerance, s.sweep_effect, s.acceptance_mode) == (0.02, 0.05, "tolerance")
     with pytest.raises(ConfigError) as err:
         resolve({"sweep_tolerance": "0.05"}, {"SPECPERF_SWEEP_EFFECT": "0.04"}, {})
-    assert str(err.value) == ("SPECPERF_SWEEP_EFFECT = 0.04 is not above --sweep-tolerance = "
-                              "0.05: expected the change to catch above the change to let pass.")
-    with pytest.raises(ConfigError, match=r"^--acceptance-mode = 'exact' is not valid: expected "
-                                          r"one of tolerance, identical\.$"):
+    assert str(err.value) == ("SPECPERF_SWEEP_EFFECT = 0.04 is not above "
+                              "--specperf-sweep-tolerance = 0.05: expected the change to catch "
+                              "above the change to let pass.")
+    with pytest.raises(ConfigError, match=r"^--specperf-acceptance-mode = 'exact' is not "
+                                          r"valid: expected one of tolerance, identical\.$"):
         resolve({"acceptance_mode": "exact"}, {}, {})
 
 
@@ -238,3 +238,63 @@ def test_only_the_first_stop_signal_interrupts(capfd):
     stop(signal.SIGINT, None)  # as `timeout -s INT` sends it again: acknowledged, no raise
     assert capfd.readouterr().err == ("specperf: already stopping: releasing the GPU lock and "
                                       "writing the report (SIGKILL ends it at once)\n")
+
+
+# -- prefixed flags, old names as aliases ------------------------------------------------------
+def _specperf_flags(text: str) -> list[str]:
+    """The flags --help lists in specperf's group (each at the start of its line)."""
+    group = text.split("specperf: speculative-decoding performance:", 1)[1]
+    group = re.split(r"\n\S", group, maxsplit=1)[0]  # up to the next group's title
+    return re.findall(r"^  (--[\w-]+)", group, re.M)
+
+
+def test_every_flag_is_prefixed_and_its_old_name_documented_as_an_alias(pytester):
+    text = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--help").stdout.str()
+    flat = " ".join(text.split())
+    shown = _specperf_flags(text)
+    assert shown == [opt.flag for opt in OPTIONS]
+    assert all(flag.startswith("--specperf-") for flag in shown)
+    aliased = [opt for opt in OPTIONS if opt.alias is not None]
+    assert len(aliased) == 35 and all(opt.alias == "--" + opt.name.replace("_", "-")
+                                      for opt in aliased)
+    for opt in aliased:  # listed in its option's help, never as a flag of its own
+        assert f"ini {opt.ini}; old name {opt.alias}]" in flat
+        assert not re.search(rf"^  {opt.alias}[= \n]", text, re.M)
+
+
+CONFTEST_MODEL = (
+    "def pytest_addoption(parser):\n"
+    "    parser.addoption('--model', dest='their_model', default=None)\n\n"
+    "def pytest_collection_finish(session):\n"
+    "    from specperf.plugin.fixtures import STATE\n"
+    "    s = session.config.stash[STATE].settings\n"
+    "    print('THEIRS', session.config.getoption('their_model'), 'OURS', s.model,\n"
+    "          s.sources['model'], 'REPEATS', s.repeats, s.sources['repeats'])\n")
+
+
+def test_another_plugins_model_flag_beside_ours_starts_and_each_gets_its_own(pytester):
+    pytester.makeconftest(CONFTEST_MODEL)
+    pytester.makepyfile(test_perf=PERF_TEST)
+    result = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--collect-only", "-s",
+                                          "--model", "theirs", "--specperf-model", "ours",
+                                          "--repeats", "4")
+    assert result.ret == pytest.ExitCode.OK, result.stderr.str()
+    # --model is the other plugin's; ours answers to its prefixed name; --repeats, which nobody
+    # else claims, still reaches specperf under its old name.
+    result.stdout.fnmatch_lines(["THEIRS theirs OURS ours --specperf-model REPEATS 4 --repeats"])
+
+
+def test_a_bad_value_names_the_spelling_it_was_given_with(pytester):
+    pytester.makepyfile(test_perf=PERF_TEST)
+    for flag in ("--specperf-output-tokens", "--output-tokens"):
+        result = pytester.runpytest_inprocess(*NO_HYPOTHESIS, flag, "many")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            [f"ERROR: {flag} = 'many' is not valid: expected a positive integer."])
+
+
+def test_the_same_night_flag_has_no_old_name_and_defaults_off():
+    assert OPTIONS_BY_NAME["same_night"].alias is None
+    assert resolve({}, {}, {}).same_night is False
+    s = resolve({}, {"SPECPERF_SAME_NIGHT": "1"}, {})
+    assert (s.same_night, s.sources["same_night"]) == (True, "SPECPERF_SAME_NIGHT")

@@ -74,9 +74,10 @@ def test_nightly_command_without_a_baseline_errors_before_any_request(perf_proje
     result.stdout.fnmatch_lines([
         "BaselineError: --require-baseline: no baseline for deployment 'sim-kimi-k26-ddtree' in "
         f"{base}, so no case can be judged: create one with `pytest --pyargs "
-        f"specperf.perf_tests -m context_scaling --endpoint {sim.url} --deployment "
-        f"sim-kimi-k26-ddtree --baseline-dir "
-        f"{base} --output-tokens 64 --update-baselines`."])
+        f"specperf.perf_tests -m context_scaling --specperf-endpoint {sim.url} "
+        "--specperf-deployment "
+        f"sim-kimi-k26-ddtree --specperf-baseline-dir "
+        f"{base} --specperf-output-tokens 64 --specperf-update-baselines`."])
     assert _finished_requests(sim.url) == before
     doc, _ = _only_record(project.pytester.path)
     # Nothing was measured, and not because the box was down: the record says why.
@@ -96,9 +97,10 @@ def test_a_baseline_missing_some_cases_names_them_before_any_request(perf_projec
     result.stdout.fnmatch_lines([
         "BaselineError: --require-baseline: baseline d v1 has no padding-ctx1663, "
         "reasoning-ctx1663 at 64 output tokens and no padding, reasoning context fit: write a "
-        "new version with `pytest --pyargs specperf.perf_tests -m context_scaling --endpoint * "
-        "--deployment d "
-        "--baseline-dir * --output-tokens 64 --update-baselines`."])
+        "new version with `pytest --pyargs specperf.perf_tests -m context_scaling "
+        "--specperf-endpoint * "
+        "--specperf-deployment d "
+        "--specperf-baseline-dir * --specperf-output-tokens 64 --specperf-update-baselines`."])
     assert _finished_requests(sim.url) == before
 
 
@@ -116,9 +118,10 @@ def test_a_corrupt_baseline_is_replaced_by_update_baselines_and_kept(perf_projec
     broken.stdout.fnmatch_lines([
         f"BaselineError: baseline {folder / 'v1.json'} is not valid JSON (*): restore it from "
         "git, or write a new version (this file is kept) with `pytest --pyargs "
-        f"specperf.perf_tests -m context_scaling --endpoint {sim.url} --deployment d "
-        f"--baseline-dir {tmp_path / 'b'} "
-        "--output-tokens 64 --update-baselines`."])
+        f"specperf.perf_tests -m context_scaling --specperf-endpoint {sim.url} "
+        "--specperf-deployment d "
+        f"--specperf-baseline-dir {tmp_path / 'b'} "
+        "--specperf-output-tokens 64 --specperf-update-baselines`."])
     fixed = project.run(*args, "--update-baselines")
     assert fixed.ret == 0, fixed.stdout.str()
     fixed.stdout.fnmatch_lines([f"specperf: wrote baseline {folder / 'v2.json'}",
@@ -140,9 +143,10 @@ def test_update_baselines_that_wrote_nothing_exits_non_zero(perf_project, clean_
     result.stdout.fnmatch_lines([
         "specperf: baseline NOT updated: 3 planned cases were not measured (padding-ctx1663, "
         "reasoning-ctx13, reasoning-ctx1663…); run the full sweep: `pytest --pyargs "
-        f"specperf.perf_tests -m context_scaling --endpoint {sim.url} --baseline-dir "
-        f"{tmp_path / 'b'} --output-tokens "
-        "64 --update-baselines`."])
+        f"specperf.perf_tests -m context_scaling --specperf-endpoint {sim.url} "
+        "--specperf-baseline-dir "
+        f"{tmp_path / 'b'} --specperf-output-tokens "
+        "64 --specperf-update-baselines`."])
     assert not (tmp_path / "b").exists()
     doc, _ = _only_record(project.pytester.path)
     assert doc["run"]["kind"] == "subset"

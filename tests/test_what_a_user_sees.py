@@ -38,8 +38,9 @@ def test_a_run_with_no_baseline_says_so_with_a_command_that_works(tmp_path, monk
     assert lines == [
         f"NOT JUDGED: no baseline for deployment 'nosuchdep' in {tmp_path / 'baselines'} "
         "(2 skipped): the figures above are measured but compared with nothing; create one "
-        "with `pytest --pyargs specperf.perf_tests -m context_scaling --deployment nosuchdep "
-        f"--baseline-dir {tmp_path / 'baselines'} --update-baselines`, then run again."]
+        "with `pytest --pyargs specperf.perf_tests -m context_scaling --specperf-deployment "
+        f"nosuchdep --specperf-baseline-dir {tmp_path / 'baselines'} "
+        "--specperf-update-baselines`, then run again."]
     assert summary.compared_with(_doc(), settings) == "no baseline"
 
 
@@ -65,9 +66,9 @@ def test_hints_name_the_perf_tests_as_found_from_the_current_directory(tmp_path)
 def test_update_command_in_a_checkout(monkeypatch):
     monkeypatch.chdir(Path(__file__).resolve().parents[1])
     settings = resolve({"endpoint": "http://10.0.0.5:30000", "deployment": "prod"}, {}, {})
-    assert update_command(settings) == ("pytest perf_tests -m context_scaling --endpoint "
-                                        "http://10.0.0.5:30000 --deployment prod "
-                                        "--update-baselines")
+    assert update_command(settings) == ("pytest perf_tests -m context_scaling --specperf-endpoint "
+                                        "http://10.0.0.5:30000 --specperf-deployment prod "
+                                        "--specperf-update-baselines")
 
 
 def test_changed_cases_on_a_changed_server_name_the_fingerprint_fields():
@@ -129,5 +130,7 @@ def test_the_missing_baseline_command_keeps_the_runs_case_shape_and_noise_limits
     settings = _settings(tmp_path, deployment="tiny", contexts="16,2000", max_spread="0.3",
                          max_repeats="20", tolerances="tok_s=0.4,step_ms=0.4")
     [line] = summary.missing_baseline_lines(_doc(), settings)
-    assert ("--deployment tiny --baseline-dir " in line and "--contexts=16,2000 --max-spread=0.3 "
-            "--max-repeats=20 --tolerances=step_ms=0.4,tok_s=0.4 --update-baselines`" in line)
+    assert ("--specperf-deployment tiny --specperf-baseline-dir " in line
+            and "--specperf-contexts=16,2000 --specperf-max-spread=0.3 "
+            "--specperf-max-repeats=20 --specperf-tolerances=step_ms=0.4,tok_s=0.4 "
+            "--specperf-update-baselines`" in line)

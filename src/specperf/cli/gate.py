@@ -38,15 +38,16 @@ __all__ = ["CaseOutcome", "GateExit", "GateResult", "add_subcommand", "fleet_res
 def gate_flags(args: argparse.Namespace) -> list[str]:
     """The pytest flags the gate's own options stand for."""
     flags: list[str] = []
-    for flag, value in (("--endpoint", args.endpoint), ("--deployment", args.deployment),
-                        ("--endpoints", getattr(args, "endpoints", None)),
-                        ("--baseline-dir", args.baseline_dir),
-                        ("--compare-endpoint", args.production)):
+    for flag, value in (("--specperf-endpoint", args.endpoint),
+                        ("--specperf-deployment", args.deployment),
+                        ("--specperf-endpoints", getattr(args, "endpoints", None)),
+                        ("--specperf-baseline-dir", args.baseline_dir),
+                        ("--specperf-compare-endpoint", args.production)):
         if value is not None:
             flags += [flag, str(value)]
     if args.production is None:
         # A case without a baseline is an error, found before any GPU time is spent.
-        flags.append("--require-baseline")
+        flags.append("--specperf-require-baseline")
     return flags
 
 
@@ -112,7 +113,7 @@ def add_subcommand(subparsers: Any) -> None:
         epilog="Exit codes: 0 pass, 1 performance regression (block the deploy), 2 usage "
                "error, 3 infrastructure problem (unreachable, GPU lock timeout, unstable "
                "measurements, no baseline). Arguments after -- go to pytest unchanged, e.g. "
-               "-- --output-tokens 64 -v. A/B: --candidate URL --production URL.")
+               "-- --specperf-output-tokens 64 -v. A/B: --candidate URL --production URL.")
     parser.add_argument("--endpoint", help="base URL of the deployed server (or SPECPERF_ENDPOINT)")
     parser.add_argument("--candidate", help="A/B mode: the candidate's base URL (as --endpoint)")
     parser.add_argument("--production", help="A/B mode: production's base URL; the candidate "

@@ -26,7 +26,7 @@ from ..measure.loop import Sample
 from ..plan.workload import Case, load_text_classes
 from ..servers import simulated
 from ..settings import endpoints
-from ..settings.config import OPTIONS, Settings, for_baseline, resolve
+from ..settings.config import OPTIONS, Option, Settings, for_baseline, resolve
 from ..views import summary
 from . import reporting
 from .burstfixtures import (  # noqa: F401  (the concurrency test's fixtures)
@@ -69,12 +69,13 @@ MARKERS = (
     "perf_cases(*(text_class, context)): measure these cases instead of the planned matrix",
 )
 _PREVIOUS_SIGTERM = pytest.StashKey[Any]()
+GROUP = "specperf"
 
 
 class _ValueRequired(argparse.Action):
-    """An option whose value may start with '-' (``--contexts -5,13``): argparse takes such a
-    word for an option and leaves the flag without a value; say how to write it instead of
-    argparse's bare 'expected one argument'."""
+    """An option whose value may start with '-' (``--specperf-contexts -5,13``): argparse
+    takes such a word for an option and leaves the flag without a value; say how to write it
+    instead of argparse's bare 'expected one argument'."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: Any, option_string: str | None = None) -> None:
@@ -84,31 +85,98 @@ class _ValueRequired(argparse.Action):
                 f"expected one value. A value that starts with '-' reads as an option: attach "
                 f"it with '=', e.g. {flag}=-5,13 (not {flag} -5,13)"))
         setattr(namespace, self.dest, values)
+        _note_spelling(namespace, self.dest, option_string)
+
+
+# The flags given by an old unprefixed name, by setting: an error names what was typed.
+_SPELLED = "specperf_spelled"
+
+
+def _note_spelling(namespace: argparse.Namespace, dest: str, option_string: str | None) -> None:
+    if option_string is not None and not option_string.startswith("--specperf-"):
+        spelled = dict(getattr(namespace, _SPELLED, None) or {})
+        spelled[dest.removeprefix("specperf_")] = option_string
+        setattr(namespace, _SPELLED, spelled)
+
+
+class _Store(argparse.Action):
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        _note_spelling(namespace, self.dest, option_string)
+
+
+class _Flag(argparse.Action):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["nargs"] = 0
+        super().__init__(*args, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, True)
+        _note_spelling(namespace, self.dest, option_string)
+
+
+class _Append(argparse.Action):
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
+        _note_spelling(namespace, self.dest, option_string)
+
+
+def _option_kwargs(opt: Option) -> dict[str, Any]:
+    """How argparse reads one option (the same for its prefixed name and its alias)."""
+    dest = f"specperf_{opt.name}"
+    if opt.flag_only:
+        return {"action": _Flag, "default": None, "dest": dest}
+    kwargs: dict[str, Any] = {"default": None, "dest": dest, "metavar": opt.name.upper(),
+                              "action": _Store}
+    if opt.name == "endpoint":  # given more than once (NAME=URL): a fleet (specperf.fleet)
+        kwargs["action"] = _Append
+    elif opt.name == "contexts":  # "-5,13" looks like an option to argparse
+        kwargs.update(nargs="?", action=_ValueRequired)
+    return kwargs
+
+
+def _help(opt: Option) -> str:
+    default = f" Default: {opt.default}." if opt.default and not opt.flag_only else ""
+    text = opt.help
+    if opt.name == "endpoint":
+        text += " Given more than once as NAME=URL: a fleet (see --specperf-endpoints)."
+    also = f"; old name {opt.alias}" if opt.alias else ""
+    return f"{text}{default} [env {opt.env}, ini {opt.ini}{also}]"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("specperf", "specperf: speculative-decoding performance")
+    group = parser.getgroup(GROUP, "specperf: speculative-decoding performance")
     for opt in OPTIONS:
-        default = f" Default: {opt.default}." if opt.default and not opt.flag_only else ""
-        text = f"{opt.help}{default} [env {opt.env}, ini {opt.ini}]"
-        if opt.flag_only:
-            group.addoption(opt.flag, action="store_true", default=None,
-                            dest=f"specperf_{opt.name}", help=text)
-        elif opt.name == "endpoint":  # given more than once (NAME=URL): a fleet (specperf.fleet)
-            group.addoption(opt.flag, action="append", default=None,
-                            dest=f"specperf_{opt.name}", metavar=opt.name.upper(),
-                            help=text.replace(opt.help, opt.help + " Given more than once as "
-                                              "NAME=URL: a fleet (see --endpoints).", 1))
-        elif opt.name == "contexts":  # "-5,13" looks like an option to argparse
-            group.addoption(opt.flag, default=None, dest=f"specperf_{opt.name}", nargs="?",
-                            action=_ValueRequired, metavar=opt.name.upper(), help=text)
-        else:
-            group.addoption(opt.flag, default=None, dest=f"specperf_{opt.name}",
-                            metavar=opt.name.upper(), help=text)
+        group.addoption(opt.flag, help=_help(opt), **_option_kwargs(opt))
         if opt.lines:  # one item per line, or a TOML list (specperf_tolerances)
             parser.addini(opt.ini, help=opt.help, type="linelist", default=[])
         else:
             parser.addini(opt.ini, help=opt.help, default="")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser,
+                                  args: list[str]) -> Generator[None, None, None]:
+    """The old unprefixed names (``--model``, ``--repeats`` …) as aliases, registered last and
+    only where no other plugin or conftest registered the same flag: theirs wins, and ours
+    stays reachable by its prefixed name (pytest refuses to start on a duplicate flag)."""
+    yield  # the initial conftests have now registered their options
+    taken = _registered_flags(parser)
+    group = parser.getgroup(GROUP)
+    for opt in OPTIONS:
+        if opt.alias is not None and opt.alias not in taken:
+            group.addoption(opt.alias, help=argparse.SUPPRESS, **_option_kwargs(opt))
+
+
+def _registered_flags(parser: pytest.Parser) -> set[str]:
+    """Every flag registered with pytest so far. pytest lists its options only privately
+    (``Parser._anonymous`` and ``Parser._groups``, stable since pytest 3)."""
+    groups = [getattr(parser, "_anonymous", None), *getattr(parser, "_groups", [])]
+    return {name for group in groups if group is not None
+            for option in group.options for name in option.names()}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -122,10 +190,11 @@ def pytest_configure(config: pytest.Config) -> None:
     held = bool(workerinput and workerinput.get("specperf_lock_held"))
     lock_mode: LockMode = "case" if held else "session"
     try:
-        settings = for_baseline(resolve(cli, os.environ, ini))
+        spelled = getattr(config.option, _SPELLED, None) or {}
+        settings = for_baseline(resolve(cli, os.environ, ini, spelled))
         if settings.endpoint is None:
             simulated.check_profile(settings.sim_profile,
-                                    settings.sources.get("sim_profile", "--sim-profile"))
+                                    settings.sources["sim_profile"])
         classes = load_text_classes(settings.text_class_dir)
         fleet = endpoints.fleet_endpoints(settings, fleet_flags)
         if fleet:  # several endpoints: the fleet plugin (specperf.fleet.plugin) takes over

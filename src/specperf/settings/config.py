@@ -130,10 +130,19 @@ class Option:
     form: str
     flag_only: bool = False
     lines: bool = False  # the ini key is a line list (one item per line, or a TOML list)
+    # The unprefixed name the flag had before 0.x prefixed every flag: kept as an alias for
+    # at least one release (docs/options.md); options added since have none.
+    has_alias: bool = True
 
     @property
     def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
+        """Its name on pytest's command line, prefixed so that no other plugin's collides."""
+        return "--specperf-" + self.name.replace("_", "-")
+
+    @property
+    def alias(self) -> str | None:
+        """Its old unprefixed name (``--model``), accepted while no other plugin claims it."""
+        return "--" + self.name.replace("_", "-") if self.has_alias else None
 
     @property
     def env(self) -> str:
@@ -151,9 +160,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("endpoints", _path, None,
            "Fleet: a TOML file of endpoints ([[endpoint]] tables with name, url, and optional "
            "deployment, key_env, lock) measured in one run, in parallel under -n; "
-           "--endpoint NAME=URL given more than once does the same.", "a file path"),
+           "--specperf-endpoint NAME=URL given more than once does the same.", "a file path"),
     Option("compare_endpoint", _url, None,
-           "A/B mode: production's base URL; --endpoint is then the candidate, requests "
+           "A/B mode: production's base URL; --specperf-endpoint is then the candidate, requests "
            "alternate between the two and the verdict is on their ratio (no baseline file).",
            "an http(s) URL such as http://127.0.0.1:30001"),
     Option("api", _choice(*get_args(Api)), "auto",
@@ -168,7 +177,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("contexts", _int_list, "13,1663,3333,5553",
            "Prompt lengths in tokens, comma separated.", "comma-separated positive integers"),
     Option("text_classes", _name_list, "padding,reasoning",
-           "Text classes to measure, comma separated (built-in or from --text-class-dir).",
+           "Text classes to measure, comma separated (built-in or from --specperf-text-class-dir).",
            "comma-separated class names"),
     Option("text_class_dir", _path, None,
            "Directory of extra text classes, one TOML file each.", "a directory path"),
@@ -181,7 +190,7 @@ OPTIONS: tuple[Option, ...] = (
            "Upper bound on repeats when a case is noisy or near its limit.",
            "a positive integer"),
     Option("max_spread", _fraction, "0.10",
-           "Largest relative MAD a cell may keep at --max-repeats before it errors as "
+           "Largest relative MAD a cell may keep at --specperf-max-repeats before it errors as "
            "unstable; widen it only for a server whose own jitter is known to be larger "
            "(a shared CPU box).", "a number in (0, 1]"),
     Option("warmup", _nonneg_int, "1", "Unmeasured warm-up requests per case.",
@@ -232,7 +241,7 @@ OPTIONS: tuple[Option, ...] = (
            "failure); README 'The verdict contract'.", "a fraction in (0, 1]"),
     Option("sweep_effect", _fraction, "0.05",
            "The sweep-wide change the sweep-level test must catch (its power is stated for "
-           "it); above --sweep-tolerance.", "a fraction in (0, 1]"),
+           "it); above --specperf-sweep-tolerance.", "a fraction in (0, 1]"),
     Option("acceptance_mode", _choice(*get_args(AcceptanceMode)), "tolerance",
            "Exact acceptance: 'tolerance' fails only when a case's avg commit moves beyond its "
            "tolerance (a smaller exact change is noted); 'identical' fails on any prompt whose "
@@ -246,7 +255,7 @@ OPTIONS: tuple[Option, ...] = (
            "Text class of the concurrency_scaling test's case.", "a class name"),
     Option("concurrency_context", _positive_int, None,
            "Prompt length of the concurrency_scaling test's case (default: the smallest of "
-           "--contexts).", "a positive integer"),
+           "--specperf-contexts).", "a positive integer"),
     Option("report_dir", _path, "reports",
            "Where each run writes <run-id>/results.json, report.html and history.jsonl.",
            "a directory path"),
@@ -254,6 +263,11 @@ OPTIONS: tuple[Option, ...] = (
            "Lock file guarding the GPU (default: derived from the endpoint).", "a file path"),
     Option("gpu_lock_timeout", _positive_float, "1800",
            "Seconds to wait for another run's GPU lock.", "a positive number"),
+    Option("same_night", _bool, "false",
+           "Judge against a reference measured on the same box the same night, just before "
+           "a deploy (`specperf gate --reference DIR` sets it): the run-to-run noise cancels "
+           "and only the requests' own spread counts. Never for a baseline of another night.",
+           "a flag", flag_only=True, has_alias=False),
 )
 
 OPTIONS_BY_NAME = {o.name: o for o in OPTIONS}
@@ -311,6 +325,7 @@ class Settings:
     report_dir: Path = _default("report_dir")
     gpu_lock: Path | None = _default("gpu_lock")
     gpu_lock_timeout: float = _default("gpu_lock_timeout")
+    same_night: bool = _default("same_night")
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
@@ -347,17 +362,20 @@ def _jsonable(value: Any) -> Any:
 
 
 def resolve(cli: Mapping[str, Any], environ: Mapping[str, str],
-            ini: Mapping[str, str | Sequence[str]]) -> Settings:
+            ini: Mapping[str, str | Sequence[str]],
+            spelled: Mapping[str, str] | None = None) -> Settings:
     """Resolve every option: CLI > env > ini > default; errors name the source.
 
     One source gives an option its whole value (``tolerances`` too: no per-metric merge).
     Pure in its inputs: the environment is only what ``environ`` holds (the plugin passes
-    ``os.environ``; tests pass a dict).
+    ``os.environ``; tests pass a dict). ``spelled`` names the flag a CLI value was given
+    with when it was not the prefixed name (an old alias such as ``--contexts``), so an
+    error names what the user typed.
     """
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for opt in OPTIONS:
-        raw, source = _pick(opt, cli, environ, ini)
+        raw, source = _pick(opt, cli, environ, ini, spelled or {})
         sources[opt.name] = source
         if raw is None:
             continue
@@ -377,9 +395,9 @@ def resolve(cli: Mapping[str, Any], environ: Mapping[str, str],
 
 
 def _pick(opt: Option, cli: Mapping[str, Any], environ: Mapping[str, str],
-          ini: Mapping[str, str | Sequence[str]]) -> tuple[Any, str]:
+          ini: Mapping[str, str | Sequence[str]], spelled: Mapping[str, str]) -> tuple[Any, str]:
     if cli.get(opt.name) is not None:
-        return cli[opt.name], opt.flag
+        return cli[opt.name], spelled.get(opt.name, opt.flag)
     if environ.get(opt.env):
         return environ[opt.env], opt.env
     if ini.get(opt.name):
@@ -401,15 +419,22 @@ def for_baseline(s: Settings) -> Settings:
     return replace(s, repeats=repeats, max_repeats=max(s.max_repeats, repeats))
 
 
+def _named(s: Settings, name: str) -> str:
+    """Where a value came from, to name it in an error: its flag (as typed), variable or ini
+    key, or the prefixed flag when it is the default."""
+    source = s.sources.get(name, "default")
+    return OPTIONS_BY_NAME[name].flag if source == "default" else source
+
+
 def _check(s: Settings, environ: Mapping[str, str]) -> None:
     if s.max_repeats < s.repeats:
         raise ConfigError(
-            f"{s.sources.get('max_repeats', '--max-repeats')} = {s.max_repeats} is below "
-            f"--repeats = {s.repeats}: expected max repeats >= repeats.")
+            f"{_named(s, 'max_repeats')} = {s.max_repeats} is below "
+            f"{_named(s, 'repeats')} = {s.repeats}: expected max repeats >= repeats.")
     if s.sweep_effect <= s.sweep_tolerance:
         raise ConfigError(
-            f"{s.sources.get('sweep_effect', '--sweep-effect')} = {s.sweep_effect:g} is not above "
-            f"{s.sources.get('sweep_tolerance', '--sweep-tolerance')} = {s.sweep_tolerance:g}: "
+            f"{_named(s, 'sweep_effect')} = {s.sweep_effect:g} is not above "
+            f"{_named(s, 'sweep_tolerance')} = {s.sweep_tolerance:g}: "
             "expected the change to catch above the change to let pass.")
     if s.log_command is not None and "{since}" not in s.log_command:
         raise ConfigError(
@@ -418,11 +443,12 @@ def _check(s: Settings, environ: Mapping[str, str]) -> None:
     if s.compare_endpoint is not None and s.endpoint is None:
         raise ConfigError(
             f"{s.sources.get('compare_endpoint')} = {s.compare_endpoint} needs a candidate: "
-            "set --endpoint to the candidate's URL as well.")
+            "set --specperf-endpoint to the candidate's URL as well.")
     if s.compare_endpoint is not None and s.update_baselines:
-        raise ConfigError("--update-baselines cannot be combined with --compare-endpoint: an "
+        raise ConfigError("--specperf-update-baselines cannot be combined with "
+                          "--specperf-compare-endpoint: an "
                           "A/B run compares two live endpoints and writes no baseline.")
     if s.api_key_env and s.api_key_env not in environ:
         raise ConfigError(
             f"{s.sources.get('api_key_env')} names {s.api_key_env}, which is not set in the "
-            f"environment: export {s.api_key_env} with the key, or drop --api-key-env.")
+            f"environment: export {s.api_key_env} with the key, or drop --specperf-api-key-env.")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
-from .config import Settings, _url
+from .config import OPTIONS_BY_NAME, Settings, _url
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -145,7 +145,7 @@ def from_flags(values: Sequence[str]) -> tuple[Endpoint, ...]:
             name = re.sub(r"[^A-Za-z0-9_.]", "_", checked.split("://", 1)[1])
         elif not _NAME.match(name):
             raise ConfigError(f"{where}: the name {name!r} is not valid: expected NAME=URL "
-                              f"with a name of {NAME_FORM}, e.g. --endpoint box2=http://h:30000.")
+                              f"with a name of {NAME_FORM}, e.g. --specperf-endpoint box2=http://h:30000.")
         found.append(Endpoint(name, checked, name))
     return _unique(tuple(found), "--endpoint")
 
@@ -169,14 +169,16 @@ def check_combination(settings: Settings) -> None:
                ("compare_endpoint", "run the A/B comparison as its own run")]
     for name, instead in clashes:
         if getattr(settings, name) is not None:
-            flag = settings.sources.get(name, "--" + name.replace("_", "-"))
+            flag = settings.sources.get(name, OPTIONS_BY_NAME[name].flag)
             raise ConfigError(f"{flag} names one endpoint and cannot apply to a fleet: "
                               f"{instead}.")
     if settings.update_baselines:
-        raise ConfigError("--update-baselines writes one deployment's baseline and cannot run "
-                          "over a fleet: write each endpoint's baseline with its own run, e.g. "
-                          "`pytest perf_tests -m context_scaling --endpoint URL --deployment "
-                          "NAME --update-baselines`.")
+        flag = settings.sources.get("update_baselines", OPTIONS_BY_NAME["update_baselines"].flag)
+        raise ConfigError(f"{flag} writes one deployment's "
+                          "baseline and cannot run over a fleet: write each endpoint's baseline "
+                          "with its own run, e.g. `pytest perf_tests -m context_scaling "
+                          "--specperf-endpoint URL --specperf-deployment NAME "
+                          "--specperf-update-baselines`.")
 
 
 def endpoint_settings(base: Settings, endpoint: Endpoint, source: str) -> Settings:

@@ -17,26 +17,32 @@ def _default(name: str) -> str | None:
     return OPTIONS_BY_NAME[name].default
 
 
+def _flag(name: str) -> str:
+    """The option's prefixed flag (``--specperf-endpoint``): a hint works whatever other
+    plugins the user's pytest has (the old unprefixed names yield to theirs)."""
+    return OPTIONS_BY_NAME[name].flag
+
+
 def run_flags(settings: Settings, deployment: str | None = None) -> list[str]:
     """The flags that pick this run's server, baselines and case shape."""
     s = settings
     flags: list[str] = []
     if s.endpoint is not None:
-        flags += ["--endpoint", s.endpoint]
+        flags += [_flag("endpoint"), s.endpoint]
     elif s.sim_profile != _default("sim_profile"):
-        flags += ["--sim-profile", s.sim_profile]
+        flags += [_flag("sim_profile"), s.sim_profile]
     for name, value in (("api", s.api), ("model", s.model), ("api_key_env", s.api_key_env)):
         if value is not None and value != _default(name):
-            flags += [OPTIONS_BY_NAME[name].flag, value]
+            flags += [_flag(name), value]
     named = deployment or s.deployment
     if named:
-        flags += ["--deployment", named]
+        flags += [_flag("deployment"), named]
     if s.baseline_dir != Path(str(_default("baseline_dir"))):
-        flags += ["--baseline-dir", str(s.baseline_dir)]
+        flags += [_flag("baseline_dir"), str(s.baseline_dir)]
     if s.output_tokens != int(str(_default("output_tokens"))):
-        flags += ["--output-tokens", str(s.output_tokens)]
+        flags += [_flag("output_tokens"), str(s.output_tokens)]
     if s.text_class_dir is not None:
-        flags += ["--text-class-dir", str(s.text_class_dir)]
+        flags += [_flag("text_class_dir"), str(s.text_class_dir)]
     return flags
 
 
@@ -67,7 +73,7 @@ def measuring_flags(settings: Settings) -> list[str]:
         default = OPTIONS_BY_NAME[name].default or ""
         same = (value == f"{float(default):g}") if name == "max_spread" else value == default
         if not same:
-            flags.append(f"{OPTIONS_BY_NAME[name].flag}={value}")
+            flags.append(f"{_flag(name)}={value}")
     return flags
 
 
@@ -77,7 +83,7 @@ def update_command(settings: Settings, deployment: str | None = None, *,
     adds this run's case shape and noise limits (:func:`measuring_flags`)."""
     extra = measuring_flags(settings) if measuring else []
     return perf_command("-m", "context_scaling", *run_flags(settings, deployment), *extra,
-                        "--update-baselines")
+                        _flag("update_baselines"))
 
 
 def create_hint(settings: Settings, deployment: str | None = None) -> str:

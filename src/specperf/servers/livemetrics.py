@@ -134,9 +134,12 @@ def scrape(client: Client, clock: Callable[[], float] = time.monotonic) -> Scrap
 
 
 def observe(client: Client, window_s: float, *, poll_s: float = 1.0,
-            clock: Callable[[], float] = time.monotonic,
+            context: float | None = None, clock: Callable[[], float] = time.monotonic,
             sleep: Callable[[float], None] = time.sleep) -> LiveObservation:
-    """Read /metrics over ``window_s`` seconds and derive what production did in it."""
+    """Read /metrics over ``window_s`` seconds and derive what production did in it.
+
+    ``context`` (the traffic's prompt tokens, when the caller knows them) lets llama.cpp,
+    which counts no requests, count them from its prompt tokens."""
     first = scrape(client, clock)
     family = first.family
     if family is None:
@@ -153,9 +156,12 @@ def observe(client: Client, window_s: float, *, poll_s: float = 1.0,
     running.append(last.sums.get(FAMILIES[family]["running"], 0.0))
     sim = simulated.identity(client)
     scale = sim.time_scale if sim else 1.0
-    derive = {"sglang": _sglang, "vllm": _vllm, "llamacpp": _llamacpp}[family]
-    return replace(derive(client.base_url, first, last, running, scale),
-                   read_at=(first.at, last.at))
+    if family == "llamacpp":
+        seen = _llamacpp(client.base_url, first, last, running, scale, context)
+    else:
+        seen = (_sglang if family == "sglang" else _vllm)(client.base_url, first, last, running,
+                                                          scale)
+    return replace(seen, read_at=(first.at, last.at))
 
 
 class _Delta:
@@ -272,8 +278,13 @@ def _vllm_iterations(url: str, d: _Delta, window: float, conc: float, commit: fl
                            sources)
 
 
-def _llamacpp(url: str, first: Scrape, last: Scrape, running: list[float],
-              scale: float) -> LiveObservation:
+def _llamacpp(url: str, first: Scrape, last: Scrape, running: list[float], scale: float,
+              context: float | None) -> LiveObservation:
+    """llama.cpp: its finish-time token, draft and seconds counters (servers/llamacpp.py says
+    when each moves). A step is a verify step or a plain decode (no draft): for N tokens
+    N − 1 = accepted + S, so over R requests S = ΔN − R − Δaccepted; llama.cpp counts no
+    requests, so R is its prompt tokens over the traffic's ``context`` (R is a small term:
+    one token per request)."""
     d = _Delta(LLAMACPP, first, last)
     window = (last.at - first.at) / scale
     if d("generated") <= 0:
@@ -283,14 +294,24 @@ def _llamacpp(url: str, first: Scrape, last: Scrape, running: list[float],
     decode_s, prompt_s = d("decode_s") / scale, d("prompt_s") / scale
     sources = {"tok_s": f"{d.src('generated')} / ({d.src('decode_s')} + {d.src('prompt_s')})"}
     commit, step = None, None
-    if d.has("steps") and d("steps") > 0:
-        commit = 1.0 + d("accepted") / d("steps")
-        step = 1000.0 * decode_s / d("steps")
-        sources["avg_commit"] = f"1 + {d.src('accepted')} / {d.src('steps')}"
-        sources["step_ms"] = f"{d.src('decode_s')} / {d.src('steps')}"
+    requests = d("prompt") / context if context and d.has("prompt") else math.nan
+    if d.has("accepted") and d.has("steps") and d("steps") > 0:
+        if math.isnan(requests):
+            steps = d("steps")
+            commit = 1.0 + d("accepted") / steps
+            where = f"{d.src('steps')} (verify steps; plain decodes unknown without --context)"
+        else:
+            steps = d("generated") - requests - d("accepted")
+            commit = (d("generated") - requests) / steps
+            where = (f"{d.src('generated')} − requests ({d.src('prompt')} / context) − "
+                     f"{d.src('accepted')}")
+        step = 1000.0 * decode_s / steps
+        sources["avg_commit"] = f"committed tokens / steps, steps = {where}"
+        sources["step_ms"] = f"{d.src('decode_s')} / steps"
     conc, sources["concurrency"] = _concurrency(running, LLAMACPP["running"])
-    # llama.cpp counts tokens and seconds, not requests: context and output per request are
-    # unknown; the caller states them (--context).
-    sources["context"] = "not exported by llama.cpp: give --context"
+    # llama.cpp counts tokens and seconds, not requests: the context per request is the
+    # caller's (--context), the output per request unknown.
+    sources["context"] = "not exported by llama.cpp: --context"
     return LiveObservation(url, "llamacpp", window, d("generated") / (decode_s + prompt_s),
-                           commit, step, math.nan, math.nan, conc, None, math.nan, sources)
+                           commit, step, math.nan if context is None else context, math.nan,
+                           conc, None, requests, sources)

@@ -64,7 +64,7 @@ def live(root: Path, deployment: str, endpoint: str, window_s: float, *,
         judge.class_cases(baseline, text_class)  # an unknown class before the window, not after
     client = Client(endpoint, retries=0)
     try:
-        seen = livemetrics.observe(client, window_s, poll_s=poll_s)
+        seen = livemetrics.observe(client, window_s, poll_s=poll_s, context=context)
     finally:
         client.close()
     ctx = context if context is not None else seen.context

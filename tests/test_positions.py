@@ -123,11 +123,27 @@ def test_positions_are_judged_with_the_acceptance_tolerance() -> None:
         "−10%); positions 1–2 held.")
 
 
-def test_a_position_past_the_deepest_reported_was_never_accepted() -> None:
-    # an SGLang histogram ends at the deepest accepted count: [4, 6] has no position 2
+def test_a_position_past_the_deepest_reported_is_undetermined_never_a_fall() -> None:
+    # An SGLang histogram ends at the deepest accepted count: [4, 6] has no position 2. That
+    # may be a drafter that stopped accepting there, or a small subset's few requests that
+    # never reached it (a clean gate once printed "fell from 0.27 to 0.00"): no sample
+    # vouches for the 0, so it is never judged a fall.
     assert position_sentence([0.9, 0.5], [0.6], 0.15, True) == (
-        "Draft positions 1–2 (conditional acceptance) fell (limit −15%): 1 from 0.90 to 0.60 "
-        "(−33.3%), 2 from 0.50 to 0.00 (−100.0%).")
+        "Draft position 1 (conditional acceptance) fell from 0.90 to 0.60 (−33.3%, limit "
+        "−15%); position 2 undetermined (0.50 → not reached by this run's requests).")
+    assert position_sentence([0.9, 0.27], [0.9], 0.10, False) is None
+
+
+def test_a_position_interval_holds_the_baseline_side_and_the_night() -> None:
+    """0.27 → 0.20 with this run's half-width 0.02: −25.9 % beyond a 10 % limit alone, but
+    the baseline's side and a 3 % night widen it; a 0.27 → 0.05 fall stays a fall."""
+    assert position_sentence([0.9, 0.27], [0.9, 0.20], 0.10, False, [0.01, 0.06]) is None
+    assert position_sentence([0.9, 0.27], [0.9, 0.20], 0.10, True, [0.01, 0.06]) == (
+        "No draft position is sure to have moved beyond the 10% limit (conditional acceptance "
+        "per position 0.90 → 0.90, 0.27 → 0.20; position 2 undetermined).")
+    sentence = position_sentence([0.9, 0.27], [0.9, 0.05], 0.10, False, [0.01, 0.02], 0.03)
+    assert sentence is not None and sentence.startswith(
+        "Draft position 2 (conditional acceptance) fell from 0.27 to 0.05")
 
 
 def test_late_output_acceptance_fell_while_early_held() -> None:
@@ -197,7 +213,7 @@ def test_a_position_this_run_is_unsure_of_is_undetermined() -> None:
     # position 2: −13 % with ±0.20 over the repeats straddles the −15 % limit
     assert position_sentence([0.9, 0.3], [0.5, 0.26], 0.15, True, [0.02, 0.2]) == (
         "Draft position 1 (conditional acceptance) fell from 0.90 to 0.50 (−44.4%, limit "
-        "−15%); position 2 undetermined (0.30 → 0.26 ± 0.20).")
+        "−15%); position 2 undetermined (0.30 → 0.26 ± 0.28).")
     rows = [[0.5, 0.1], [0.5, 0.5]]
     assert acceptance.half_width_by_index(rows) == pytest.approx([0.0, 12.706 * 0.2], rel=1e-3)
     assert acceptance.half_width_by_index([[0.5]]) == [None]

@@ -4,16 +4,19 @@ Each metric has a direction (:data:`DIRECTION`: +1 must not fall, −1 must not 
 default tolerance, a fraction of the baseline median. The formatting here is shared by every
 sentence the suite prints (verdicts, baselines, fingerprints, digests), so a number reads the
 same wherever it appears. This module sits at the bottom of the package: it imports only
-:mod:`specperf.core.errors` and :mod:`specperf.core.contract` (what a move's status is).
+:mod:`specperf.core.errors`, :mod:`specperf.core.contract` (what a move's status is) and the
+t quantile of :mod:`specperf.core.stats`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from . import contract
 from .errors import ConfigError
+from .stats import t_quantile
 
 DEFAULT_TOLERANCES: dict[str, float] = {
     "tok_s": 0.10, "avg_commit": 0.10, "step_ms": 0.10, "decode_tok_s": 0.10, "slope": 0.15,
@@ -124,6 +127,10 @@ class Move:
     label: str = ""  # default: the metric's name in LABELS
     unit: str | None = None  # default: " ms" for step time, none otherwise
     floor: float = 0.0  # FLOOR: a move smaller than this (in the metric's unit) is a pass
+    # The log change's standard error and its df: both sides' request spread and, against a
+    # baseline of another night, the run-to-run noise (core/noise.py). 0: a point estimate.
+    se: float = 0.0
+    df: float = math.inf
 
     @property
     def direction(self) -> int:
@@ -138,12 +145,28 @@ class Move:
         """The change signed so that positive is better."""
         return self.direction * self.change
 
+    def interval(self) -> tuple[float, float] | None:
+        """The relative change's 95 % interval, or None for a point estimate."""
+        if self.se <= 0 or self.base <= 0 or self.new <= 0:
+            return None
+        half = t_quantile(0.975, self.df) * self.se
+        centre = math.log(self.new / self.base)
+        return math.expm1(centre - half), math.expm1(centre + half)
+
     @property
     def status(self) -> str:
-        """The contract's status of this move, a point estimate (:mod:`specperf.core.contract`)."""
+        """The contract's status of this move (:mod:`specperf.core.contract`): its interval
+        when it has one, else the point estimate."""
         if abs(self.new - self.base) < self.floor:
             return contract.PASS
-        return contract.status(contract.Change(self.change), self.direction, self.tolerance)
+        bounds = self.interval()
+        change = contract.Change(self.change) if bounds is None else \
+            contract.Change(self.change, *bounds)
+        return contract.status(change, self.direction, self.tolerance)
+
+    @property
+    def undetermined(self) -> bool:
+        return self.status == contract.UNDETERMINED
 
     @property
     def regressed(self) -> bool:
@@ -170,5 +193,9 @@ class Move:
                 f"({format_percent(self.change)}{extra})")
 
     def detail(self) -> dict[str, float]:
-        return {"base": self.base, "new": self.new, "change": self.change,
-                "limit": -self.direction * self.tolerance}
+        out = {"base": self.base, "new": self.new, "change": self.change,
+               "limit": -self.direction * self.tolerance}
+        bounds = self.interval()
+        if bounds is not None:
+            out.update(low=bounds[0], high=bounds[1], se=self.se)
+        return out

@@ -19,8 +19,9 @@ case's verdict when acceptance regressed or a position or stretch moved beyond i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core import contract
@@ -29,9 +30,8 @@ from ..core.limits import MINUS, Move, format_percent, tolerance
 from ..core.stats import Summary
 from ..servers.acceptance import ALONG_TOKENS, half_width_by_index, mean_by_index, shape_rows
 
-if TYPE_CHECKING:  # verdict imports this module; these are its types
+if TYPE_CHECKING:
     from ..baselines.store import CaseBaseline
-    from .verdict import Verdict
 
 Rates = Sequence[float | None]
 
@@ -73,16 +73,22 @@ class Step:
 
 
 def compare(base: Rates, new: Rates, tol: float, half_widths: Rates = (), *,
-            padded: bool = False) -> list[Step]:
+            padded: bool = False, run_sd: float = 0.0) -> list[Step]:
     """Each index both sides have, judged through the contract: must not fall by more than
-    ``tol``; with this run's ``half_widths``, as an interval (a straddling one is
+    ``tol``; as an interval when there is any uncertainty to state (a straddling one is
     undetermined), else as a point estimate.
 
+    The interval holds both sides: this run's 95 % ``half_widths`` stand for the baseline's
+    too (its requests were as many and as spread; the file keeps only the rates), and
+    ``run_sd`` is the relative run-to-run σ of acceptance between this run and the
+    baseline's night (core/noise.py).
+
     ``padded`` (draft positions): a position the current run reports nothing for, just past
-    its deepest reported one, was never accepted there (an SGLang histogram ends at the
-    deepest accepted count; llama.cpp exports a position's series only once it accepted
-    there): its rate is 0 when the position before it was accepted at all. Nothing reported
-    at all is not reported, not 0.
+    its deepest reported one, may never have been accepted there (an SGLang histogram ends
+    at the deepest accepted count; llama.cpp exports a position's series only once it
+    accepted there), or the run's few requests never reached it: its rate is a 0 no sample
+    vouches for, so it is undetermined, never a regression. Nothing reported at all is not
+    reported, not 0.
     """
     if not new:
         return []
@@ -91,7 +97,14 @@ def compare(base: Rates, new: Rates, tol: float, half_widths: Rates = (), *,
     for i, (b, n) in enumerate(zip(base, [*new, *padding], strict=False)):
         if b is None or n is None or b <= 0:
             continue
+        if i >= len(new):  # the padded position: no sample reached it
+            steps.append(Step(i, b, n, UNDETERMINED, None))
+            continue
         hw = half_widths[i] if i < len(half_widths) else None
+        if run_sd > 0:
+            hw = math.hypot(math.sqrt(2.0) * (hw or 0.0), 1.96 * b * run_sd)
+        elif hw is not None:
+            hw = math.sqrt(2.0) * hw
         change = contract.Change(n / b - 1.0) if hw is None else \
             contract.Change(n / b - 1.0, (n - hw) / b - 1.0, (n + hw) / b - 1.0)
         steps.append(Step(i, b, n, contract.status(change, +1, tol), hw))
@@ -122,10 +135,10 @@ def _moved(steps: Sequence[Step], word: str, limit: str) -> str:
 
 
 def position_sentence(base: Rates, new: Rates, tol: float, regressed: bool,
-                      half_widths: Rates = ()) -> str | None:
+                      half_widths: Rates = (), run_sd: float = 0.0) -> str | None:
     """The sentence locating a per-position change, or None when there is nothing to say:
     no position moved beyond ``tol`` and acceptance did not regress."""
-    steps = compare(base, new, tol, half_widths, padded=True)
+    steps = compare(base, new, tol, half_widths, padded=True, run_sd=run_sd)
     if not steps:
         return None
     fell = [s for s in steps if s.status == REGRESSION]
@@ -142,13 +155,19 @@ def position_sentence(base: Rates, new: Rates, tol: float, regressed: bool,
         if not regressed:
             return None
         shown = ", ".join(f"{s.base:.2f} → {s.new:.2f}" for s in steps)
+        if unsure:  # some may have moved beyond it: say only what is known
+            return (f"No draft position is sure to have moved beyond the "
+                    f"{round(100 * tol, 1):g}% limit (conditional acceptance per position "
+                    f"{shown}; {_plural([s.index for s in unsure])} undetermined).")
         return (f"No single draft position moved beyond the {round(100 * tol, 1):g}% limit "
                 f"(conditional acceptance per position {shown}): the fall is spread over "
                 "every position.")
     if held:
         parts.append(f"{_plural(held)} held")
     if unsure:
-        each = ", ".join(f"{s.base:.2f} → {s.new:.2f} ± {s.half_width or 0:.2f}" for s in unsure)
+        each = ", ".join(f"{s.base:.2f} → {s.new:.2f} ± {s.half_width:.2f}"
+                         if s.half_width is not None else
+                         f"{s.base:.2f} → not reached by this run's requests" for s in unsure)
         parts.append(f"{_plural([s.index for s in unsure])} undetermined ({each})")
     return "; ".join(parts)[0].upper() + "; ".join(parts)[1:] + "."
 
@@ -165,10 +184,10 @@ def _mean(steps: Sequence[Step], side: str) -> float:
 
 
 def along_sentence(base: Rates, new: Rates, tol: float, output_tokens: int,
-                   half_widths: Rates = ()) -> str | None:
+                   half_widths: Rates = (), run_sd: float = 0.0) -> str | None:
     """The sentence for a change of shape along the output: some stretches fell beyond
     ``tol`` while others held; None when the curve kept its shape (or is not reported)."""
-    steps = compare(base, new, tol, half_widths)
+    steps = compare(base, new, tol, half_widths, run_sd=run_sd)
     fell = [s for s in steps if s.status == REGRESSION]
     held = [s for s in steps if s.status in (PASS, contract.NOTED)]
     if not fell or not held:
@@ -184,19 +203,17 @@ def along_sentence(base: Rates, new: Rates, tol: float, output_tokens: int,
             f"({_mean(held, 'base'):.2f} → {_mean(held, 'new'):.2f}).")
 
 
-def annotate(verdict: Verdict, shape: Shape, current: Mapping[str, Summary],
-             base: CaseBaseline, tolerances: Mapping[str, float]) -> Verdict:
-    """``verdict`` with the sentences locating an acceptance change added; a pass whose
-    positions or output stretches moved beyond the tolerance becomes noted."""
+def locate(shape: Shape, current: Mapping[str, Summary], base: CaseBaseline,
+           tolerances: Mapping[str, float], run_sd: float = 0.0) -> list[str]:
+    """The sentences locating an acceptance change in a case: per draft position and along
+    the output; none when nothing moved (``run_sd``: see :func:`compare`)."""
     tol = tolerance(tolerances, "avg_commit")
     regressed = "avg_commit" in current and bool(base.metrics.get("avg_commit")) and Move(
         "avg_commit", base.metrics["avg_commit"].median, current["avg_commit"].median,
         tol).regressed
-    sentences = [s for s in (
-        position_sentence(base.positions, shape.positions, tol, regressed, shape.positions_hw),
-        along_sentence(base.along, shape.along, tol, base.output_tokens, shape.along_hw))
+    return [s for s in (
+        position_sentence(base.positions, shape.positions, tol, regressed, shape.positions_hw,
+                          run_sd),
+        along_sentence(base.along, shape.along, tol, base.output_tokens, shape.along_hw,
+                       run_sd))
         if s]
-    if not sentences:
-        return verdict
-    status = contract.NOTED if verdict.status == PASS else verdict.status
-    return replace(verdict, status=status, message=" ".join([verdict.message, *sentences]))

@@ -15,9 +15,8 @@ context slope carries its interval, so it is a regression only when the whole in
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..core import contract
@@ -29,17 +28,15 @@ from ..core.limits import (
     Move,
     format_move,
     format_percent,
-    format_value,
     tolerance,
 )
-from ..core.model import Attribution, ContextFit, attribute, predict_tok_s, rel_se, rest_ratio, t95
-from ..core.stats import Summary
+from ..core.model import Attribution, ContextFit, attribute, t95
+from ..core.noise import NoiseModel
+from ..core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, Summary
 from . import positions
 
 if TYPE_CHECKING:  # baseline imports this module's tables, so only a type-time import here
     from ..baselines.store import CaseBaseline
-
-STATUSES = (*contract.STATUSES, "no-baseline")
 
 # Attribution thresholds. A part "explains" a drop when the other part's share is
 # below SECONDARY_SHARE (it is then noise-sized next to the main cause); when both
@@ -68,6 +65,10 @@ class Verdict:
     details: Details = field(default_factory=dict)
     # The exact acceptance comparison (exact.ExactResult.to_dict()), when one was made.
     exact: dict[str, Any] | None = None
+    # Why the status was given, where the word alone would mislead (contract.REASONS).
+    reason: str = ""
+    # The case's predict-and-reconcile row (judge/reconcile.py Reconciled.to_dict()).
+    reconcile: dict[str, Any] | None = None
 
     def fails(self) -> str | None:
         """The sentence to fail the case with, or None when it did not regress."""
@@ -91,38 +92,87 @@ def _change(base: float, new: float) -> float:
 
 def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
                tolerances: Mapping[str, float], shape: positions.Shape | None = None,
-               pinned: bool = False) -> Verdict:
+               pinned: bool = False, noise: NoiseModel | None = None,
+               base_runs: int = 1) -> Verdict:
     """Compare one case's medians with its baseline; tolerances are the resolved layers.
     ``shape``: the case's acceptance per draft position and along the output, whose changes
     the verdict then locates (positions.py). ``pinned``: the server's acceptance is
-    synthetic (servers/pinned.py), so only what does not depend on it is judged."""
+    synthetic (servers/pinned.py), so only what does not depend on it is judged.
+    ``noise``: the run-to-run noise of this comparison (core/noise.py; the baseline merged
+    from ``base_runs`` runs): each move then carries its interval — both sides' request
+    spread and the run term — and the contract judges the interval; None judges the medians
+    as point estimates."""
     if pinned:
-        return _judge_pinned(case_id, _moves(current, base, tolerances))
+        return _judge_pinned(case_id, _moves(current, base, tolerances, noise, base_runs))
     if shape is not None:
-        return positions.annotate(judge_case(case_id, current, base, tolerances), shape,
-                                  current, base, tolerances)
-    moves = _moves(current, base, tolerances)
+        verdict = judge_case(case_id, current, base, tolerances, noise=noise,
+                             base_runs=base_runs)
+        run_sd = 0.0 if noise is None else \
+            noise.of("avg_commit").case_sd() * math.sqrt(1.0 + 1.0 / max(base_runs, 1))
+        sentences = positions.locate(shape, current, base, tolerances, run_sd)
+        if not sentences:
+            return verdict
+        # A pass whose positions or output stretches moved beyond the tolerance is noted.
+        status = contract.combine([verdict.status, NOTED]) if verdict.status == PASS \
+            else verdict.status
+        return replace(verdict, status=status, message=" ".join([verdict.message, *sentences]))
+    moves = _moves(current, base, tolerances, noise, base_runs)
     details = {m: mv.detail() for m, mv in moves.items()}
     if not moves:
-        return Verdict(case_id, "no-baseline",
+        return Verdict(case_id, UNDETERMINED,
                        f"{case_id}: the baseline has no metric this run measured, so "
-                       f"nothing can be compared — write a new version with --update-baselines.")
+                       f"nothing can be compared — write a new version with --update-baselines.",
+                       reason=contract.NO_BASELINE)
     attribution = _attribution(moves)
     broken = [m for m in ("tok_s", "decode_tok_s", "avg_commit", "step_ms", "ttft_ms")
               if m in moves and moves[m].regressed]
+    heard = _noise_clause(noise, moves)
     if broken:
         message = _regression_message(moves, broken[0], attribution, base.output_tokens)
-        return Verdict(case_id, REGRESSION, message, attribution, details)
+        return Verdict(case_id, REGRESSION, _with_noise(message, heard), attribution, details)
     summary = _pass_summary(moves)
     unjudged = _prefill_unjudged(current, moves)
+    open_ = [m for m in ("tok_s", "decode_tok_s", "avg_commit", "step_ms", "ttft_ms")
+             if m in moves and moves[m].undetermined]
+    if open_:
+        return Verdict(case_id, UNDETERMINED, _undetermined_case(moves, open_, summary, heard),
+                       attribution, details)
     if any(mv.improved for mv in moves.values()):
         faster = any(moves[m].improved for m in ("tok_s", "decode_tok_s", "step_ms", "ttft_ms")
                      if m in moves)
         word = "faster" if faster else "better"
         message = f"{summary} — {word} than the baseline: {REFRESH_HINT}{unjudged}."
-        return Verdict(case_id, IMPROVED, message, attribution, details)
-    return Verdict(case_id, PASS, f"{summary} — within tolerance{unjudged}.", attribution,
-                   details)
+        return Verdict(case_id, IMPROVED, _with_noise(message, heard), attribution, details)
+    return Verdict(case_id, PASS, _with_noise(f"{summary} — within tolerance{unjudged}.", heard),
+                   attribution, details)
+
+
+def _noise_clause(noise: NoiseModel | None, moves: Mapping[str, Move]) -> str:
+    """Which run-to-run noise the intervals carry (one clause: the first judged metric's)."""
+    if noise is None:
+        return ""
+    metric = next((m for m in ("tok_s", "step_ms", "avg_commit", "ttft_ms") if m in moves), "")
+    return noise.of(metric).text() if metric else ""
+
+
+def _with_noise(message: str, heard: str) -> str:
+    return f"{message[:-1]} ({heard})." if heard and message.endswith(".") else message
+
+
+def _undetermined_case(moves: Mapping[str, Move], open_: Sequence[str], summary: str,
+                       heard: str) -> str:
+    """A case whose interval straddles a limit: what straddles, and what would decide."""
+    parts = []
+    for m in open_:
+        bounds = moves[m].interval()
+        assert bounds is not None  # a point estimate is never undetermined
+        parts.append(f"{moves[m].text(limit=True)} has a 95% interval of "
+                     f"{format_percent(bounds[0])} to {format_percent(bounds[1])}")
+    night = "" if not heard or heard.startswith("same-night") else \
+        ("; the run-to-run noise dominates it: judge a deploy against a same-night reference "
+         "(specperf gate --help), or let nightly runs build the history")
+    return (f"{summary} — {'; '.join(parts)}, which straddles the limit ({heard}): neither a pass "
+            f"nor a fail — measure again with more repeats (--specperf-repeats){night}.")
 
 
 PINNED_REASON = ("acceptance not judged: it is pinned (synthetic) on the server, so avg commit, "
@@ -136,9 +186,9 @@ def _judge_pinned(case_id: str, all_moves: Mapping[str, Move]) -> Verdict:
     moves = {m: all_moves[m] for m in PINNED_METRICS if m in all_moves}
     details = {m: mv.detail() for m, mv in moves.items()}
     if not moves:
-        return Verdict(case_id, "no-baseline", f"{case_id}: the baseline has no step time to "
+        return Verdict(case_id, UNDETERMINED, f"{case_id}: the baseline has no step time to "
                        f"compare and {PINNED_REASON} — write a new version with "
-                       f"--update-baselines.")
+                       f"--update-baselines.", reason=contract.NO_BASELINE)
     broken = [m for m in PINNED_METRICS if m in moves and moves[m].regressed]
     if broken:
         return Verdict(case_id, REGRESSION, f"{moves[broken[0]].text(limit=True)} — "
@@ -160,10 +210,42 @@ def _prefill_unjudged(current: Mapping[str, Summary], moves: Mapping[str, Move])
 
 
 def _moves(current: Mapping[str, Summary], base: CaseBaseline,
-           tolerances: Mapping[str, float]) -> dict[str, Move]:
-    return {m: Move(m, base.metrics[m].median, current[m].median, tolerance(tolerances, m),
-                    floor=FLOOR.get(m, 0.0))
-            for m in DIRECTION if m in current and m in base.metrics and base.metrics[m].median}
+           tolerances: Mapping[str, float], noise: NoiseModel | None = None,
+           base_runs: int = 1) -> dict[str, Move]:
+    out = {}
+    for m in DIRECTION:
+        if m not in current or m not in base.metrics or not base.metrics[m].median:
+            continue
+        se, df = _case_se(current[m], base.metrics[m], noise, m, base_runs)
+        out[m] = Move(m, base.metrics[m].median, current[m].median, tolerance(tolerances, m),
+                      floor=FLOOR.get(m, 0.0), se=se, df=df)
+    return out
+
+
+# Below this a request spread is clock resolution or commit quantisation, not a quiet box.
+REQUEST_SD_FLOOR = 0.005
+
+
+def _median_var(summary: Summary) -> tuple[float, float]:
+    """The relative variance of a median of ``n`` requests (from their MAD) and its df."""
+    sd = max(MAD_TO_SIGMA * summary.mad / summary.median, REQUEST_SD_FLOOR) \
+        if summary.median > 0 else REQUEST_SD_FLOOR
+    n = max(int(summary.n), 1)
+    return MEDIAN_SE_FACTOR**2 * sd * sd / n, float(max(n - 1, 1))
+
+
+def _case_se(now: Summary, then: Summary, noise: NoiseModel | None, metric: str,
+             base_runs: int) -> tuple[float, float]:
+    """A case's log change: its standard error (both medians' request spread and the run
+    term) and its df (Welch–Satterthwaite); (0, inf) without a noise model."""
+    if noise is None:
+        return 0.0, math.inf
+    run = noise.of(metric)
+    parts = [_median_var(now), _median_var(then),
+             (run.case_sd() ** 2 * (1.0 + 1.0 / max(base_runs, 1)), run.df)]
+    total = sum(v for v, _ in parts)
+    denom = sum(v * v / df for v, df in parts if v > 0 and math.isfinite(df))
+    return math.sqrt(total), (total * total / denom if denom > 0 else math.inf)
 
 
 def _attribution(moves: Mapping[str, Move]) -> Attribution | None:
@@ -302,10 +384,10 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
     case_id = f"{text_class}-fit"
     old, new = base.b_ms_per_1k, current.b_ms_per_1k
     if old <= 0:
-        return Verdict(case_id, "no-baseline",
+        return Verdict(case_id, UNDETERMINED,
                        f"{text_class}: the baseline's step time does not grow with context "
                        f"({old:.1f} ms per 1k), so its slope cannot be compared — write a new "
-                       f"version with --update-baselines.")
+                       f"version with --update-baselines.", reason=contract.NO_BASELINE)
     change = _change(old, new)
     limit = contract.slope_limit(slope_tolerance, base.b_ms_per_token,
                                  base.predict_step_ms(far), far, step_tolerance)
@@ -395,108 +477,4 @@ def _wider(contexts: Sequence[int], shrink: float) -> list[int]:
     span = max(high - low, 1) * shrink * 2.0
     far = min(5553, max(1663, int(math.ceil((low + span) / 100.0)) * 100))
     return sorted({*contexts, far})
-
-
-@dataclass(frozen=True)
-class Observed:
-    """This run's medians at one case, with the relative standard error of their ratio."""
-
-    tok_s: float
-    avg_commit: float
-    step_ms: float | None = None
-    rel_se: float = 0.0
-    z: float = 2.0
-
-
-def observe(values: Mapping[str, Sequence[float]]) -> Observed | None:
-    """This run's :class:`Observed` from its repeats' tok_s, avg_commit and step_ms values."""
-    tok, commit, step = (values.get(m) or [] for m in ("tok_s", "avg_commit", "step_ms"))
-    if not tok or not commit:
-        return None
-    errors = [rel_se(v) for v in (tok, commit, step) if v]
-    n = min(len(v) for v in (tok, commit, step) if v)
-    return Observed(statistics.median(tok), statistics.median(commit),
-                    statistics.median(step) if step else None,
-                    math.sqrt(sum(e * e for e in errors)), t95(n - 1))
-
-
-def base_rest(base: CaseBaseline | None, output_tokens: int, prefill_ms: float) -> float:
-    """The baseline case's own rest (client, transport): 1.0 when it has no step time."""
-    if base is None:
-        return 1.0
-    got = {m: base.metrics[m].median for m in ("tok_s", "avg_commit", "step_ms")
-           if m in base.metrics}
-    if len(got) < 3 or min(got.values()) <= 0:
-        return 1.0
-    return rest_ratio(got["tok_s"], got["avg_commit"], got["step_ms"], output_tokens,
-                      prefill_ms)
-
-
-def reconcile(case_id: str, observed: Observed, base_fit: ContextFit, mean_context: float,
-              output_tokens: int, tolerance: float, prefill_ms: float = 0.0,
-              base_rest: float = 1.0) -> Verdict | None:
-    """Predict tok/s from this run's acceptance and the baseline's context curve.
-
-    None when the observation agrees within ``tolerance`` plus its uncertainty (this run's
-    errors and the curve's at this context). "explained" when it does not, but this run's
-    own step time accounts for it: the model holds, the case's step-time verdict speaks.
-    "fail" (slower) or "improved" (faster) only when the model itself does not explain the
-    observation: tok/s differs from what this run's acceptance and step time predict, by
-    more than the baseline's own rest ``base_rest`` (its client and transport overhead).
-    """
-    step = base_fit.predict_step_ms(mean_context)
-    if step <= 0 or observed.avg_commit <= 0:
-        return None
-    own = _own_model(case_id, observed, output_tokens, tolerance, prefill_ms, base_rest)
-    if own is not None:
-        return own
-    # This run's own time to first token: prefill is no part of the context curve, and
-    # leaving it out would call every short-output run "unexplained".
-    predicted = predict_tok_s(observed.avg_commit, step, output_tokens, prefill_ms) * base_rest
-    change = _change(predicted, observed.tok_s)
-    curve_se = base_fit.predict_se_ms(mean_context) / step
-    if abs(change) <= tolerance + observed.z * math.hypot(observed.rel_se, curve_se):
-        return None
-    head = (f"observed tok/s {observed.tok_s:.1f} vs {predicted:.1f} predicted from this run's "
-            f"acceptance ({observed.avg_commit:.2f}) and the baseline's context curve "
-            f"({format_percent(change)})")
-    details = {"tok_s": {"base": predicted, "new": observed.tok_s, "change": change,
-                         "limit": -tolerance}}
-    if observed.step_ms is not None:
-        return Verdict(case_id, "explained", f"{head}: this run's step time "
-                       f"{format_value('step_ms', observed.step_ms)} ms vs "
-                       f"{format_value('step_ms', step)} ms on the curve explains it.",
-                       None, details)
-    if change < 0:
-        return Verdict(case_id, "fail", f"{head}: a slowdown neither acceptance nor the context "
-                       f"curve explains — look at the server (KV cache fragmentation, other "
-                       f"load, clocks).", None, details)
-    return Verdict(case_id, "improved", f"{head}: faster than acceptance and the context curve "
-                   f"predict — the baseline's fit may be stale; {REFRESH_HINT}.", None, details)
-
-
-def _own_model(case_id: str, observed: Observed, output_tokens: int, tolerance: float,
-               prefill_ms: float, base_rest: float) -> Verdict | None:
-    """A "fail"/"improved" verdict when this run's acceptance and step time do not explain
-    its tok/s (beyond the baseline's rest and the uncertainty); None when they do."""
-    if observed.step_ms is None or observed.step_ms <= 0:
-        return None
-    predicted = predict_tok_s(observed.avg_commit, observed.step_ms, output_tokens,
-                              prefill_ms) * base_rest
-    change = _change(predicted, observed.tok_s)
-    if abs(change) <= tolerance + observed.z * observed.rel_se:
-        return None
-    head = (f"observed tok/s {observed.tok_s:.1f} vs {predicted:.1f} predicted from this run's "
-            f"acceptance ({observed.avg_commit:.2f}) and step time "
-            f"({format_value('step_ms', observed.step_ms)} ms) ({format_percent(change)})")
-    details = {"tok_s": {"base": predicted, "new": observed.tok_s, "change": change,
-                         "limit": -tolerance}}
-    if change < 0:
-        return Verdict(case_id, "fail", f"{head}: a slowdown neither acceptance nor step time "
-                       f"explains — look at prefill, transport and the client (a proxy, TLS, "
-                       f"the network).", None, details)
-    return Verdict(case_id, "improved", f"{head}: faster than acceptance and step time predict "
-                   f"— less client or transport overhead than the baseline's; {REFRESH_HINT}.",
-                   None, details)
-
 

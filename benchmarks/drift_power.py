@@ -1,16 +1,21 @@
 """Drift detection on simulated nightly histories: false flags and how soon a shift is flagged.
 
-Histories of ``--nights`` (30) nights of the default sweep (8 cells: padding and reasoning
-at 13, 1663, 3333, 5553 tokens). Each night every cell's step time and avg commit carry
-night-to-night noise of ``--noise`` (3 %, log-normal): independent per cell, and again with
-``--common`` (0.5) of its σ common to every cell of the night (per metric: the box's clocks,
-driver, thermal move every case together; 0.5 of 3 % is 1.5 %, a quarter of the variance).
-Three kinds of history per noise setting, each its own draws:
+Histories of ``--before`` (60) nights, a boundary (a new baseline or fingerprint: every
+cell's level moves by its own 5 %-σ draw), then the ``--nights`` (30) nights watched, of the
+default sweep (8 cells: padding and reasoning at 13, 1663, 3333, 5553 tokens). The detector
+is drift.py's as `specperf trend` runs it: the level reset at the boundary, the night noise
+measured across it. Each night every cell's step time and avg commit carry night-to-night
+noise of ``--noise`` (3 %, log-normal), with each of ``--commons`` (0, 0.5, 1) of its σ
+common to every cell of the night (per metric: the box's clocks, driver, thermal move every
+case together; 0.5 of 3 % is 1.5 %, a quarter of the variance; 1: nothing of a cell's own)
+and the rest each cell's own. Only the watched nights are looked at (flags are per 30
+watched nights, as before); ``--before 0`` is the history without a boundary. Three kinds
+of history per noise setting, each its own draws:
 
 - no shift: the share flagged at all (any factor or case), and by factors / cases apart;
-- every case's step time ``--shift`` (3 %) higher from a start night drawn uniformly from
-  [MIN_REFERENCE, nights − 4] (so the level is known and the three nights after the start
-  are in the history) to the end: flagged by the step factor;
+- every case's step time ``--shift`` (3 %) higher from a watched start night drawn uniformly
+  from [MIN_REFERENCE, nights − 4] (so the level is known and the three nights after the
+  start are in the history) to the end: flagged by the step factor;
 - one case's step time (the cases in turn) ``--case-shift`` (3 %) higher from such a night:
   flagged by that case's own scan.
 
@@ -23,7 +28,10 @@ pooled z of the shift after its start night and three more, against the threshol
 of the history needs for ≤ 1 % false alarms, with σ known and with σ measured on the night
 means (a t-test: what common noise forces; see docs/benchmarks.md §6).
 
-    python benchmarks/drift_power.py [--histories 1000] [--seed 1] [--common 0.5]
+    python benchmarks/drift_power.py [--histories 1000] [--seed 2026] [--commons 0,0.5,1]
+        [--before 60] [--factor-threshold Z] [--case-threshold Z]
+
+Tune on seeds 1..9; report on seed 2026.
 
 Writes benchmarks/results/drift_power.json.
 """
@@ -47,31 +55,41 @@ CELLS = [f"{c}-ctx{x}" for c in ("padding", "reasoning") for x in (13, 1663, 333
 METRICS = (("step_ms", 90.0), ("avg_commit", 3.0))
 
 
+LEVEL_JUMP = 0.05  # σ of each cell's level move at the boundary (a deploy, a new baseline)
+
+
 def history(rng: np.random.Generator, nights: int, noise: float, shift: float, start: int,
-            common: float = 0.0, case: str | None = None) -> dict[str, list[float | None]]:
-    """One history's cells as ``metric|cell`` series (what specperf trend reads): ``common``
-    of the noise σ shared by a night's cells (per metric), the step shift on every cell or
-    on ``case`` alone."""
+            common: float = 0.0, case: str | None = None, before: int = 0
+            ) -> dict[str, list[float | None]]:
+    """One history's cells as ``metric|cell`` series (what specperf trend reads): ``before``
+    nights, a boundary where every cell's level moves its own way, then ``nights``;
+    ``common`` of the noise σ shared by a night's cells (per metric), the step shift (from
+    watched night ``start``) on every cell or on ``case`` alone."""
     out: dict[str, list[float | None]] = {}
+    total = before + nights
     own = noise * math.sqrt(max(1.0 - common**2, 0.0))
-    box = {metric: noise * common * rng.standard_normal(nights) for metric, _ in METRICS}
-    after = np.where(np.arange(nights) >= start, shift, 0.0)
+    box = {metric: noise * common * rng.standard_normal(total) for metric, _ in METRICS}
+    after = np.where(np.arange(total) >= before + start, shift, 0.0)
+    watched = np.arange(total) >= before
     for cell in CELLS:
         for metric, level in METRICS:
-            z = own * rng.standard_normal(nights) + box[metric]
+            z = own * rng.standard_normal(total) + box[metric]
+            z = z + np.where(watched, LEVEL_JUMP * rng.standard_normal(), 0.0) if before else z
             moved = metric == "step_ms" and case in (None, cell)
             out[f"{metric}|{cell}"] = list(level * np.exp(z + (after if moved else 0.0)))
     return out
 
 
 def night_z(cells: dict[str, list[float | None]], per_case: bool, key: str | None = None,
-            window: int | None = drift.WINDOW) -> np.ndarray:
-    """Per night, the largest decision z over the series (only ``key`` when given);
-    ``window`` None: the previous scan's, the best of every candidate start."""
+            window: int | None = drift.WINDOW, before: int = 0) -> np.ndarray:
+    """Per watched night, the largest decision z over the series (only ``key`` when given),
+    the level from the boundary at ``before``, the noise across it; ``window`` None: the
+    previous scan's, the best of every candidate start."""
     chosen = [s for s in drift.series(cells, per_case=per_case) if key in (None, s.key)]
     nights = chosen[0].logs.shape[1]
-    return np.array([max(drift.scan_night(s, 0, t, window)[0] for s in chosen)
-                     for t in range(nights)])
+    cuts = [before] if before else []
+    return np.array([max(drift.scan_night(s, before, t, window, cuts)[0] for s in chosen)
+                     for t in range(before, nights)])
 
 
 def first_at(z: np.ndarray, threshold: float) -> int | None:
@@ -120,19 +138,21 @@ def draw(args: argparse.Namespace, common: float) -> dict[str, list[Any]]:
     got: dict[str, list[Any]] = {k: [] for k in (
         "null_f", "null_c", "shifted", "one", "starts", "one_starts",
         "old_f", "old_c", "old_shifted", "cu_null", "cu_shifted")}
+    before = args.before
     for i in range(args.histories):
-        cells = history(rng, args.nights, args.noise, 0.0, args.nights, common)
-        got["null_f"].append(night_z(cells, False))
-        got["null_c"].append(night_z(cells, True))
+        cells = history(rng, args.nights, args.noise, 0.0, args.nights, common, before=before)
+        got["null_f"].append(night_z(cells, False, before=before))
+        got["null_c"].append(night_z(cells, True, before=before))
         start = int(rng.integers(drift.MIN_REFERENCE, args.nights - 3))
-        moved = history(rng, args.nights, args.noise, args.shift, start, common)
+        moved = history(rng, args.nights, args.noise, args.shift, start, common, before=before)
         got["starts"].append(start)
-        got["shifted"].append(night_z(moved, False, "step"))
+        got["shifted"].append(night_z(moved, False, "step", before=before))
         case, one_start = CELLS[i % len(CELLS)], int(rng.integers(drift.MIN_REFERENCE,
                                                                    args.nights - 3))
-        alone = history(rng, args.nights, args.noise, args.case_shift, one_start, common, case)
+        alone = history(rng, args.nights, args.noise, args.case_shift, one_start, common, case,
+                        before)
         got["one_starts"].append(one_start)
-        got["one"].append(night_z(alone, True, f"step {case}"))
+        got["one"].append(night_z(alone, True, f"step {case}", before=before))
         if args.compare:
             got["old_f"].append(night_z(cells, False, window=None))
             got["old_c"].append(night_z(cells, True, window=None))
@@ -161,6 +181,8 @@ def run(args: argparse.Namespace, common: float) -> dict[str, Any]:
                           [bool(z.max() >= case) for z in g["null_c"]], g["one_starts"]),
         "scan": {h: rates([first_at(z, h) for z in g["shifted"]],
                           [bool(z.max() >= h) for z in g["null_f"]], g["starts"])
+                 | {"any": share([bool(f.max() >= h or c.max() >= case)
+                                  for f, c in zip(g["null_f"], g["null_c"], strict=True)])}
                  for h in THRESHOLDS},
         "case_scan": {h: rates([first_at(z, h) for z in g["one"]],
                                [bool(z.max() >= h) for z in g["null_c"]], g["one_starts"])
@@ -252,7 +274,8 @@ def report(r: dict[str, Any], compared: bool) -> None:
                  ("cusum_h", "CUSUM, fixed h step/acceptance")]
     for name, label in rows:
         for h, v in r[name].items():
-            print(f"  {label} {h}: no-shift flagged {pct(v['false_alarm'])}; shift within 3 "
+            anyf = f" (any flag {pct(v['any'])})" if "any" in v else ""
+            print(f"  {label} {h}: no-shift flagged {pct(v['false_alarm'])}{anyf}; shift within 3 "
                   f"nights {pct(v['within_3'])} (within 2 {v['within_2']['rate']:.3f}, "
                   f"before its start {v['early']['rate']:.3f})")
     if compared:
@@ -268,19 +291,24 @@ def main() -> None:
     parser.add_argument("--shift", type=float, default=0.03)
     parser.add_argument("--case-shift", type=float, default=0.03,
                         help="the one-case shift (step time of one case alone)")
-    parser.add_argument("--common", type=float, default=0.5,
-                        help="share of the night noise σ common to every cell of a night "
-                             "(0.5: 1.5 %% of 3 %%, a quarter of the variance); 0: only "
-                             "independent noise")
-    parser.add_argument("--no-common", action="store_true", help="the same as --common 0")
+    parser.add_argument("--commons", default="0,0.5,1",
+                        help="shares of the night noise σ common to every cell of a night, "
+                             "one row each (0.5: 1.5 %% of 3 %%, a quarter of the variance; 0: "
+                             "only independent noise; 1: only common)")
+    parser.add_argument("--before", type=int, default=60,
+                        help="history nights before the boundary (0: none, as before)")
     parser.add_argument("--compare", action="store_true",
-                        help="also the previous scan and the CUSUMs (several times slower)")
-    parser.add_argument("--seed", type=int, default=1)
+                        help="also the previous scan and the CUSUMs (several times slower; "
+                             "with --before 0)")
+    parser.add_argument("--seed", type=int, default=2026, help="2026 reports; tune on 1..9")
     args = parser.parse_args()
+    if args.compare and args.before:
+        parser.error("--compare runs the previous detectors, which know no boundary: add "
+                     "--before 0.")
     started = time.perf_counter()
-    commons = [0.0] + ([args.common] if args.common > 0 and not args.no_common else [])
-    rows = [run(args, c) for c in commons]
-    print(f"{args.histories} histories of {args.nights} nights per kind, {args.noise:.0%} "
+    rows = [run(args, float(c)) for c in args.commons.split(",")]
+    print(f"{args.histories} histories of {args.before} + {args.nights} nights per kind "
+          f"(a boundary between), {args.noise:.0%} "
           f"night-to-night noise, step shift {args.shift:.0%} (one case: "
           f"{args.case_shift:.0%}); scan thresholds factor {drift.FACTOR_THRESHOLD}, case "
           f"{drift.CASE_THRESHOLD}; [95 % interval]")
@@ -295,7 +323,8 @@ def main() -> None:
           f"{b['ceiling_t_third']:.3f}")
     print(f"wall {time.perf_counter() - started:.0f} s")
     RESULTS.mkdir(exist_ok=True)
-    name = "drift_power" + ("" if args.noise == 0.03 else f"_noise{args.noise:g}") + ".json"
+    name = "drift_power" + ("" if args.noise == 0.03 else f"_noise{args.noise:g}") \
+        + f"_before{args.before}_seed{args.seed}.json"
     (RESULTS / name).write_text(json.dumps({"rows": rows, "bound": b}, indent=2) + "\n")
 
 

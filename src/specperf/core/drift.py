@@ -12,11 +12,14 @@ scanned per factor — step time over every case, avg commit per text class — 
   common[n] + own[c, n]``. Averaging cells shrinks only the own part, so a factor's
   standard error comes from the spread of the *night means* over every cell of the metric
   (:func:`mean_variance`), the own part from every cell's residual (:func:`own_variance`);
+  both from the long history: the nights since the last boundary and those before it, back
+  to ``SIGMA_NIGHTS`` nights (the box's noise outlives a baseline), each segment about its
+  own level, while the level a shift is measured against is still reset at each boundary;
 - for the night ``t`` and a start ``k`` with ``MIN_REFERENCE`` reference nights before it,
   a factor's ``D`` is the mean over cells of (mean after − mean before), signed so that
   positive is worse, and ``se² = (σ²_common + σ²_own/C)·mean_c(1/n_after + 1/n_before)``;
   its z is the normal quantile of the t-test's p-value (the night means' spread has only
-  as many degrees of freedom as there are nights);
+  as many degrees of freedom as there are nights, less one per segment);
 - a single case is judged on its *residual*: the case minus the other cells' mean that
   night, which has no common part, against σ²_own — a case that drifts alone is found,
   and a night that moved the whole box is not blamed on one case;
@@ -59,6 +62,12 @@ FACTOR_THRESHOLD = 3.6
 CASE_THRESHOLD = 4.4
 SIGMA_FLOOR = 0.002  # relative night-to-night spread below which σ is resolution, not data
 CLIP = 4.0  # deviations beyond this many robust σ count as this many (a wild night)
+# The night noise (common and own σ) is measured on the nights since the last boundary and,
+# across boundaries, on those before it, back to SIGMA_NIGHTS nights before the one judged:
+# the box outlives a baseline or a fingerprint, and a t-test on the night means of one
+# segment (a handful of nights after a deploy) has too few degrees of freedom to clear a
+# 3 % shift's four nights (docs/benchmarks.md §6).
+SIGMA_NIGHTS = 90
 
 
 @dataclass(frozen=True)
@@ -150,19 +159,24 @@ def _clip(dev: np.ndarray) -> np.ndarray:
     return out
 
 
-def own_variance(s: Series, start: int, t: int) -> float:
+def own_variance(s: Series, start: int, t: int, cuts: Sequence[int] = ()) -> float:
     """σ² of one cell's own night noise, nights ``start``..``t``, from every cell's residual
     (the cell minus the night's mean over cells: the common part cancels).
 
     From consecutive nights' differences, pooled over cells: a few dozen differences where
     one cell's nights give a handful, and a shift of the whole factor is not in them. A
     residual has (1 − 1/M) of a cell's own variance (M cells) and its difference twice that.
+    No difference spans a night in ``cuts`` (a boundary: a new baseline or fingerprint may
+    move each cell's level its own way), so the nights before a boundary count too.
     """
     logs = s.spread_logs[:, start:t + 1]
     cells = len(logs)
     if cells == 1:  # one cell: its own part cannot be told from the common one
         return SIGMA_FLOOR**2
-    diffs = np.diff(logs - _night_mean(logs), axis=1).ravel()
+    resid = logs - _night_mean(logs)
+    edges = _edges(start, t, cuts)
+    diffs = np.concatenate([np.diff(resid[:, a - start:b - start], axis=1).ravel()
+                            for a, b in zip(edges[:-1], edges[1:], strict=True)])
     diffs = diffs[~np.isnan(diffs)]
     if len(diffs) < 4:
         return math.inf
@@ -170,21 +184,32 @@ def own_variance(s: Series, start: int, t: int) -> float:
     return max(mean_square / 2 * cells / (cells - 1), SIGMA_FLOOR**2)
 
 
-def mean_variance(s: Series, start: int, k: int, t: int) -> tuple[float, int]:
+def _edges(start: int, t: int, cuts: Sequence[int]) -> list[int]:
+    """The first night of each segment of ``start``..``t`` (cut at ``cuts``), and t + 1."""
+    return sorted({start, t + 1, *(c for c in cuts if start < c <= t)})
+
+
+def mean_variance(s: Series, start: int, k: int, t: int, cuts: Sequence[int] = ()
+                  ) -> tuple[float, int]:
     """σ² of one night's mean over every cell of the metric (common part + own part / M),
-    and its degrees of freedom: the night means' spread about their own mean before ``k``
-    and from ``k`` to ``t`` (the pooled variance of the two-sample t-test).
+    and its degrees of freedom: the night means' spread, nights ``start``..``t``, each about
+    its own segment's mean — segments cut at ``k`` and at every night of ``cuts`` (the pooled
+    variance of a t-test with one level per segment).
 
     Only the night means can measure the common part — the cells' own differences never
     see a night that moves every case together, yet to a factor's mean it is a one-night
-    drift — so it has as many degrees of freedom as nights, less two. Within the two
-    segments, so a shift that began at ``k`` is not taken for noise (one that began inside
-    the window counts until the window starts at it: a clear shift is flagged by its start
+    drift — so it has as many degrees of freedom as nights, less one per segment. The
+    nights before the last boundary count (the box's noise outlives a baseline; their level
+    is their own segment's): with them the t-test nears the z-test of a known σ. Split at
+    ``k``, so a shift that began at ``k`` is not taken for noise (one that began inside the
+    window counts until the window starts at it: a clear shift is flagged by its start
     night + 3, not always sooner). Each night clipped (:func:`_clip`) about its segment's
     median: one wild night cannot blind the factor for the rest of the history.
     """
     mean = _night_mean(s.spread_logs[:, start:t + 1])
-    parts = [x[~np.isnan(x)] for x in (mean[:k - start], mean[k - start:])]
+    edges = [e - start for e in _edges(start, t, [*cuts, k])]
+    parts = [mean[a:b] for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    parts = [x[~np.isnan(x)] for x in parts]
     parts = [x for x in parts if len(x)]
     df = sum(len(x) for x in parts) - len(parts)
     if df < 1:
@@ -203,10 +228,14 @@ def _prefix(logs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.hstack([pad, np.cumsum(seen, axis=1)]), np.hstack([pad, np.cumsum(x, axis=1)])
 
 
-def scan_night(s: Series, start: int, t: int, window: int | None = None
-               ) -> tuple[float, int, float]:
+def scan_night(s: Series, start: int, t: int, window: int | None = None,
+               boundaries: Sequence[int] = ()) -> tuple[float, int, float]:
     """The largest z on night ``t`` over candidate starts; (z, start, D). With ``window``,
-    the one start that leaves exactly ``window`` nights (the decision statistic)."""
+    the one start that leaves exactly ``window`` nights (the decision statistic).
+
+    The level is the nights since ``start`` (the last boundary); the noise also comes from
+    the nights before it, back to ``SIGMA_NIGHTS`` nights before ``t``, across
+    ``boundaries`` (each segment about its own level)."""
     if window is not None:
         ks = np.arange(max(start + MIN_REFERENCE, t - window + 1), t - window + 2)
     else:
@@ -223,8 +252,10 @@ def scan_night(s: Series, start: int, t: int, window: int | None = None
         cells = ok.sum(axis=0)
         diff = np.where(ok, s.sign * (post_mean - ref_mean), 0.0).sum(axis=0) / cells
         v = np.where(ok, 1 / n_post + 1 / n_ref, 0.0).sum(axis=0) / cells
-        night = (0.0, 1) if s.residual else mean_variance(s, start, int(ks[0]), t)
-        noise = (own_variance(s, start, t), *night)
+        lo = min(start, max(0, t - SIGMA_NIGHTS + 1))
+        cuts = [*boundaries, start]
+        night = (0.0, 1) if s.residual else mean_variance(s, lo, int(ks[0]), t, cuts)
+        noise = (own_variance(s, lo, t, cuts), *night)
         z = np.array([_z(s, d, vk, int(c), noise) for d, vk, c in zip(diff, v, cells,
                                                                        strict=True)])
     z = np.where(cells > 0, z, -np.inf)
@@ -269,9 +300,9 @@ def detect(s: Series, threshold: float, boundaries: Sequence[int] = ()) -> Drift
     nights = s.logs.shape[1]
     for t in range(nights):
         start = max([b for b in boundaries if b <= t], default=0)
-        z, k, d = scan_night(s, start, t, WINDOW)
+        z, k, d = scan_night(s, start, t, WINDOW, boundaries)
         if k >= 0 and z >= threshold:
-            _, began, size = scan_night(s, start, t)
+            _, began, size = scan_night(s, start, t, None, boundaries)
             if began >= 0:
                 k, d = began, size
             return DriftFlag(s.key, s.factor, math.expm1(s.sign * d), k, t, z)

@@ -7,15 +7,21 @@ in between (a gauge has no history), for the concurrency. From the counters' del
 - **tok/s per request**: tokens generated over the life of the requests that finished in the
   window (SGLang ``generation_tokens_total`` over ``e2e_request_latency_seconds_sum``; vLLM's
   ``request_generation_tokens`` and ``e2e_request_latency_seconds`` histograms; llama.cpp's
-  ``tokens_predicted_total`` over its prompt and generation seconds), or, on a server without
-  request latencies, the decode rate of the window per running request.
+  ``tokens_predicted_total`` over its prompt and generation seconds). A vLLM without the
+  request histograms gives only the window's decode rate per running request, an
+  approximation that counts prefill and idle gaps as decoding (it reads slow by their share).
 - **avg commit** (tokens committed per verify step): SGLang (Δgeneration − Δrequests) /
-  Δ``spec_verify_calls_total``; vLLM and llama.cpp 1 + Δaccepted / Δdrafts.
-- **step time**: the requests' decode seconds (life minus time to first token) over their
-  verify steps — each request counts its own steps, so a batch's steps count once per
-  request, as its seconds do.
+  Δ``spec_verify_calls_total``; vLLM 1 + Δaccepted / Δdrafts; llama.cpp (N − R) / S with
+  S = N − R − Δaccepted (its plain decodes are steps too, servers/llamacpp.py).
+- **step time**: the finished requests' decode seconds over their verify steps — each request
+  counts its own steps, so a batch's step counts once per request, as its seconds do.
 - **context**: prompt tokens per finished request (the prompt counter or histogram over the
-  requests), and **output** tokens per request.
+  requests; llama.cpp counts no requests: the caller's ``--context``), and **output** tokens
+  per request.
+
+Finish-time counters are read only against finish-time counters (a request that is still
+running at an edge of the window is in none of them); a counter that moves every step enters
+only as a ratio of two such counters (vLLM's avg commit), which the edges do not bias.
 
 Every figure says where it came from (``sources``). A simulator's times are rescaled by its
 time scale through its adapter (:mod:`specperf.servers.simulated`), as the measuring loop's.
@@ -52,7 +58,9 @@ VLLM = {
     "steps": "vllm:spec_decode_num_drafts_total",
     "accepted": "vllm:spec_decode_num_accepted_tokens_total",
     "prompt": "vllm:request_prompt_tokens_sum", "prompt_count": "vllm:request_prompt_tokens_count",
+    "iteration_prompt": "vllm:prompt_tokens_total",
     "life_sum": "vllm:e2e_request_latency_seconds_sum",
+    "decode_sum": "vllm:request_decode_time_seconds_sum",
     "ttft_sum": "vllm:time_to_first_token_seconds_sum",
     "ttft_count": "vllm:time_to_first_token_seconds_count",
     "running": "vllm:num_requests_running",
@@ -229,6 +237,10 @@ def _sglang(url: str, first: Scrape, last: Scrape, running: list[float],
 
 def _vllm(url: str, first: Scrape, last: Scrape, running: list[float],
           scale: float) -> LiveObservation:
+    """vLLM: its request histograms (moved at finish) for tok/s, output, context and decode
+    time; its spec-decode counters (moved every step) only as the ratio avg commit, which a
+    window's edges do not bias. Step time = decode seconds / steps, with steps = (N − R) /
+    avg commit over the finished requests."""
     d = _Delta(VLLM, first, last)
     window = (last.at - first.at) / scale
     if d("iteration_generated") <= 0 and d("generated") <= 0:
@@ -239,14 +251,22 @@ def _vllm(url: str, first: Scrape, last: Scrape, running: list[float],
         commit = 1.0 + d("accepted") / d("steps")
         sources["avg_commit"] = f"1 + {d.src('accepted')} / {d.src('steps')}"
     conc, sources["concurrency"] = _concurrency(running, VLLM["running"])
-    if not (d.has("life_sum") and d.has("requests")) or d("requests") <= 0:
+    if not (d.has("life_sum") and d.has("requests")):
         return _vllm_iterations(url, d, window, conc, commit, sources)
     requests, generated, life = d("requests"), d("generated"), d("life_sum") / scale
+    if requests <= 0:
+        raise EndpointError(f"no request finished in the {window:.0f} s window although tokens "
+                            f"were generated: make --window longer than one request.")
     ttft = d("ttft_sum") / scale / d("ttft_count") if d("ttft_count") > 0 else None
     step = None
-    if commit is not None and ttft is not None:
-        step = 1000.0 * (life - requests * ttft) / d("steps")
-        sources["step_ms"] = f"({d.src('life_sum')} − requests × mean TTFT) / {d.src('steps')}"
+    if commit is not None and d.has("decode_sum"):
+        step = 1000.0 * d("decode_sum") / scale * commit / (generated - requests)
+        sources["step_ms"] = (f"{d.src('decode_sum')} / steps, steps = "
+                              f"({d.src('generated')} − {d.src('requests')}) / avg commit")
+    elif commit is not None and ttft is not None:
+        step = 1000.0 * (life - requests * ttft) * commit / (generated - requests)
+        sources["step_ms"] = (f"({d.src('life_sum')} − requests × mean TTFT) / steps, steps = "
+                              f"({d.src('generated')} − {d.src('requests')}) / avg commit")
     sources.update(tok_s=f"{d.src('generated')} / {d.src('life_sum')}",
                    context=f"{d.src('prompt')} / {d.src('prompt_count')}",
                    output_tokens=f"{d.src('generated')} / {d.src('requests')}")
@@ -260,22 +280,24 @@ def _vllm(url: str, first: Scrape, last: Scrape, running: list[float],
 
 def _vllm_iterations(url: str, d: _Delta, window: float, conc: float, commit: float | None,
                      sources: dict[str, str]) -> LiveObservation:
-    """A vLLM without request histograms: the window's decode rate per running request."""
-    if not d.has("prompt_count") or d("prompt_count") <= 0:
-        raise _missing(url, "the context of the requests", VLLM["prompt"])
+    """A vLLM without request histograms: the window's decode rate per running request, and
+    the context from the prompt counter over the finished requests."""
+    requests = d("finished") if d.has("finished") else 0.0
+    if requests <= 0 or not d.has("iteration_prompt"):
+        raise _missing(url, "the context of the requests",
+                       f"{VLLM['prompt']} (or {VLLM['iteration_prompt']} and {VLLM['finished']})")
     rate = d("iteration_generated") / window / conc
-    sources["tok_s"] = f"{d.src('iteration_generated')} / window / concurrency (decode rate)"
+    sources["tok_s"] = (f"{d.src('iteration_generated')} / window / concurrency (the decode "
+                        f"rate per running request)")
     step = None
     if commit is not None:
         step = 1000.0 * commit / rate
-        sources["step_ms"] = "avg commit / decode rate per request"
-    sources["context"] = f"{d.src('prompt')} / {d.src('prompt_count')}"
-    requests = d("finished") if d.has("finished") else d("prompt_count")
-    output = d("iteration_generated") / max(requests, 1.0)
+        sources["step_ms"] = "avg commit / the decode rate per running request"
+    sources["context"] = f"{d.src('iteration_prompt')} / {d.src('finished')}"
     sources["output_tokens"] = f"{d.src('iteration_generated')} / {d.src('finished')}"
     return LiveObservation(url, "vllm", window, rate, commit, step,
-                           d("prompt") / d("prompt_count"), output, conc, None, requests,
-                           sources)
+                           d("iteration_prompt") / requests,
+                           d("iteration_generated") / requests, conc, None, requests, sources)
 
 
 def _llamacpp(url: str, first: Scrape, last: Scrape, running: list[float], scale: float,

@@ -65,7 +65,7 @@ def test_slow_tok_s_alone_names_step_time(capsys: pytest.CaptureFixture[str]) ->
                    f"tok/s is 22 % below the prediction; with avg commit as predicted, step "
                    f"time is 28 % above the fit at this context: a step-time regression: check "
                    f"the kernels, attention backend and KV cache (run the nightly job against "
-                   f"this deployment){FIT_NOTE}\n")
+                   f"this deployment).{FIT_NOTE}\n")
 
 
 def test_low_commit_names_acceptance(capsys: pytest.CaptureFixture[str]) -> None:

@@ -353,7 +353,7 @@ def _sentence(obs: Observation, pred: Prediction, factors: Mapping[str, Mapping[
            if f is not None and f["status"] == REGRESSION]
     if tok["status"] == REGRESSION or bad:
         return REGRESSION, _factor_name(bad, step, commit), \
-            f"{head}: {_regression(tok, step, commit)}{notes}"
+            f"{head}: {_regression(tok, step, commit)}.{notes}"
     if tok["status"] == IMPROVED:
         return IMPROVED, "none", (f"{head}: the observation is {_pct(tok['change'])} faster than "
                                   f"the baseline predicts — the baseline may be stale; refresh "

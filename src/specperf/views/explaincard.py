@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core import contract
 from ..core.errors import ConfigError
-from ..core.limits import format_value
+from ..core.limits import LABELS, format_percent, format_value
 from ..core.noise import NoiseModel
 from ..judge import explain as judge
 from ..servers import livemetrics
@@ -119,7 +119,7 @@ def _row(label: str, factor: dict[str, Any] | None, predicted: judge.Figure, met
     if factor["implied"]:
         observed += " (implied)"
     return [Cell(label), num(observed), num(pred), num(band),
-            Cell(f"{factor['change'] * 100:+.1f} % — {contract.NAMES[factor['status']]}")]
+            Cell(f"{format_percent(factor['change'])} — {contract.NAMES[factor['status']]}")]
 
 
 def card(outcome: Outcome) -> str:
@@ -135,14 +135,17 @@ def card(outcome: Outcome) -> str:
         _row("tok/s per request", factors.get("tok_s"), p.tok_s, "tok_s"),
         _row("avg commit", factors.get("avg_commit"), p.avg_commit, "avg_commit"),
         _row("step time", factors.get("step_ms"), p.step_ms, "step_ms", " ms")])
-    sources = {**{f"observed {k}": v for k, v in e.observation.sources.items()},
+    names = {**LABELS, "output_tokens": "output tokens", "ttft_ms": "time to first token"}
+    sources = {**{f"observed {names.get(k, k)}": v for k, v in e.observation.sources.items()},
                "predicted avg commit": p.avg_commit.source, "predicted step time":
                p.step_ms.source, "run-to-run noise": p.noise,
                **{f"note {i + 1}": n for i, n in enumerate([*p.notes, *outcome.notes])}}
     where = "live " + outcome.live.endpoint if outcome.live else "offline"
     view = {"title": f"{p.deployment}, {p.text_class} at {p.context:.0f} tokens ({where})",
             "status": e.status, "status_word": contract.NAMES.get(e.status, e.status),
-            "badge": _BADGES.get(e.status, "error"), "factor": e.factor, "message": e.message,
+            "badge": _BADGES.get(e.status, "error"),
+            "factor": "as predicted" if e.factor == "none" else f"factor: {e.factor}",
+            "message": e.message,
             "plot": template.figure("explain", svg, "The observation (red) on the baseline's "
                                     "predicted tok/s for this class, with its 95 % band; squares "
                                     "are the baseline's measured cases."),

@@ -5,7 +5,9 @@ The command only wires: :mod:`~specperf.cli.runner` runs the very same perf suit
 run's record; :mod:`~specperf.cli.decision` turns the outcomes into the exit code (0 pass,
 1 regression, 2 usage error, 3 infrastructure; its docstring has the table) and
 :mod:`~specperf.cli.sentences` prints one attributed line per case and the decision. Over a
-fleet (``--endpoints FILE``) the worst endpoint decides, and is named.
+fleet (``--endpoints FILE``) the worst endpoint decides, and is named. Around a deploy,
+``--save-reference DIR`` (before) and ``--reference DIR`` (after) judge the candidate against
+the running deployment measured the same night (:mod:`~specperf.cli.reference`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .decision import CaseOutcome, GateExit, GateResult, fleet_result
+from . import reference, runner
+from .decision import PYTEST_USAGE, CaseOutcome, GateExit, GateResult, fleet_result
 from .runner import (
     find_record,
     perf_tests_dir,
@@ -28,7 +31,7 @@ from .runner import (
     result_of,
     run_pytest,
 )
-from .sentences import fleet_summary_lines, summary_lines
+from .sentences import decision_line, fleet_summary_lines, summary_lines
 
 # The gate's names other code reads from here (the pieces live in decision, runner, sentences).
 __all__ = ["CaseOutcome", "GateExit", "GateResult", "add_subcommand", "fleet_result",
@@ -51,44 +54,56 @@ def gate_flags(args: argparse.Namespace) -> list[str]:
     return flags
 
 
+def _usage(message: str) -> int:
+    print(f"specperf gate: {message}", file=sys.stderr)
+    return int(GateExit.USAGE)
+
+
+def _reference_usage(args: argparse.Namespace) -> str | None:
+    """Options that cannot go with a reference phase."""
+    if args.save_reference is not None and args.reference is not None:
+        return ("--save-reference measures before the deploy and --reference judges after it: "
+                "give one of them per call.")
+    phase = "--save-reference" if args.save_reference is not None else "--reference"
+    for given, name in ((getattr(args, "endpoints", None), "--endpoints"),
+                        (args.production, "--production"), (args.baseline_dir, "--baseline-dir")):
+        if given is not None:
+            return (f"{phase} cannot be combined with {name}: a reference is one endpoint's "
+                    "deployment measured the same night, and its directory is its baseline "
+                    "directory.")
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     """``specperf gate``: run the smoke subset, print the summary, return the exit code."""
     if args.candidate is not None:
         if args.endpoint is not None and args.endpoint != args.candidate:
-            print("specperf gate: --candidate and --endpoint name different servers; give "
-                  "one of them.", file=sys.stderr)
-            return int(GateExit.USAGE)
+            return _usage("--candidate and --endpoint name different servers; give one of them.")
         args.endpoint = args.candidate
     if args.production is not None and args.candidate is None and args.endpoint is None:
-        print("specperf gate: --production needs --candidate URL (the deploy under test).",
-              file=sys.stderr)
-        return int(GateExit.USAGE)
+        return _usage("--production needs --candidate URL (the deploy under test).")
     endpoint = args.endpoint or os.environ.get("SPECPERF_ENDPOINT")
     fleet = getattr(args, "endpoints", None)
     if fleet is not None and (args.endpoint is not None or args.production is not None):
-        print("specperf gate: --endpoints judges a fleet; give it without --endpoint, "
-              "--candidate or --production.", file=sys.stderr)
-        return int(GateExit.USAGE)
+        return _usage("--endpoints judges a fleet; give it without --endpoint, --candidate or "
+                      "--production.")
+    phased = args.save_reference is not None or args.reference is not None
+    if phased and (problem := _reference_usage(args)) is not None:
+        return _usage(problem)
     if fleet is not None:
         args.endpoint, endpoint = None, f"the fleet in {fleet}"
     elif not endpoint:
-        print("specperf gate: --endpoint URL (or SPECPERF_ENDPOINT) is required: the gate "
-              "judges a deployed server, never the embedded simulator.", file=sys.stderr)
-        return int(GateExit.USAGE)
+        return _usage("--endpoint URL (or SPECPERF_ENDPOINT) is required: the gate judges a "
+                      "deployed server, never the embedded simulator.")
     tests = perf_tests_dir(args.perf_tests)
     if tests is None:
         where = args.perf_tests or "specperf/perf_tests (installed with the package)"
-        print(f"specperf gate: no perf tests at {where}: pass --perf-tests DIR, or reinstall "
-              "specperf.", file=sys.stderr)
-        return int(GateExit.USAGE)
-    reports = report_dir_of(args.pytest_args)
-    before = set(reports.glob("*/results.json"))
-    with tempfile.TemporaryDirectory(prefix="specperf-gate-") as tmp:
-        junit = Path(tmp) / "smoke.xml"
-        cmd = pytest_command(tests, junit, gate_flags(args), args.pytest_args)
-        print("specperf gate: python " + shlex.join(cmd[1:]), flush=True)
-        code = run_pytest(cmd)
-        result = result_of(code, junit, find_record(reports, before))
+        return _usage(f"no perf tests at {where}: pass --perf-tests DIR, or reinstall specperf.")
+    if args.save_reference is not None:
+        return _save_reference(args, tests, endpoint)
+    if args.reference is not None:
+        return _judge_against_reference(args, tests, endpoint)
+    code, result = _run_suite(tests, gate_flags(args), args.pytest_args)
     if fleet is not None:  # the worst endpoint decides, and is named
         result = fleet_result(code, result)
         lines = fleet_summary_lines(result, endpoint)
@@ -103,6 +118,79 @@ def run(args: argparse.Namespace) -> int:
     return int(result.code)
 
 
+def _run_suite(tests: Path, flags: list[str], pytest_args: list[str],
+               marker: str = runner.SMOKE_MARKER) -> tuple[int, GateResult]:
+    """Run the perf tests in a subprocess (the command printed first) and decide."""
+    reports = report_dir_of(pytest_args)
+    before = set(reports.glob("*/results.json"))
+    with tempfile.TemporaryDirectory(prefix="specperf-gate-") as tmp:
+        junit = Path(tmp) / "smoke.xml"
+        cmd = pytest_command(tests, junit, flags, pytest_args, marker)
+        print("specperf gate: python " + shlex.join(cmd[1:]), flush=True)
+        code = run_pytest(cmd)
+        return code, result_of(code, junit, find_record(reports, before))
+
+
+def _endpoint_flags(endpoint: str, deployment: str | None) -> list[str]:
+    flags = ["--specperf-endpoint", endpoint]
+    return flags + (["--specperf-deployment", deployment] if deployment else [])
+
+
+def _save_reference(args: argparse.Namespace, tests: Path, endpoint: str) -> int:
+    """Phase 1, before the deploy: the running deployment's subset, kept as the reference."""
+    directory = Path(args.save_reference).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    before = reference.baseline_files(directory)
+    flags = _endpoint_flags(endpoint, args.deployment) + reference.measure_flags(directory)
+    code, _ = _run_suite(tests, flags, args.pytest_args, reference.SUBSET_MARKER)
+    if code == PYTEST_USAGE:
+        print(decision_line(GateResult(GateExit.USAGE, "pytest rejected the options (see its "
+                                                        "message above).")))
+        return int(GateExit.USAGE)
+    saved = reference.written(directory, before, endpoint)
+    if saved is None:
+        print(decision_line(GateResult(
+            GateExit.INFRASTRUCTURE, f"no reference was written in {directory}: the running "
+            "deployment could not be measured cleanly (see the run above); fix that before "
+            "the deploy, or gate it against its nightly baseline instead.")))
+        return int(GateExit.INFRASTRUCTURE)
+    extra = [a for a in args.pytest_args if a != "--"]
+    after = shlex.join(["specperf", "gate", "--reference", str(directory), "--endpoint",
+                        endpoint, *(["--", *extra] if extra else [])])
+    print(f"\nspecperf gate: reference saved in {directory}: {saved.describe()}. After the "
+          f"deploy: `{after}`.")
+    return int(GateExit.PASS)
+
+
+def _judge_against_reference(args: argparse.Namespace, tests: Path, endpoint: str) -> int:
+    """Phase 2, after the deploy: the candidate against the reference, the same night."""
+    directory = Path(args.reference).resolve()
+    fix = reference.save_command(directory, endpoint, args.deployment, args.pytest_args)
+    try:
+        ref = reference.load(directory)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return _usage(reference.missing(directory, str(exc) or type(exc).__name__, fix))
+    problem = reference.mismatch(ref, endpoint, args.deployment, args.reference_max_age,
+                                 reference.now_utc(), fix)
+    if problem is not None:
+        return _usage(problem)
+    flags = ["--specperf-endpoint", endpoint, *reference.judge_flags(ref)]
+    _, result = _run_suite(tests, flags, args.pytest_args)
+    if any(c.no_baseline for c in result.cases):  # the reference lacks a case: another subset
+        result = GateResult(GateExit.USAGE, reference.other_subset(ref, fix), result.cases)
+    for line in summary_lines(result, f"{endpoint}, judged against its same-night reference "
+                                      f"({ref.describe()})"):
+        print(line)
+    return int(result.code)
+
+
+def _hours(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of hours")
+    return value
+
+
 def add_subcommand(subparsers: Any) -> None:
     """Register ``specperf gate`` with the ``specperf`` command."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -113,7 +201,9 @@ def add_subcommand(subparsers: Any) -> None:
         epilog="Exit codes: 0 pass, 1 performance regression (block the deploy), 2 usage "
                "error, 3 infrastructure problem (unreachable, GPU lock timeout, unstable "
                "measurements, no baseline). Arguments after -- go to pytest unchanged, e.g. "
-               "-- --specperf-output-tokens 64 -v. A/B: --candidate URL --production URL.")
+               "-- --specperf-output-tokens 64 -v. A/B: --candidate URL --production URL. Around "
+               "a deploy: --save-reference DIR before it, --reference DIR after it "
+               "(docs/gate.md).")
     parser.add_argument("--endpoint", help="base URL of the deployed server (or SPECPERF_ENDPOINT)")
     parser.add_argument("--candidate", help="A/B mode: the candidate's base URL (as --endpoint)")
     parser.add_argument("--production", help="A/B mode: production's base URL; the candidate "
@@ -124,6 +214,18 @@ def add_subcommand(subparsers: Any) -> None:
                              "endpoint's code, naming it")
     parser.add_argument("--deployment", help="baseline deployment name (default: fingerprint slug)")
     parser.add_argument("--baseline-dir", type=Path, help="directory of versioned baselines")
+    parser.add_argument("--save-reference", type=Path, metavar="DIR",
+                        help="phase 1 of a deploy, before it: measure the running deployment's "
+                             "gate subset and keep it in DIR as the same-night reference "
+                             "(exit 0 saved, 3 not measured cleanly)")
+    parser.add_argument("--reference", type=Path, metavar="DIR",
+                        help="phase 2, after the deploy: judge the candidate against the "
+                             "reference in DIR, the run-to-run noise cancelled; a stale or "
+                             "mismatched reference is a usage error (exit 2)")
+    parser.add_argument("--reference-max-age", type=_hours, default=reference.DEFAULT_MAX_AGE_H,
+                        metavar="HOURS",
+                        help="oldest reference --reference accepts, in hours (default: "
+                             f"{reference.DEFAULT_MAX_AGE_H:g})")
     parser.add_argument("--perf-tests", type=Path,
                         help="perf tests directory (default: the ones installed with "
                              "specperf, specperf/perf_tests)")

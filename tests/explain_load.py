@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable
 
 import httpx
@@ -16,11 +17,12 @@ import httpx
 from specperf.plan.workload import load_text_classes
 
 
-def prompt_ids(url: str, text_class: str, tokens: int) -> list[int]:
-    """``tokens`` token ids of the class's text (the server's own tokenizer)."""
+def prompt_ids(url: str, text_class: str, tokens: int, field: str = "prompt") -> list[int]:
+    """``tokens`` token ids of the class's text (the server's own tokenizer; llama.cpp's
+    /tokenize reads ``content``)."""
     tc = load_text_classes()[text_class]
     text = tc.body(tokens * 8) + tc.suffix
-    ids: list[int] = httpx.post(f"{url}/tokenize", json={"prompt": text},
+    ids: list[int] = httpx.post(f"{url}/tokenize", json={field: text},
                                 timeout=30).json()["tokens"]
     assert len(ids) >= tokens, f"{len(ids)} tokens of {text_class}, wanted {tokens}"
     return ids[-tokens:]
@@ -31,12 +33,15 @@ class Load:
 
     def __init__(self, url: str, ids: list[int], output_tokens: int = 600,
                  concurrency: int = 1, body: Callable[[list[int], int], dict] | None = None,
-                 route: str = "/generate") -> None:
+                 route: str = "/generate", nonce: bool = True) -> None:
         self.url, self.ids, self.output_tokens, self.route = url, ids, output_tokens, route
         self.body = body or _sglang_body
         self.done = threading.Event()
         self.finished = 0
         self.errors: list[str] = []
+        # (monotonic time the answer arrived, its JSON) of every request
+        self.replies: list[tuple[float, dict]] = []
+        self.nonce = nonce
         self._nonce = itertools.count(1)
         self._lock = threading.Lock()
         self.threads = [threading.Thread(target=self._run, daemon=True)
@@ -60,7 +65,7 @@ class Load:
             while not self.done.is_set():
                 with self._lock:
                     nonce = next(self._nonce)
-                ids = [1000 + nonce % 5000, *self.ids[1:]]
+                ids = [1000 + nonce % 5000, *self.ids[1:]] if self.nonce else self.ids
                 try:
                     reply = client.post(f"{self.url}{self.route}",
                                         json=self.body(ids, self.output_tokens))
@@ -70,6 +75,7 @@ class Load:
                     return
                 with self._lock:
                     self.finished += 1
+                    self.replies.append((time.monotonic(), reply.json()))
 
 
 def _sglang_body(ids: list[int], output_tokens: int) -> dict:

@@ -39,9 +39,10 @@ Each case: a warm-up, then repeats until ``decide_repeats`` stops (3–8), ``jud
 (``sweeprun.budget``). A run **fails** when any case or the sweep test regresses. When
 ``judge_sweep`` takes ``noise=`` (core/noise.py), the judge gets the model it would have on
 the box: nightly, :func:`specperf.core.noise.from_history` over ``--history`` (20) simulated
-nights of history lines (per-cell medians of 5 requests under the same noises; the baseline's
-night is the last of them); same-night, ``NoiseModel.same_night()``. Before that the judge
-sees only the requests (the BEFORE table). ``--judge-noise off`` forces that.
+nights of history lines (per-cell medians of 5 requests under the same noises, with their
+standard errors as ``cell_se``; the baseline's night is the last of them); same-night,
+``NoiseModel.same_night()``. Before that the judge sees only the requests (the BEFORE
+table). ``--judge-noise off`` forces that.
 
 GPU seconds count every request at the incident's physics (time scale 1), warm-ups, top-ups
 and a same-night reference included; a nightly baseline is not counted (it is paid once).
@@ -70,7 +71,7 @@ from drift_power import share
 
 from specperf.baselines.store import CaseBaseline
 from specperf.core.limits import DEFAULT_TOLERANCES
-from specperf.core.stats import summarize
+from specperf.core.stats import MEDIAN_SE_FACTOR, summarize
 from specperf.judge.ab import pair_decider
 from specperf.judge.sweep import CaseData, judge_sweep
 from specperf.judge.verdict import judge_case
@@ -242,16 +243,18 @@ def history(box: Box, nights: int, base_night: Mapping[str, np.ndarray],
     lines = []
     for n in range(nights):
         night = base_night if n == nights - 1 else night_terms(box, len(full), rng)
-        cells = {}
+        cells, ses = {}, {}
         for i, ph in enumerate(full):
             got = requests(ph, ph.step_ms * float(night["step_ms"][i]),
                            ph.commit * float(night["avg_commit"][i]), box,
                            rng.standard_normal((HISTORY_MEDIAN_OF, 4)))
             cells[ph.case.id] = {m: float(np.median(got[m])) for m in METRICS}
+            ses[ph.case.id] = {m: MEDIAN_SE_FACTOR * float(np.std(np.log(got[m]), ddof=1))
+                               / math.sqrt(HISTORY_MEDIAN_OF) for m in METRICS}
         lines.append({"label": LABEL, "kind": "full", "run_id": f"night{n:03d}",
                       "created": f"2026-11-{1 + n // 24:02d}T{n % 24:02d}:00:00+00:00",
                       "baseline": {"deployment": "box", "version": 1}, "fingerprint": {},
-                      "cells": cells, "fits": {}, "failed": []})
+                      "cells": cells, "cell_se": ses, "fits": {}, "failed": []})
     return lines
 
 

@@ -184,3 +184,27 @@ def slope_limit(tolerance: float, slope: float, far_step_ms: float, far: float,
         return tolerance
     return max(tolerance, step_tolerance * far_step_ms / (slope * far))
 
+
+
+def median_status(change: Change, direction: int, tolerance: float) -> str:
+    """The status of a case's medians compared with their interval (both sides' request
+    spread and the run-to-run noise): what the contract's "pass" means for a point estimate.
+
+    A regression (or an improvement) needs the whole interval beyond the tolerance; a median
+    beyond the tolerance whose interval reaches back inside it is undetermined (noise could
+    have put it there); a median inside the tolerance is a pass — noted when the interval
+    excludes no change. Unlike :func:`status`, an interval that merely reaches past the
+    tolerance from a median inside it is not undetermined: a case is many times noisier
+    than the sweep, whose pooled test (judge/sweep.py) judges the small changes.
+    """
+    if change.low is None or change.high is None:
+        return status(change, direction, tolerance)
+    low, high = change.worse(direction)
+    worse = -direction * change.estimate
+    if low > tolerance:
+        return REGRESSION
+    if high < -tolerance:
+        return IMPROVED
+    if worse > tolerance or worse < -tolerance:
+        return UNDETERMINED
+    return NOTED if low > 0 or high < 0 else PASS

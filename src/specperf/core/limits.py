@@ -160,9 +160,10 @@ class Move:
         if abs(self.new - self.base) < self.floor:
             return contract.PASS
         bounds = self.interval()
-        change = contract.Change(self.change) if bounds is None else \
-            contract.Change(self.change, *bounds)
-        return contract.status(change, self.direction, self.tolerance)
+        if bounds is None:
+            return contract.status(contract.Change(self.change), self.direction, self.tolerance)
+        return contract.median_status(contract.Change(self.change, *bounds), self.direction,
+                                      self.tolerance)
 
     @property
     def undetermined(self) -> bool:

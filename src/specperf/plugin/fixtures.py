@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from ..baselines.store import Baseline, CaseBaseline
+from ..core.contract import UNDETERMINED
 from ..core.errors import BaselineError, SpecperfError, UnmeasuredComparison
 from ..core.limits import NOT_APPLICABLE, check_tolerance
 from ..judge.pathverdict import (
@@ -198,6 +199,9 @@ class Checks:
         failing = [m for v in verdicts if (m := v.fails())]
         if failing and not self.state.settings.update_baselines:
             pytest.fail("\n".join(failing + self._fingerprint_lines()), pytrace=False)
+        open_ = [v.message for v in verdicts if v.status == UNDETERMINED]
+        if open_ and not self.state.settings.update_baselines:  # the contract: a skip
+            pytest.skip("\n".join(open_))
 
     def fit(self, text_class: str) -> None:
         """Compare a class's slope with the baseline's (its cases are measured in setup)."""
@@ -262,7 +266,7 @@ def _path_run(request: pytest.FixtureRequest, sampler: PathSampler, run: PathRun
     # decided here in its setup, never its failure (README "The verdict contract").
     checks = PathChecks(request)
     verdict = checks.verdict(kind, run)
-    if verdict.status == UNMEASURED:
+    if verdict.reason == UNMEASURED:
         checks.record(verdict)
         raise UnmeasuredComparison(verdict.message)
     return run
@@ -344,6 +348,6 @@ class PathChecks:
     def _conclude(self, verdict: Verdict) -> None:
         self.record(verdict)
         # A comparison that could not be measured is never a pass (its fixture errors first).
-        message = verdict.fails() or (verdict.message if verdict.status == UNMEASURED else None)
+        message = verdict.fails() or (verdict.message if verdict.reason == UNMEASURED else None)
         if message:
             pytest.fail(message, pytrace=False)

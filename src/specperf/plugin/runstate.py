@@ -10,15 +10,16 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from ..baselines import preflight
+from ..baselines import merge, preflight, shipped
 from ..baselines.diff import describe_changes
 from ..baselines.store import Baseline, BaselineStore, CaseBaseline
 from ..baselines.versions import REPAIR
 from ..core.errors import BaselineError, SpecperfError
 from ..core.limits import DEFAULT_TOLERANCES
 from ..core.model import ContextFit
+from ..core.noise import NoiseModel, from_history
 from ..core.version import __version__
-from ..judge import exact
+from ..judge import exact, reconcile
 from ..judge.ab import Comparison, measure_pair, pair_decider
 from ..judge.positions import Shape
 from ..judge.verdict import NotJudged, Verdict, judge_case, judge_fit
@@ -34,6 +35,7 @@ from ..servers import routes
 from ..servers.fingerprint import deployment_name, fingerprint_differences, pinned_flags
 from ..settings.config import Settings
 from ..settings.hints import create_hint, update_command
+from ..views.trend import load_history
 
 NOTHING_TO_FIT = "{text_class}: fewer than two contexts with a step time; nothing to fit."
 
@@ -76,6 +78,7 @@ class RunState:
         self.judged = preflight.Judged()  # set by the plugin after collection
         self.baseline_written: Path | None = None
         self.unreadable_baseline = ""  # an --update-baselines run replacing a corrupt file
+        self._noise: NoiseModel | None = None
 
     def on_sample(self, sample: Sample, total: int) -> None:
         """Each finished request: kept until its case is measured, then shown as progress."""
@@ -182,7 +185,7 @@ class RunState:
         return base
 
     def _read_baseline(self, deployment: str) -> tuple[Baseline | None, str]:
-        store = BaselineStore(self.settings.baseline_dir)
+        store = BaselineStore(shipped.directory(self.settings, deployment))
         if store.latest(deployment) is None:
             return None, (f"no baseline for deployment {deployment!r} in "
                           f"{self.settings.baseline_dir}: "
@@ -213,6 +216,29 @@ class RunState:
                                                              session.server.fingerprint)
             self._compared = base
         return base
+
+    def noise(self) -> NoiseModel:
+        """The run-to-run noise every comparison with the stored baseline carries
+        (core/noise.py): none on the same night (a gate's reference, A/B), else estimated
+        from the history of this endpoint's full runs, the stated prior where it is short."""
+        if self.settings.same_night or self.comparison is not None:
+            return NoiseModel.same_night()
+        if self._noise is None:
+            server = self.session.server if self.session is not None else None
+            label = server.label if server is not None else ""
+            path = self.settings.report_dir / "history.jsonl"
+            entries = load_history(path) if label and path.is_file() else []
+            if server is not None and server.simulated:
+                # Each embedded simulator listens on a new port: its runs are one "box".
+                label = "SIMULATED"
+                entries = [{**e, "label": label} for e in entries if e.get("simulated")]
+            self._noise = from_history(entries, label, total=self.settings.run_noise)
+        return self._noise
+
+    def base_runs(self) -> int:
+        """How many runs the stored baseline was merged from (its night term shrinks so)."""
+        base = self.baseline() if self.comparison is None else None
+        return max(1, int(getattr(base, "run_count", 1))) if base is not None else 1
 
     def reported_baseline(self, server: Mapping[str, Any]) -> Baseline | None:
         """The baseline this run was judged against, for its report.
@@ -372,11 +398,16 @@ class RunState:
         tolerances = self.tolerances_for(measured.case, marker)
         pinned = self.acceptance_pinned()
         verdict = judge_case(measured.case.id, measured.summaries(), base, tolerances,
-                             Shape.of(s.raw for s in measured.measured), pinned=pinned)
+                             Shape.of(s.raw for s in measured.measured), pinned=pinned,
+                             noise=self.noise(), base_runs=self.base_runs())
         if self.comparison is not None:
             verdict = self.comparison.label(verdict)
         elif not pinned:  # a synthetic acceptance is not compared, exactly or otherwise
             verdict = self._with_exact(measured, base, verdict)
+        if self.comparison is None:  # the predict-and-reconcile row, judged with the case
+            stored = self.baseline()
+            fit = stored.fits.get(measured.case.text_class) if stored is not None else None
+            verdict = reconcile.attach(verdict, measured, base, fit, tolerances["tok_s"])
         self.verdicts.append(verdict)
         return [verdict]
 
@@ -455,8 +486,12 @@ class RunState:
                  for name in self.settings.text_classes}
         return {name: fit for name, fit in found.items() if fit is not None}
 
-    def update_baseline(self, clean: bool) -> list[str]:
-        """Write v<N+1> from this run when every case was measured cleanly; say what changed."""
+    def update_baseline(self, clean: bool, history: Path | None = None,
+                        run_id: str | None = None) -> list[str]:
+        """Write v<N+1> from this run when every case was measured cleanly; say what changed.
+
+        ``history``: the report directory whose earlier runs --specperf-baseline-runs merges;
+        ``run_id``: this run's, recorded in the file (and never merged twice)."""
         if not self.measurements:
             return ["specperf: baseline NOT updated: no case was measured; run the main job "
                     f"with --update-baselines: `{update_command(self.settings)}`."]
@@ -484,11 +519,33 @@ class RunState:
             simulated=session.server.simulated,
             prompt_seed=self._plan.seed if self._plan and self._plan.reproducible else None,
             request_digest=self.request_digest())
+        new = self._merged(new, history, run_id)
         path = store.write_next(new)
         self.baseline_written = path
-        lines = [f"specperf: wrote baseline {path}"]
+        lines = [f"specperf: wrote baseline {path}", *self._merged_lines(new, history)]
         if self.unreadable_baseline:
             lines.append(f"  it replaces an unreadable version, kept as it was: "
                          f"{self.unreadable_baseline}.")
         lines += [f"  {line}" for line in describe_changes(previous, new)]
         return lines
+
+    def _merged(self, new: Baseline, history: Path | None, run_id: str | None) -> Baseline:
+        """--specperf-baseline-runs N: this run merged with the last N-1 of the same
+        deployment and fingerprint (baselines/merge.py)."""
+        wanted = self.settings.baseline_runs - 1
+        cases = {c.id: c.output_tokens for c in self.cases}
+        past = merge.past_runs(history, new.deployment, new.fingerprint, cases, wanted, run_id) \
+            if wanted and history is not None else []
+        measured = [self.measurements[c.id] for c in self.cases]
+        return merge.merged(new, merge.slots_of(measured), run_id, past)
+
+    def _merged_lines(self, new: Baseline, history: Path | None) -> list[str]:
+        wanted = self.settings.baseline_runs
+        if wanted == 1:
+            return []
+        runs = ", ".join(new.runs)
+        if new.run_count >= wanted:
+            return [f"  merged from {new.run_count} runs, request slot by slot: {runs}."]
+        return [f"  merged from {new.run_count} of the {wanted} runs asked for ({runs}): "
+                f"{history} holds no more runs of {new.deployment} with this fingerprint "
+                f"that measured every case."]

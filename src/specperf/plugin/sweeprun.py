@@ -53,6 +53,7 @@ def gather(state: RunState, cases: Sequence[Case]) -> list[CaseData] | NotJudged
         run = sample_values(measured.measured)
         if state.acceptance_pinned():  # synthetic acceptance: step time is the only factor
             run.pop("avg_commit", None)
+            run.pop("tok_s", None)  # tok/s = avg commit / step time: synthetic too
         out.append(CaseData(case, run, dict(base.metrics),
                             None if reference is None else sample_values(reference.measured),
                             cost, base_requests=dict(base.values) or None))
@@ -65,7 +66,7 @@ def top_up(state: RunState) -> More:
 
     def more(data: CaseData) -> None:
         assert session.measurer is not None
-        repeat = len(data.run.get("tok_s", []))
+        repeat = max((len(v) for v in data.run.values()), default=0)
         if state.comparison is not None:
             production = state.comparison.production.measurer
             assert production is not None
@@ -126,7 +127,8 @@ def _judge(state: RunState, cases: Sequence[Case], label: str) -> SweepResult | 
                          f"two.")
     result = judge_sweep(data, label, top_up(state), budget(len(data)),
                          tolerance=state.settings.sweep_tolerance,
-                         effect=state.settings.sweep_effect)
+                         effect=state.settings.sweep_effect, noise=state.noise(),
+                         base_runs=state.base_runs())
     verdict = result.verdict()
     if verdict.status == UNDETERMINED:  # the contract: a skip naming what would decide
         return NotJudged(verdict.message)

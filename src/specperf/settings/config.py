@@ -70,6 +70,13 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _noise(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < 1:
+        raise ValueError(text)
+    return value
+
+
 def _bool(text: str) -> bool:
     low = text.strip().lower()
     if low in ("1", "true", "yes", "on"):
@@ -116,6 +123,19 @@ def _tolerances(text: str) -> dict[str, float]:
             continue
         key, sep, value = (x.strip() for x in item.partition("="))
         out[key] = check_tolerance(key, value if sep else None, repr(item))
+    return out
+
+
+def _declared(text: str) -> dict[str, str]:
+    """'key=value' items, comma separated or one per line (what a server does not report)."""
+    out: dict[str, str] = {}
+    for item in (part.strip() for line in text.splitlines() for part in line.split(",")):
+        if not item:
+            continue
+        key, sep, value = (x.strip() for x in item.partition("="))
+        if not sep or not key.isidentifier() or not value:
+            raise ConfigError(f"{item!r} is not key=value (e.g. draft_model=draft.gguf)")
+        out[key] = value
     return out
 
 
@@ -227,6 +247,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("baseline_repeats", _positive_int, "10",
            "Minimum measured requests per case when writing a baseline: its own error "
            "limits every later verdict, and it is paid once.", "a positive integer"),
+    Option("baseline_runs", _positive_int, "1",
+           "Runs a new baseline is written from: this one and the last N-1 of the same "
+           "deployment and fingerprint in the report directory's history, merged request "
+           "slot by slot (median), so one night's luck is not the baseline.",
+           "a positive integer", has_alias=False),
+    Option("fingerprint", _declared, "",
+           "What the server does not report about itself, declared: 'key=value' comma "
+           "separated (in ini also one per line), e.g. draft_model=noisy.gguf; it enters "
+           "the fingerprint, so a change shows as a fingerprint difference.",
+           "'key=value' items, comma separated", lines=True, has_alias=False),
     Option("tolerances", _tolerances, "",
            "Tolerance overrides, 'metric=fraction' comma separated (in ini also one per "
            "line), e.g. step_ms=0.15,tok_s=0.08; metrics tok_s, avg_commit, step_ms, "
@@ -263,6 +293,13 @@ OPTIONS: tuple[Option, ...] = (
            "Lock file guarding the GPU (default: derived from the endpoint).", "a file path"),
     Option("gpu_lock_timeout", _positive_float, "1800",
            "Seconds to wait for another run's GPU lock.", "a positive number"),
+    Option("run_noise", _noise, "0.03",
+           "The run-to-run noise to assume while the history has too few runs to tell it: "
+           "the relative σ of one case's figures between two runs on different nights "
+           "(half of it common to every case of a run). 3 % is what the drift model is "
+           "calibrated for on a shared box; the history of full runs of the same endpoint "
+           "corrects it night by night (docs/benchmarks.md). 0 states a box with none.",
+           "a fraction in [0, 1)"),
     Option("same_night", _bool, "false",
            "Judge against a reference measured on the same box the same night, just before "
            "a deploy (`specperf gate --reference DIR` sets it): the run-to-run noise cancels "
@@ -315,6 +352,8 @@ class Settings:
     update_baselines: bool = _default("update_baselines")
     require_baseline: bool = _default("require_baseline")
     baseline_repeats: int = _default("baseline_repeats")
+    baseline_runs: int = _default("baseline_runs")
+    fingerprint: Mapping[str, str] = _default("fingerprint")
     tolerances: Mapping[str, float] = _default("tolerances")
     sweep_tolerance: float = _default("sweep_tolerance")
     sweep_effect: float = _default("sweep_effect")
@@ -325,6 +364,7 @@ class Settings:
     report_dir: Path = _default("report_dir")
     gpu_lock: Path | None = _default("gpu_lock")
     gpu_lock_timeout: float = _default("gpu_lock_timeout")
+    run_noise: float = _default("run_noise")
     same_night: bool = _default("same_night")
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 

@@ -37,9 +37,11 @@ def sample_line(sample: Sample, total: int) -> str:
     kind = "warm-up" if sample.warmup else (
         f"repeat {number}/{total}" if number <= total else f"extra repeat {number} (noisy or "
                                                            "near its limit)")
+    retried = (f", sent {sample.retries + 1} times (the server answered a transient error)"
+               if sample.retries else "")
     return (f"{sample.case_id} {kind}: {sample.tok_s:.1f} tok/s, avg commit "
             f"{'n/a' if commit is None else f'{commit:.2f}'}, step "
-            f"{'n/a' if step is None else f'{step:.1f} ms'}")
+            f"{'n/a' if step is None else f'{step:.1f} ms'}{retried}")
 
 
 # eq=False keeps it hashable: pytest hashes registered plugins when a sub-directory has its
@@ -193,7 +195,32 @@ def render(found: Collector, settings: Settings) -> list[str]:
     if doc["measurements"] or not doc.get("concurrency"):  # a concurrency run: its own table
         lines += table(doc["measurements"]) + fit_lines(doc["fits"])
     lines += concurrency_lines(doc.get("concurrency"))
-    return lines + verdict_lines(doc) + missing_baseline_lines(doc, settings) + found.footer
+    return (lines + retry_lines(doc) + verdict_lines(doc) + missing_baseline_lines(doc, settings)
+            + found.footer)
+
+
+def retry_lines(doc: dict[str, Any]) -> list[str]:
+    """Requests sent again, so a run that passed through server errors or foreign traffic
+    says so here, not only in report.html: the client's retries after a transient error
+    (a 5xx, a dropped connection) and the traffic guard's re-measured attempts."""
+    retried: dict[str, int] = {}
+    disturbed: dict[str, int] = {}
+    for case_id, data in sorted(doc.get("measurements", {}).items()):
+        for s in data.get("samples", []):
+            retried[case_id] = retried.get(case_id, 0) + int(s.get("retries") or 0)
+            again = (s.get("raw") or {}).get("discarded_attempts") or []
+            disturbed[case_id] = disturbed.get(case_id, 0) + len(again)
+    lines = []
+    for counts, what in ((retried, "sent again after a transient server error"),
+                         (disturbed, "measured again because the traffic guard saw a "
+                                     "disturbed attempt")):
+        total = sum(counts.values())
+        if total:
+            where = ", ".join(f"{c} {n}" for c, n in counts.items() if n)
+            lines.append(f"retries: {total} request{'s' if total != 1 else ''} {what} "
+                         f"({where}); every figure above is from an attempt that completed "
+                         "cleanly.")
+    return lines
 
 
 def compared_with(doc: dict[str, Any], settings: Settings) -> str:

@@ -150,3 +150,40 @@ def test_card_draws_the_observation(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "<svg" in page and 'data-status="noted"' in page
     assert "observed 32.0 tok/s" in page and "run-to-run prior ±3.0 %" in page
     assert "baseline case reasoning-ctx3333" in page
+
+
+def test_faster_than_predicted_is_improved(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, *OFFLINE, "--observed-tok-s", "40", "--json")
+    doc = json.loads(out)
+    assert (code, doc["status"], doc["factor"]) == (0, "improved", "none")
+    assert "the observation is 42 % faster than the baseline predicts — the baseline may be " \
+           "stale; refresh it with --update-baselines." in doc["message"]
+
+
+def test_far_context_is_extrapolated(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--deployment", "sim-kimi-k26-ddtree", "--baseline-dir",
+                       str(BASELINES), "--class", "reasoning", "--context", "20000",
+                       "--observed-tok-s", "7", "--json")
+    doc = json.loads(out)
+    assert code in (0, 1)
+    assert doc["prediction"]["notes"] == [
+        "context 20000 is far outside the fitted range (mean contexts 313–5853): its step time "
+        "is extrapolated; measure it with --contexts 20000 --update-baselines"]
+    assert doc["message"].endswith(" Note: context 20000 is far outside the fitted range (mean "
+                                   "contexts 313–5853): its step time is extrapolated; measure "
+                                   "it with --contexts 20000 --update-baselines.")
+
+
+def test_concurrency_without_its_baseline_is_said(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, *OFFLINE, "--observed-tok-s", "20", "--concurrency", "4", "--json")
+    assert json.loads(out)["prediction"]["notes"][-1] == (
+        "concurrency 4.0: the deployment has no concurrency baseline, so step time is predicted "
+        "as at concurrency 1; measure one with -m concurrency_scaling --update-baselines")
+
+
+def test_live_class_is_the_nearest_by_avg_commit() -> None:
+    baseline, _ = judge.load(BASELINES, "sim-kimi-k26-ddtree")
+    assert judge.closest_class(baseline, 3500, 600, 2.95)[0] == "reasoning"
+    assert judge.closest_class(baseline, 3500, 600, 7.5) == (
+        "padding", "class padding: its avg commit at this context (7.88) is the nearest to the "
+                   "observed 7.50 (--class to choose)")

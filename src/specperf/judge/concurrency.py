@@ -19,8 +19,17 @@ from ..core import contract
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION
 from ..core.limits import ARROW, Move, format_percent, tolerance
 from ..core.model import ContextFit, t95
+from ..core.noise import NoiseModel
 from ..core.stats import Summary
-from .verdict import REFRESH_HINT, STEP_HINT, NotJudged, Verdict, judge_case, slope_limit_text
+from .verdict import (
+    REFRESH_HINT,
+    STEP_HINT,
+    NotJudged,
+    Verdict,
+    case_se,
+    judge_case,
+    slope_limit_text,
+)
 
 AGGREGATE = "aggregate tok/s"
 BATCH_HINT = ("batching regression: step time grows faster with batch size than in the "
@@ -28,16 +37,19 @@ BATCH_HINT = ("batching regression: step time grows faster with batch size than 
 
 
 def judge_level(level: str, current: Mapping[str, Summary], base: Mapping[str, Summary],
-                tolerances: Mapping[str, float], case: CaseBaseline) -> Verdict:
-    """One level against its baseline medians: the case judge, then the aggregate."""
+                tolerances: Mapping[str, float], case: CaseBaseline,
+                noise: NoiseModel | None = None) -> Verdict:
+    """One level against its baseline medians: the case judge, then the aggregate; both
+    with the run-to-run noise of ``noise`` (None: point estimates)."""
     entry = CaseBaseline(case.text_class, case.context, case.output_tokens,
                          {m: s for m, s in base.items() if m != "agg_tok_s"}, {})
     verdict = judge_case(level, {m: s for m, s in current.items() if m != "agg_tok_s"},
-                         entry, tolerances)
+                         entry, tolerances, noise=noise)
     if "agg_tok_s" not in current or not base.get("agg_tok_s"):
         return verdict
+    se, df = case_se(current["agg_tok_s"], base["agg_tok_s"], noise, "tok_s", 1)
     agg = Move("tok_s", base["agg_tok_s"].median, current["agg_tok_s"].median,
-               tolerance(tolerances, "tok_s"), label=AGGREGATE)
+               tolerance(tolerances, "tok_s"), label=AGGREGATE, se=se, df=df)
     details = {**verdict.details, "agg_tok_s": agg.detail()}
     if verdict.status == REGRESSION or not agg.regressed:
         return Verdict(level, verdict.status, _join(verdict.message, f"; {agg.text()}"),

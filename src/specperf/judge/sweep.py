@@ -331,10 +331,8 @@ class SweepResult:
 
     @property
     def status(self) -> str:
-        """The sweep's status: the worst of its factors' (a regression over an undetermined
-        one over an improvement over a noted change over a pass)."""
-        found = {r.status for r in self.results}
-        return next((s for s in (REGRESSION, UNDETERMINED, IMPROVED, NOTED) if s in found), PASS)
+        """The sweep's status: its factors' combined by the contract's one priority order."""
+        return contract.combine(r.status for r in self.results) if self.results else PASS
 
     def verdict(self) -> Verdict:
         """The sweep's own verdict, its status the contract's, naming each factor that is not a

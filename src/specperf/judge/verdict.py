@@ -216,7 +216,7 @@ def _moves(current: Mapping[str, Summary], base: CaseBaseline,
     for m in DIRECTION:
         if m not in current or m not in base.metrics or not base.metrics[m].median:
             continue
-        se, df = _case_se(current[m], base.metrics[m], noise, m, base_runs)
+        se, df = case_se(current[m], base.metrics[m], noise, m, base_runs)
         out[m] = Move(m, base.metrics[m].median, current[m].median, tolerance(tolerances, m),
                       floor=FLOOR.get(m, 0.0), se=se, df=df)
     return out
@@ -234,7 +234,7 @@ def _median_var(summary: Summary) -> tuple[float, float]:
     return MEDIAN_SE_FACTOR**2 * sd * sd / n, float(max(n - 1, 1))
 
 
-def _case_se(now: Summary, then: Summary, noise: NoiseModel | None, metric: str,
+def case_se(now: Summary, then: Summary, noise: NoiseModel | None, metric: str,
              base_runs: int) -> tuple[float, float]:
     """A case's log change: its standard error (both medians' request spread and the run
     term) and its df (Welch–Satterthwaite); (0, inf) without a noise model."""

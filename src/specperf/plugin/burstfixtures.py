@@ -136,7 +136,8 @@ class BurstRun:
         c = self.case
         return judge_level(level.id, level.summaries(), entry,
                            self.state.tolerances_for(c, marker),
-                           CaseBaseline(c.text_class, c.context, c.output_tokens, {}, {}))
+                           CaseBaseline(c.text_class, c.context, c.output_tokens, {}, {}),
+                           noise=self.state.noise())
 
     def judge_fit(self, marker: dict[str, float]) -> Verdict | NotJudged:
         reason = self.not_judged()

@@ -45,7 +45,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..core import contract
-from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
+from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION
 from ..core.limits import format_percent
 from ..core.noise import NoiseModel
 from ..core.sequential import Sprt

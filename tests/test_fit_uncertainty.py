@@ -1,6 +1,6 @@
 """Verdicts that know their uncertainty (issue 13): the context fit carries its standard
 errors, the slope check is judged against the run's and the baseline's, an undetermined
-slope is neither a pass nor a fail, and the reconcile line never contradicts the case.
+slope is neither a pass nor a fail (the reconcile line: tests/test_reconcile.py).
 """
 
 from __future__ import annotations
@@ -9,11 +9,8 @@ import math
 
 import pytest
 
-from specperf.baselines.store import CaseBaseline
-from specperf.core.limits import DEFAULT_TOLERANCES
-from specperf.core.model import CASE_DRIFT, ContextFit, fit_repeats, predict_tok_s
-from specperf.core.stats import Summary, summarize
-from specperf.judge.verdict import base_rest, judge_case, judge_fit, observe, reconcile
+from specperf.core.model import CASE_DRIFT, ContextFit, fit_repeats
+from specperf.judge.verdict import judge_fit
 
 # Mean contexts (prompt + output/2 at 600 output tokens) of the default contexts.
 BASE = fit_repeats([(313, [33.0, 33.05, 32.98]), (1963, [61.9, 62.0, 62.1]),
@@ -97,69 +94,6 @@ def test_a_baseline_fit_without_errors_is_judged_on_the_runs_error_alone() -> No
         "scaling regression: step time grows faster with context than in the baseline.")
     assert ContextFit.from_dict(old.to_dict()) == old
     assert BASE is not None and ContextFit.from_dict(BASE.to_dict()) == BASE
-
-
-# -- reconcile: never against the case verdict ---------------------------------------------
-N, PREFILL = 600, 250.0
-BASE_TOK = predict_tok_s(4.0, 62.0, N, PREFILL) * 0.98  # 2 % client overhead
-BASE_CASE = CaseBaseline("reasoning", 1663, N, {
-    "tok_s": Summary(BASE_TOK, 0.1, 5), "avg_commit": Summary(4.0, 0.01, 5),
-    "step_ms": Summary(62.0, 0.1, 5)}, {})
-
-
-def _run(step: float, overhead: float) -> dict[str, list[float]]:
-    tok = predict_tok_s(4.0, step, N, PREFILL) * overhead
-    return {"tok_s": [tok * 0.995, tok, tok * 1.004], "avg_commit": [3.99, 4.0, 4.01],
-            "step_ms": [step * 1.004, step, step * 0.997]}
-
-
-def _both(values: dict[str, list[float]]) -> tuple[str, str | None, str | None]:
-    assert BASE is not None
-    case = judge_case("reasoning-ctx1663", {k: summarize(v) for k, v in values.items()},
-                      BASE_CASE, DEFAULT_TOLERANCES)
-    observed = observe(values)
-    assert observed is not None
-    found = reconcile("reasoning-ctx1663", observed, BASE, 1963, N, 0.10, PREFILL,
-                      base_rest(BASE_CASE, N, PREFILL))
-    return case.message, None if found is None else found.status, \
-        None if found is None else found.message
-
-
-def test_a_step_time_regression_is_explained_by_step_time_in_both_lines() -> None:
-    case, status, message = _both(_run(62.0 * 1.3, 0.98))  # step_time_mult 1.3
-    assert case == (
-        "tok/s 61.7 → 47.7 (−22.6%, limit −10%): step time 62 → 81 ms (+30.0%) explains it; "
-        "avg commit 4.00 → 4.00 (+0.0%, within noise) — step-time regression: check the "
-        "kernels, attention backend and KV cache.")
-    assert status == "explained"  # not "unexplained by the model"
-    assert message == (
-        "observed tok/s 47.7 vs 61.6 predicted from this run's acceptance (4.00) and the "
-        "baseline's context curve (−22.5%): this run's step time 81 ms vs 62 ms on the curve "
-        "explains it.")
-
-
-def test_only_a_slowdown_the_model_cannot_explain_is_unexplained() -> None:
-    case, status, message = _both(_run(62.0, 0.98 * 0.7))  # 30 % more client overhead
-    assert case.endswith("— neither acceptance nor step time explains it (prefill, transport "
-                         "or client overhead?).")
-    assert status == "fail"
-    assert message == (
-        "observed tok/s 43.2 vs 61.7 predicted from this run's acceptance (4.00) and step time "
-        "(62 ms) (−30.0%): a slowdown neither acceptance nor step time explains — look at "
-        "prefill, transport and the client (a proxy, TLS, the network).")
-
-
-def test_the_baselines_own_overhead_is_no_unexplained_slowdown() -> None:
-    assert _both(_run(62.0, 0.98))[1:] == (None, None)
-    # A steady 20 % overhead on both sides (a remote server) is the model's rest, not news.
-    heavy = CaseBaseline("reasoning", 1663, N, {
-        "tok_s": Summary(BASE_TOK / 0.98 * 0.8, 0.1, 5), "avg_commit": Summary(4.0, 0.01, 5),
-        "step_ms": Summary(62.0, 0.1, 5)}, {})
-    observed = observe(_run(62.0, 0.8))
-    assert observed is not None and BASE is not None
-    assert reconcile("reasoning-ctx1663", observed, BASE, 1963, N, 0.10, PREFILL,
-                     base_rest(heavy, N, PREFILL)) is None
-    assert math.isclose(base_rest(heavy, N, PREFILL), 0.8)
 
 
 def test_one_repeat_per_context_leaves_the_slope_undetermined_and_asks_for_repeats() -> None:

@@ -1,10 +1,9 @@
 """Prefill (time to first token) as a judged case metric: its own tolerance, its own
-sentence, never blamed on acceptance or step time, and accounted for in the reconcile."""
+sentence, never blamed on acceptance or step time (the reconcile predicts it: test_reconcile.py)."""
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -18,12 +17,10 @@ import pytest
 
 from specperf.baselines.store import Baseline, CaseBaseline
 from specperf.core.limits import DEFAULT_TOLERANCES, DIRECTION
-from specperf.core.model import ContextFit
 from specperf.core.stats import Summary
 from specperf.judge.verdict import PINNED_REASON, PREFILL_HINT, STEP_HINT, judge_case
 from specperf.measure.repeats import decide_repeats
 from specperf.measure.sample import Sample, sample_values
-from specperf.record import results
 from specperf.servers.fingerprint import pinned_line
 from specperf.servers.pinned import pinned_acceptance
 
@@ -172,16 +169,6 @@ def _measurement(ttft_s: float) -> dict[str, object]:
                           "step_ms": {"median": STEP, "mad": 0.0, "n": 5},
                           "ttft_ms": {"median": sorted(values)[2], "mad": 1.0, "n": 5}},
             "samples": samples}
-
-
-def test_reconcile_predicts_a_slower_prefill_instead_of_calling_it_unexplained() -> None:
-    fit = ContextFit(STEP - 0.02 * 5853, 0.02e-3 * 1000, 0.1, 2)
-    assert math.isclose(fit.predict_step_ms(5853), STEP)
-    entry = CaseBaseline("padding", 5553, N, summaries(500.0), {})
-    base = Baseline("dep", 1, "2026-01-01T00:00:00Z", "0.1", "x", {"model": "m"}, "run", True,
-                    {CASE: entry}, {"padding": fit}, {})
-    rows = results.reconcile_rows({CASE: _measurement(1.5)}, [], base)
-    assert [r["status"] for r in rows] == ["agrees"], rows
 
 
 # -- end to end: a simulator whose prefill alone slows down ---------------------------------------

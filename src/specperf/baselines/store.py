@@ -102,6 +102,13 @@ class Baseline:
     # request digest (digest.py); None in files written before them.
     prompt_seed: str | None = None
     request_digest: dict[str, Any] | None = None
+    # The runs it was written from, by run id (baselines/merge.py); empty in older files.
+    runs: tuple[str, ...] = ()
+
+    @property
+    def run_count(self) -> int:
+        """How many runs its medians come from (1 for a file that does not say)."""
+        return max(1, len(self.runs))
 
     @classmethod
     def from_run(cls, deployment: str, fingerprint: dict[str, Any],
@@ -137,6 +144,8 @@ class Baseline:
             data["prompt_seed"] = self.prompt_seed
         if self.request_digest is not None:
             data["request_digest"] = self.request_digest
+        if self.runs:
+            data["runs"] = list(self.runs)
         return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
     @classmethod
@@ -186,7 +195,14 @@ class _Reader:
             self.get(data, "provenance", str, ""), self.get(data, "simulated", bool, ""),
             {cid: self.case(cid, c) for cid, c in cases.items()},
             {tc: self.fit(tc, f) for tc, f in fits.items()}, tolerances,
-            self.optional(data, "prompt_seed", str), self.optional(data, "request_digest", dict))
+            self.optional(data, "prompt_seed", str), self.optional(data, "request_digest", dict),
+            self.runs(data.get("runs", [])))
+
+    def runs(self, data: Any) -> tuple[str, ...]:
+        """The run ids a baseline was written from (optional: older files have none)."""
+        if not isinstance(data, list) or not all(isinstance(r, str) and r for r in data):
+            raise self.fail("runs", f"should be a list of run ids, found {data!r:.80}")
+        return tuple(data)
 
     def optional(self, obj: Mapping[str, Any], key: str, kind: type) -> Any:
         """A key that older files lack: None when absent, checked when present."""

@@ -28,6 +28,7 @@ from ..servers import simulated
 from ..settings import endpoints
 from ..settings.config import OPTIONS, Option, Settings, for_baseline, resolve
 from ..views import summary
+from ..views.report import report_dir
 from . import reporting
 from .burstfixtures import (  # noqa: F401  (the concurrency test's fixtures)
     BurstPlugin,
@@ -391,7 +392,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     collected = summary.collected(session.config)
     if state.settings.update_baselines and state.judged:
         try:
-            lines = state.update_baseline(clean=collected.errors == 0)
+            report = session.config.pluginmanager.get_plugin("specperf-report")
+            lines = state.update_baseline(
+                clean=collected.errors == 0, run_id=getattr(report, "run_id", None),
+                history=report_dir(state.settings.report_dir, session.config.invocation_params.dir))
         except SpecperfError as exc:
             lines = [f"specperf: baseline NOT updated: {exc}"]
         collected.footer.extend(lines)

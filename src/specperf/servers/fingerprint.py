@@ -151,10 +151,15 @@ def _fp_value(value: Any) -> str:
 
 def deployment_name(settings: Settings, server: Mapping[str, Any]) -> str:
     """The baseline deployment of a run: --deployment, else named by the server it measured."""
-    if settings.deployment:
-        return settings.deployment
+    return deployment_for(settings.deployment, settings.sim_profile, server)
+
+
+def deployment_for(deployment: str | None, sim_profile: str, server: Mapping[str, Any]) -> str:
+    """:func:`deployment_name` from the values a results document keeps of its settings."""
+    if deployment:
+        return deployment
     fingerprint = server.get("fingerprint") or {}
     if server.get("simulated"):
         # Simulator baselines must never be mistaken for the real box's.
-        return f"sim-{fingerprint.get('sim_profile') or settings.sim_profile}"
+        return f"sim-{fingerprint.get('sim_profile') or sim_profile}"
     return deployment_slug(fingerprint)

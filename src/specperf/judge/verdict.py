@@ -365,9 +365,12 @@ def _cause_clause(commit: Move, step: Move, attr: Attribution) -> str:
 
 def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
               slope_tolerance: float, contexts: Sequence[int] = (),
-              step_tolerance: float | None = None, far: float = 0.0) -> Verdict:
+              step_tolerance: float | None = None, far: float = 0.0,
+              noise: NoiseModel | None = None, base_runs: int = 1) -> Verdict:
     """Compare the context slope b (step time per 1k context) with the baseline's, judged
-    against both slopes' standard errors.
+    against both slopes' standard errors and, with ``noise``, the run-to-run noise: a night
+    that slows every step by a factor scales the slope by it too (the part common to the
+    cases; each case's own part is in the fits' residuals already).
 
     With z the 95 % t quantile of the run's repeats, the interval b ± z·se is judged by the
     contract (:func:`specperf.core.contract.status`): fail when b − z·se is past the limit,
@@ -392,14 +395,19 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
     limit = contract.slope_limit(slope_tolerance, base.b_ms_per_token,
                                  base.predict_step_ms(far), far, step_tolerance)
     se_new, se_old = current.b_se_ms_per_1k or 0.0, base.b_se_ms_per_1k or 0.0
-    margin = t95(current.dof) * math.hypot(se_new, (1.0 + limit) * se_old) \
+    run_sd = 0.0 if noise is None else \
+        noise.of("step_ms").parts(base_runs)[0] ** 0.5 * old
+    margin = t95(current.dof) * math.hypot(se_new, (1.0 + limit) * se_old, run_sd) \
         if current.b_se_ms_per_token is not None else 0.0
     head = (f"{text_class}: step time per 1k context {_pm(old, base.b_se_ms_per_1k)} {ARROW} "
             f"{_pm(new, current.b_se_ms_per_1k)} ms ({format_percent(change)}, limit "
             f"{slope_limit_text(limit, slope_tolerance, step_tolerance, f'context {far:.0f}')})")
     details = {"slope": {"base": old, "new": new, "change": change, "limit": limit,
-                         "base_se": se_old, "new_se": se_new, "margin": margin}}
+                         "base_se": se_old, "new_se": se_new, "margin": margin,
+                         "run_sd": run_sd}}
     found = contract.status(_slope_change(old, new, margin, current), -1, limit)
+    if noise is not None:
+        head = f"{head} ({noise.of('step_ms').text()})"
     if found == REGRESSION:
         return Verdict(case_id, REGRESSION, f"{head} — attention scaling regression: step time "
                        f"grows faster with context than in the baseline.", None, details)

@@ -457,7 +457,8 @@ class RunState:
         return self._fit_verdict(judge_fit(text_class, fit, base_fit,
                                            self.tolerances_for(None, marker)["slope"],
                                            self._class_contexts(text_class),
-                                           *self._far_step(text_class, marker)))
+                                           *self._far_step(text_class, marker),
+                                           noise=self.noise(), base_runs=self.base_runs()))
 
     def _judge_pair_fit(self, text_class: str,
                         marker: Mapping[str, float]) -> Verdict | NotJudged:

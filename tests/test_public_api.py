@@ -13,7 +13,7 @@ def test_every_public_name_resolves_to_its_module_attribute() -> None:
     assert sorted(specperf.__all__) == sorted(["__version__", *specperf._PUBLIC])
     for name in specperf.__all__:
         assert getattr(specperf, name) is not None, name
-    assert specperf.load_results.__module__ == "specperf.record.results"
+    assert specperf.load_results.__module__ == "specperf.record.schema"
     assert sorted(dir(specperf)) == sorted(specperf.__all__)
 
 

@@ -65,8 +65,8 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "BaselineStore": ("baselines.store", "BaselineStore"),
     "RunInfo": ("record.results", "RunInfo"),
     "build_results": ("record.results", "build"),
-    "write_results": ("record.results", "write"),
-    "load_results": ("record.results", "load"),
+    "write_results": ("record.files", "write"),
+    "load_results": ("record.schema", "load"),
     "render_report": ("views.page", "render"),
     # the plugin's run, driven outside pytest (benchmarks, tools): plan, measure, judge
     "RunState": ("plugin.runstate", "RunState"),
@@ -117,10 +117,10 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .plan.workload import Case, TextClass, load_text_classes, plan
     from .plan.workload import generate as generate_text
     from .plugin.runstate import RunState
+    from .record.files import write as write_results
     from .record.results import RunInfo
     from .record.results import build as build_results
-    from .record.results import load as load_results
-    from .record.results import write as write_results
+    from .record.schema import load as load_results
     from .servers.acceptance import parse_metrics
     from .servers.simulated import SimProcess
     from .settings.config import Settings, resolve

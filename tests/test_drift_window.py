@@ -119,6 +119,6 @@ def test_the_trend_page_says_what_no_flag_means(tmp_path: Path) -> None:
         for n in range(8)]
     history.write_text("\n".join(lines) + "\n")
     assert trend.drift_lines(trend.build(trend.load_history(history))) == []
-    assert trend._drift_list(trend.build(trend.load_history(history))) == (
+    assert trend.section("drift", trend.build(trend.load_history(history))) == (
         "<p>No persistent shift: no factor or case moved over its last 4 runs against the "
         "runs before them (drift.py).</p>")

@@ -99,7 +99,7 @@ def test_the_same_paths_pass_the_guard_without_the_fault(sampler):
     paths = [chat_path(sampler.parsers, stream=True), native_path("sglang", stream=True)]
     run = sampler.measure(CASE, paths)
     record = run.to_dict()
-    shown = "".join(page._paths({"paths": [record]}))  # the report's paths section
+    shown = page.section("paths", {"paths": [record]})  # the report's paths section
     for path in paths:
         [sample] = run.measurements[path.name].measured
         assert sample.raw["repetition"] < guard.DEGENERATE_FLOOR

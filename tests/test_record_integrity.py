@@ -300,6 +300,8 @@ def test_the_report_header_flags_a_run_stopped_before_measuring():
     from specperf.views import page
 
     for stopped in ("lock-timeout", "no-baseline", "config-error"):
-        shown = page._kind({"run": {"kind": "full", "label": "x", "stopped_by": stopped}})
+        shown = page.section("kind", {"run": {"kind": "full", "label": "x",
+                                              "stopped_by": stopped}})
         assert 'class="warn"' in shown, stopped
-    assert 'class="warn"' not in page._kind({"run": {"kind": "full", "label": "full sweep"}})
+    assert 'class="warn"' not in page.section("kind", {"run": {"kind": "full",
+                                                             "label": "full sweep"}})

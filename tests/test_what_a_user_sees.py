@@ -100,7 +100,7 @@ def test_report_groups_regressions_by_cause_summary_first():
              "drafter proposes differently — check the draft model and its settings.")
     failing = [{"case_id": f"padding-ctx{c}", "status": "fail",
                 "message": f"{exact} Statistics: {STEP}"} for c in (13, 1663)]
-    block = html.unescape(page._regressions({"verdicts": failing, "reconcile": []}))
+    block = html.unescape(page.section("regressions", {"verdicts": failing, "reconcile": []}))
     assert block.count("<h3") == 1
     assert ("step-time regression: check the kernels, attention backend and KV cache. "
             "(2: padding-ctx13, padding-ctx1663)</h3>") in block

@@ -195,11 +195,3 @@ def summary_lines(verdicts: Sequence[Mapping[str, Any]]) -> list[str]:
         who = cases[0] if len(cases) == 1 else f"{len(cases)} cases ({', '.join(cases)})"
         lines.append(f"  {who}: {message}")
     return lines
-
-
-def html(verdict: Mapping[str, Any]) -> str:
-    """The report's exact-acceptance note under a verdict (escaped by the caller's helper)."""
-    found = verdict.get("exact")
-    if not found or found.get("status") == "changed":  # a change already leads the message
-        return ""
-    return str(found.get("message", ""))

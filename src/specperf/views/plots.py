@@ -28,9 +28,15 @@ _LEGEND_MAX = 24  # beyond this many series a legend hides the plot; the tables 
 BASE_LINE, BASE_ALPHA = "--", 0.6  # the baseline: dashed and lighter than this run
 
 
-def _label(text: str) -> str:
+# The trend's run ids, cells and boundaries are cut to this many characters: longer ones
+# squeeze its axes to nothing; the page's tables under the plot hold them whole.
+_TREND_LABEL_MAX = 40
+
+
+def _label(text: str, limit: int | None = None) -> str:
     # A '$' would switch matplotlib to mathtext; names from servers and users are literal.
-    return text.replace("$", r"\$")
+    short = text if limit is None or len(text) <= limit else text[:limit - 1] + "\u2026"
+    return short.replace("$", r"\$")
 
 
 def _style() -> AbstractContextManager[Any]:
@@ -169,13 +175,14 @@ def trend_plot(prefix: str, ylabel: str, runs: Sequence[str],
             pts = [(x, y) for x, y in enumerate(ys) if y is not None]
             if pts:
                 xs, vs = zip(*pts, strict=True)
-                ax.plot(xs, vs, marker="o", color=_colour(i), label=_label(name))
+                ax.plot(xs, vs, marker="o", color=_colour(i), label=_label(name, _TREND_LABEL_MAX))
         for x, text in boundaries:
             ax.axvline(x - 0.5, color="grey", linestyle=":")
-            ax.annotate(_label(text), (x - 0.5, 0.02), xycoords=("data", "axes fraction"),
-                        rotation=90, va="bottom", ha="right", fontsize=7, color="dimgrey")
+            ax.annotate(_label(text, _TREND_LABEL_MAX), (x - 0.5, 0.02),
+                        xycoords=("data", "axes fraction"), rotation=90, va="bottom",
+                        ha="right", fontsize=7, color="dimgrey")
         ax.set_xlim(-0.7, len(runs) - 0.3)
-        ax.set_xticks(range(len(runs)), [_label(r) for r in runs], rotation=30,
+        ax.set_xticks(range(len(runs)), [_label(r, _TREND_LABEL_MAX) for r in runs], rotation=30,
                       ha="right", fontsize=7)
         _finish(ax, "run", ylabel, f"{ylabel} per cell over runs", len(series), outside=True)
         return to_svg(fig, prefix)

@@ -10,13 +10,15 @@ Like is compared with like: the plots hold only complete runs of one kind (full 
 default; ``--kind gate`` for the gate's runs). Every run is still listed, with its kind, so
 an outage (every case errored: the box was down), a lock timeout, a missing baseline, a usage
 error, an interrupted run, a gate run, a custom context list or a subset shows as such instead
-of as a silent gap or a misleading point.
+of as a silent gap or a misleading point. A concurrency run (only the concurrency_scaling
+tests) is its own kind, listed with the concurrency baseline it was judged against; its levels
+live in its results.json, not in the history's cells. The markup is templates/trend.html.j2.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +26,9 @@ from typing import Any
 from ..core import drift
 from ..core.errors import ConfigError
 from ..servers.fingerprint import fingerprint_differences
-from .page import esc, figure, page, table
+from . import template
 from .plots import trend_plot
+from .template import Cell, Table, figure, num
 
 METRICS = (("tok_s", "tok/s", ".1f"), ("step_ms", "step ms", ".1f"),
            ("avg_commit", "avg commit", ".2f"))
@@ -57,21 +60,25 @@ def load_history(path: Path) -> list[dict[str, Any]]:
 
 
 STOPPED = ("outage", "lock-timeout", "no-baseline", "config-error", "unstable")
-GROUPS = ("full", "custom", "gate", "ab", "subset", "interrupted", *STOPPED, "empty")
+GROUPS = ("full", "custom", "gate", "ab", "subset", "concurrency", "interrupted", *STOPPED,
+          "empty")
 
 
 def group(run: Mapping[str, Any]) -> str:
     """Which runs a run is comparable with: its kind (a custom context list is ``custom``,
     never ``full``), unless nothing was measured (why: record/runkind.py's ``stopped_by``), it
     was interrupted, or it holds nothing at all (a line an older suite wrote for a
-    ``--collect-only`` session). History lines written before run kinds existed are complete
-    full sweeps."""
+    ``--collect-only`` session). A concurrency run has no cells (its levels are not context
+    cases) and is still a concurrency run. History lines written before run kinds existed are
+    complete full sweeps."""
     if run.get("stopped_by") in STOPPED:
         return str(run["stopped_by"])
     if run.get("outage"):
         return "outage"
     if run.get("interrupted"):
         return "interrupted"
+    if run.get("kind") == "concurrency":
+        return "concurrency"
     if not run.get("cells") and not run.get("error_count") and not run.get("failed"):
         return "empty"
     return str(run.get("kind") or "full")
@@ -147,67 +154,81 @@ def boundaries(runs: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
 
 def render(trend: Trend) -> str:
     """The trend page: one plot and one table per metric, boundaries listed."""
+    return template.render("trend.html.j2", title="specperf trend", view=view(trend))
+
+
+def view(trend: Trend) -> dict[str, Any]:
+    """What the trend page shows, by the name of the macro that draws it."""
+    return {"title": {"runs": len(trend.runs), "kind": trend.kind, "cells": len(trend.cells),
+                      "scope": describe(trend)},
+            **{name: build(trend) for name, build in PARTS.items()}}
+
+
+def section(name: str, trend: Trend) -> str:
+    """One part of the trend page alone, drawn as the page draws it."""
+    return template.fragment("trend_parts.html.j2", name, PARTS[name](trend))
+
+
+def _metrics(trend: Trend) -> list[dict[str, Any]]:
+    """Per metric any plotted run measured: its plot over runs and its table."""
     labels = trend.run_labels()
-    body = [f"<h1>specperf trend — {len(trend.runs)} {esc(trend.kind)} runs, "
-            f"{len(trend.cells)} cells</h1>",
-            f'<p class="scope">{esc(describe(trend))}; plots compare {esc(trend.kind)} runs '
-            "only.</p>", _runs_table(trend), _boundary_list(trend),
-            _drift_list(trend)]
+    out = []
     for metric, label, fmt in METRICS:
         series = trend.series(metric)
         if not any(v is not None for values in series.values() for v in values):
             continue
-        body.append(f'<h2 id="{metric}">{esc(label)}</h2>')
-        body.append(figure(metric, trend_plot(f"t-{metric}", label, labels, series,
-                                              trend.boundaries),
-                           f"{label} per cell over runs; dotted lines: boundaries."))
-        body.append(_metric_table(metric, fmt, labels, series))
-    return page("specperf trend", body)
+        out.append({"id": metric, "label": label, "figure": figure(
+            metric, trend_plot(f"t-{metric}", label, labels, series, trend.boundaries),
+            f"{label} per cell over runs; dotted lines: boundaries."),
+            "table": _metric_table(metric, fmt, labels, series)})
+    return out
 
 
-def _runs_table(trend: Trend) -> str:
+def _boundaries(trend: Trend) -> list[tuple[int, str, str]]:
+    labels = trend.run_labels()
+    return [(i, labels[i], text) for i, text in trend.boundaries]
+
+
+def baseline_text(run: Mapping[str, Any]) -> str:
+    """The baseline a run was judged against; a concurrency run's is its concurrency baseline."""
+    base = run.get("baseline")
+    if base:
+        return f"{base['deployment']} v{base['version']}"
+    levels = run.get("concurrency_baseline")
+    return f"{levels['deployment']} v{levels['version']} (concurrency)" if levels else "none"
+
+
+def _runs_table(trend: Trend) -> Table:
     rows, attrs = [], []
     for run in trend.all_runs:
-        base = run.get("baseline")
-        base_text = f"{base['deployment']} v{base['version']}" if base else "none"
         kind = group(run)
         cls = "warn" if kind in (*STOPPED, "interrupted") else ""
-        rows.append([f"<td>{esc(run.get('run_id', ''))}</td>",
-                     f"<td>{esc(run.get('created', ''))}</td>",
-                     f'<td class="{cls}">{esc(run.get("kind_label") or kind)}</td>',
-                     f"<td>{esc(run.get('label', ''))}</td>", f"<td>{esc(base_text)}</td>",
-                     f"<td>{esc(run.get('git_revision', ''))}</td>",
-                     f"<td>{esc(', '.join(run.get('failed', [])) or '—')}</td>",
-                     f"<td>{esc('; '.join(run.get('errors', [])[:2]) or '—')}</td>"])
-        plotted = "yes" if kind == trend.kind else "no"
-        attrs.append(f' data-kind="{esc(kind)}" data-plotted="{plotted}"')
-    return table(["run", "ended", "kind", "server", "baseline", "git", "regressed", "errors"],
-                 rows, cls="runs", row_attrs=attrs)
-
-
-def _boundary_list(trend: Trend) -> str:
-    if not trend.boundaries:
-        return "<p>No baseline or fingerprint changes across these runs.</p>"
-    labels = trend.run_labels()
-    items = [f'<li data-run="{i}">before {esc(labels[i])}: {esc(text)}</li>'
-             for i, text in trend.boundaries]
-    return '<ul class="boundaries">' + "".join(items) + "</ul>"
+        rows.append([Cell(run.get("run_id", "")), Cell(run.get("created", "")),
+                     Cell(run.get("kind_label") or kind, {"class": cls}),
+                     Cell(run.get("label", "")), Cell(baseline_text(run)),
+                     Cell(run.get("git_revision", "")),
+                     Cell(", ".join(run.get("failed", [])) or "—"),
+                     Cell("; ".join(run.get("errors", [])[:2]) or "—")])
+        attrs.append({"data-kind": kind, "data-plotted": "yes" if kind == trend.kind else "no"})
+    return Table(["run", "ended", "kind", "server", "baseline", "git", "regressed", "errors"],
+                 rows, "runs", attrs)
 
 
 def _metric_table(metric: str, fmt: str, labels: Sequence[str],
-                  series: Mapping[str, Sequence[float | None]]) -> str:
+                  series: Mapping[str, Sequence[float | None]]) -> Table:
     rows, attrs = [], []
     for cell, values in series.items():
-        points = sum(v is not None for v in values)
-        rows.append([f"<td>{esc(cell)}</td>"] + [
-            f'<td class="num">{"" if v is None else format(v, fmt)}</td>' for v in values])
-        attrs.append(f' data-cell="{esc(cell)}" data-points="{points}"')
-    return table(["cell", *labels], rows, cls=f"trend trend-{metric}", row_attrs=attrs)
+        rows.append([Cell(cell), *(num("" if v is None else format(v, fmt)) for v in values)])
+        attrs.append({"data-cell": cell, "data-points": sum(v is not None for v in values)})
+    return Table(["cell", *labels], rows, f"trend trend-{metric}", attrs)
 
 
 # -- drift (drift.py): persistent shifts below the per-run tolerance --------------------------
 def drift_flags(trend: Trend) -> list[drift.DriftFlag]:
-    """Change points per factor and per case; the reference restarts at every boundary."""
+    """Change points per factor and per case; the reference restarts at every boundary.
+    None without runs or cells (``--kind`` naming a kind the history does not hold)."""
+    if not trend.runs or not trend.cells:
+        return []
     cells = {f"{metric}|{cell}": values for metric in ("step_ms", "avg_commit")
              for cell, values in trend.series(metric).items()}
     return drift.detect_all(cells, sorted({i for i, _ in trend.boundaries}))
@@ -219,9 +240,10 @@ def drift_lines(trend: Trend) -> list[str]:
     return [f"drift: {flag.sentence(labels)}" for flag in drift_flags(trend)]
 
 
-def _drift_list(trend: Trend) -> str:
-    lines = drift_lines(trend)
-    if not lines:
-        return (f"<p>No persistent shift: no factor or case moved over its last "
-                f"{drift.WINDOW} runs against the runs before them (drift.py).</p>")
-    return '<ul class="drift">' + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>"
+def _drift(trend: Trend) -> dict[str, Any]:
+    return {"lines": drift_lines(trend), "window": drift.WINDOW}
+
+
+# The page's parts, each drawn by the macro of the same name in trend.html.j2.
+PARTS: dict[str, Callable[[Trend], Any]] = {
+    "runs": _runs_table, "boundaries": _boundaries, "drift": _drift, "metrics": _metrics}

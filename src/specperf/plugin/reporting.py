@@ -26,7 +26,7 @@ from ..core.version import __version__
 from ..measure.session import git_revision
 from ..record import results, runkind
 from ..settings.config import Settings
-from ..views import page, summary
+from ..views import extras, summary
 from ..views.report import report_dir, write_report
 from . import burstfixtures
 from .fixtures import STATE
@@ -203,7 +203,7 @@ class HtmlHooks:
         self.owner = owner
 
     def pytest_html_results_table_header(self, cells: list[str]) -> None:
-        cells[2:2] = [f"<th>{page.esc(c)}</th>" for c in self.COLUMNS]
+        cells[2:2] = extras.header_cells(self.COLUMNS)
 
     def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
         measured, verdict = _properties(report)
@@ -214,13 +214,12 @@ class HtmlHooks:
         change = ((verdict or {}).get("details") or {}).get("tok_s", {}).get("change")
         if change is not None:
             values[3] = f"{100 * change:+.1f}%"
-        cells[2:2] = [f'<td class="col-specperf">{page.esc(v)}</td>' for v in values]
+        cells[2:2] = extras.row_cells(values)
 
     def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
                                     postfix: list[str], session: pytest.Session) -> None:
         if self.owner.written is not None:
-            prefix.append(f"<p>specperf report with the table, plots and verdicts: "
-                          f"{page.esc(self.owner.written)}</p>")
+            prefix.append(extras.report_link(self.owner.written))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]
@@ -233,8 +232,7 @@ class HtmlHooks:
             clean = results.scrub(measured, [key or ""])
             cid = clean["case"]["id"]
             report.extras = [*getattr(report, "extras", []),  # type: ignore[attr-defined]
-                             html_extras.html(f"<h4>{page.esc(cid)}: samples</h4>"
-                                              + page.samples_table(clean)),
+                             html_extras.html(extras.samples(cid, clean)),
                              # pytest-html encodes the object itself (a str: twice).
                              html_extras.json(clean, name=f"{cid} raw JSON")]
         return report

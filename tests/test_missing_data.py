@@ -22,7 +22,7 @@ def test_a_stream_without_server_timings_is_unmeasured_not_a_pass():
     plain = figs("native", tok_s=29.4)
     stream = figs("native stream", tok_s=28.0, delivery_tok_s=29.0, ttft_ms=120.0)
     verdict = judge_stream("c stream vs non-stream", plain, stream, TOLERANCES)
-    assert verdict.status == "unmeasured"
+    assert (verdict.status, verdict.reason) == ("undetermined", "unmeasured")
     assert verdict.fails() is None  # not a regression; the test fails it as unmeasured
     assert verdict.message == (
         "not measured: no server decode tok/s (server timings) on the native path, no server "
@@ -36,7 +36,7 @@ def test_a_missing_tok_s_is_unmeasured_not_zero_within_tolerance():
     native = figs("native", tok_s=30.0, decode_tok_s=32.0)
     chat = figs("chat", decode_tok_s=32.0)
     verdict = judge_parser("c chat vs native", native, chat, KIMI, TOLERANCES, 600)
-    assert verdict.status == "unmeasured"
+    assert (verdict.status, verdict.reason) == ("undetermined", "unmeasured")
     assert verdict.message.startswith("not measured: no tok/s on the chat path, so the chat "
                                       "route against the native cannot be judged")
 
@@ -45,7 +45,7 @@ def test_a_chat_stream_without_delivery_rates_is_unmeasured():
     native = figs("native stream", decode_tok_s=32.0)
     chat = figs("chat stream", decode_tok_s=32.0, delivery_tok_s=30.0)
     verdict = judge_chat_stream("c", native, chat, KIMI, TOLERANCES, 600)
-    assert verdict.status == "unmeasured"
+    assert (verdict.status, verdict.reason) == ("undetermined", "unmeasured")
     assert "no client delivery tok/s on the native stream path" in verdict.message
 
 
@@ -58,8 +58,8 @@ def test_missing_post_processing_time_reads_not_measured_never_zero():
 
 
 def test_the_gate_counts_an_unmeasured_comparison_as_an_error(tmp_path):
-    verdict = {"case_id": "reasoning-ctx3333 chat vs native", "status": "unmeasured",
-               "message": "not measured: no tok/s on the chat path, so …"}
+    verdict = {"case_id": "reasoning-ctx3333 chat vs native", "status": "undetermined",
+               "reason": "unmeasured", "message": "not measured: no tok/s on the chat path, so …"}
     value = html.escape(json.dumps(verdict), quote=True)
     xml = tmp_path / "junit.xml"
     xml.write_text(

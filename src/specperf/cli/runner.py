@@ -69,7 +69,8 @@ def _outcome(tc: ElementTree.Element, case_id: str, verdicts: list[dict[str, Any
         if element is None:
             continue
         message = _message(element)
-        unmeasured = [v["message"] for v in verdicts if v.get("status") == "unmeasured"]
+        unmeasured = [v["message"] for v in verdicts  # the reason (older records: the status)
+                      if "unmeasured" in (v.get("reason"), v.get("status"))]
         if unmeasured:  # a figure that could not be measured: infrastructure, not the deploy
             return CaseOutcome(case_id, "error", "\n".join(unmeasured), requests, server_s,
                                endpoint)

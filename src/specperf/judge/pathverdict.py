@@ -6,14 +6,27 @@ step time) from what happens after it: *post-processing* on the server's HTTP si
 parsers; client wall − server e2e grows on the chat route) and *transport/client*
 overhead (a stream's chunks reach the client slower than the server decoded them). Only
 a slower decode, or post-processing on the chat route, fails; transport overhead is
-labelled, never blamed on the server.
+labelled, never blamed on the server: a stream that reaches the client clearly slower than
+the server decoded is a regression of what the user gets, in transport or the client.
+
+Every status is the verdict contract's (:mod:`specperf.core.contract`): each figure's change
+carries an interval from the paths' repeats (their medians' standard errors, both sides), so
+a comparison is a regression or an improvement only beyond the tolerance with confidence,
+noted when sure of a change inside it, undetermined when the interval straddles it; the
+parts combine with :func:`specperf.core.contract.combine`. A comparison whose figure the
+server did not report is undetermined with reason ``unmeasured`` (its test errors).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
+from ..core import contract
+from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import ARROW, MINUS, Move, format_percent, format_value
+from ..core.model import CASE_DRIFT, t95
+from ..core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, Summary
 from ..measure.paths import Figures, Parsers
 from .verdict import Verdict
 
@@ -29,8 +42,11 @@ TRANSPORT_LABEL = "transport/client overhead, not a server regression"
 COMPARISONS = (" chat vs native", " chat stream vs native stream", " stream vs non-stream")
 # A part explains a gap when it accounts for at least this share of it.
 EXPLAINS = 0.5
-# A comparison whose figures could not be measured: never a pass (the case errors).
-UNMEASURED = "unmeasured"
+# A comparison whose figures could not be measured: undetermined with this reason, never a
+# pass (the case errors).
+UNMEASURED = contract.UNMEASURED
+MORE_REPEATS = ("the interval straddles the tolerance, so it is neither a pass nor a fail — "
+                "measure the paths again with more repeats (--repeats 6)")
 FIGURE_NAMES = {"tok_s": "tok/s", "decode_tok_s": "server decode tok/s (server timings)",
                 "delivery_tok_s": "client delivery tok/s"}
 
@@ -55,9 +71,45 @@ def unmeasured(case_id: str, needed: dict[str, tuple[Figures, ...]], what: str) 
                for key, paths in needed.items() for figs in paths if figs.get(key) is None]
     if not missing:
         return None
-    return Verdict(case_id, UNMEASURED, f"not measured: no {', no '.join(missing)}, so {what} "
-                   "cannot be judged — a missing figure is never a pass; check that the server "
-                   "returns its timings (meta_info) or serves /metrics.")
+    return Verdict(case_id, UNDETERMINED, f"not measured: no {', no '.join(missing)}, so "
+                   f"{what} cannot be judged — a missing figure is never a pass; check that the "
+                   "server returns its timings (meta_info) or serves /metrics.",
+                   reason=UNMEASURED)
+
+
+def _rel_se(summary: Summary) -> float:
+    """The relative standard error of a figure's median over its repeats (its spread no
+    smaller than CASE_DRIFT: a MAD of a few quantised repeats can be 0)."""
+    sd = max(MAD_TO_SIGMA * summary.rel_mad, CASE_DRIFT)
+    return MEDIAN_SE_FACTOR * sd / math.sqrt(summary.n)
+
+
+def judged(move: Move, base: Summary | None, new: Summary | None) -> str:
+    """The contract's status of ``move`` with the 95 % interval of its two medians' ratio
+    (a point estimate when either side has fewer than two repeats or no spread known)."""
+    if abs(move.new - move.base) < move.floor:
+        return PASS
+    if base is None or new is None or min(base.n, new.n) < 2 or not move.base:
+        return move.status
+    half = t95(min(base.n, new.n) - 1) * math.hypot(_rel_se(base), _rel_se(new))
+    ratio = move.new / move.base
+    change = contract.Change(move.change, ratio * (1 - half) - 1, ratio * (1 + half) - 1)
+    return contract.status(change, move.direction, move.tolerance)
+
+
+def _status(move: Move, base: Figures, new: Figures, key: str, new_key: str = "") -> str:
+    return judged(move, base.spreads.get(key), new.spreads.get(new_key or key))
+
+
+def _ending(status: str, better: str) -> str:
+    """How a comparison's sentence ends for a status other than a regression."""
+    if status == NOTED:
+        return "a difference beyond its noise but within tolerance: noted"
+    if status == IMPROVED:
+        return f"{better} beyond tolerance"
+    if status == UNDETERMINED:
+        return MORE_REPEATS
+    return "within tolerance"
 
 
 def _post_text(post_ms: float | None, unit: str) -> str:
@@ -98,7 +150,7 @@ def _parsers_ran(chat: Figures, parsers: Parsers) -> str:
 
 
 def _failed(case_id: str, message: str, problems: list[str]) -> Verdict:
-    return Verdict(case_id, "fail", " ".join([message, *problems]) if message else
+    return Verdict(case_id, REGRESSION, " ".join([message, *problems]) if message else
                    " ".join(problems))
 
 
@@ -118,10 +170,13 @@ def judge_parser(case_id: str, native: Figures, chat: Figures, parsers: Parsers,
     post = None if post_a is None or post_b is None else post_b - post_a
     note = " (chat server timings from /metrics: no meta_info)" \
         if chat.timings_from == "metrics" else ""
-    if tok.regressed:
+    found = [_status(tok, native, chat, "tok_s")]
+    if found[0] == REGRESSION:
         return _failed(case_id, _parser_gap(tok, decode, step, post, native, chat,
                                             output_tokens) + note, problems)
-    if step is not None and step.regressed:
+    if step is not None:
+        found.append(_status(step, native, chat, "step_ms"))
+    if found[-1] == REGRESSION and step is not None:
         message = (f"{step.text(vs=' vs native', limit=True)} while {tok.text(vs=' vs native')} "
                    f"stayed within its limit — {CHAT_DECODE_HINT}.")
         return _failed(case_id, message, problems)
@@ -131,7 +186,8 @@ def judge_parser(case_id: str, native: Figures, chat: Figures, parsers: Parsers,
                f"{_post_text(post, 'per response')}{note}; {_parsers_ran(chat, parsers)}")
     if problems:
         return _failed(case_id, "", problems)
-    return Verdict(case_id, "pass", f"{message} — within tolerance.")
+    status = contract.combine(found)
+    return Verdict(case_id, status, f"{message} — {_ending(status, 'faster than native')}.")
 
 
 def _decode_cmp(base: Figures, new: Figures, tolerances: dict[str, float]) -> Move | None:
@@ -183,28 +239,33 @@ def judge_stream(case_id: str, plain: Figures, stream: Figures,
     missing = unmeasured(case_id, {"decode_tok_s": (plain, stream)},
                          "whether the server decodes slower while streaming")
     if missing is not None:
-        return Verdict(case_id, UNMEASURED, f"{missing.message} Client side: "
+        return replace(missing, message=f"{missing.message} Client side: "
                        f"{_stream_tail(plain, stream)}.")
     decode = _decode_cmp(plain, stream, tolerances)
     assert decode is not None
     tail = _stream_tail(plain, stream)
-    if decode.regressed:
+    found = [_status(decode, plain, stream, "decode_tok_s")]
+    if found[0] == REGRESSION:
         head = replace_label(decode, "server decode while streaming")
-        return Verdict(case_id, "fail", f"{head.text(vs=' vs non-streaming', limit=True)} — "
-                       f"{STREAM_DECODE_HINT}.")
+        return Verdict(case_id, REGRESSION, f"{head.text(vs=' vs non-streaming', limit=True)} "
+                       f"— {STREAM_DECODE_HINT}.")
     delivery = stream.get("delivery_tok_s")
     gap = Move("tok_s", decode.new, delivery or 0.0, tolerances["tok_s"],
                label="client delivery")
-    if delivery is not None and gap.regressed:
-        return Verdict(case_id, "pass", (
+    if delivery is not None:
+        found.append(_status(gap, stream, stream, "decode_tok_s", "delivery_tok_s"))
+    if found[-1] == REGRESSION and delivery is not None:
+        return Verdict(case_id, REGRESSION, (
             f"the stream delivered {delivery:.1f} tok/s to the client against a server decode "
             f"of {decode.new:.1f} tok/s ({format_percent(gap.change)}) — {TRANSPORT_LABEL}: "
             f"the server decoded at its non-streaming rate "
             f"({decode.text(vs=' vs non-streaming', noise=True)}); the chunks reached the "
             f"client late: check proxies, tunnels and the network between client and "
             f"server. {tail}."))
-    return Verdict(case_id, "pass", f"{tail}; client delivery {_rate(delivery)} tok/s vs "
-                   f"server decode {decode.new:.1f} tok/s — within tolerance.")
+    status = contract.combine(found)
+    return Verdict(case_id, status, f"{tail}; client delivery {_rate(delivery)} tok/s vs "
+                   f"server decode {decode.new:.1f} tok/s — "
+                   f"{_ending(status, 'faster than non-streaming')}.")
 
 
 def replace_label(cmp: Move, label: str) -> Move:
@@ -241,16 +302,18 @@ def judge_chat_stream(case_id: str, native: Figures, chat: Figures, parsers: Par
                     label="chat stream delivery", unit=" tok/s")
     decode = _decode_cmp(native, chat, tolerances)
     head = delivery.text(vs=" vs the native stream", limit=True)
-    if decode is not None and decode.regressed:
+    found = [] if decode is None else [_status(decode, native, chat, "decode_tok_s")]
+    if found and found[0] == REGRESSION and decode is not None:
         return _failed(case_id, f"{head}: {decode.text()} explains it — {CHAT_DECODE_HINT}.",
                        problems)
+    found.append(_status(delivery, native, chat, "delivery_tok_s"))
     commit = chat.get("avg_commit") or native.get("avg_commit")
     steps = (output_tokens - 1) / commit if commit else 0.0
     spans = chat.get("span_ms"), native.get("span_ms")
     per_step = None if None in spans or not steps else \
         (_figure(chat, "span_ms") - _figure(native, "span_ms")) / steps
     post = _post_text(per_step, "per verify step")
-    if delivery.regressed:
+    if found[-1] == REGRESSION:
         if decode is None:
             return _failed(case_id, (
                 f"{head}: the chat stream reports no server decode (no /metrics), so this is "
@@ -260,16 +323,17 @@ def judge_chat_stream(case_id: str, native: Figures, chat: Figures, parsers: Par
                        f"{PARSER_HINT}.", problems)
     if problems:
         return _failed(case_id, "", problems)
+    status = contract.combine(found)
     both_slow = [f for f in (native, chat) if _late(f, tolerances["tok_s"])]
     if len(both_slow) == 2:
-        return Verdict(case_id, "pass", (
+        return Verdict(case_id, status, (
             f"chat and native streams both deliver {_rate(chat.get('delivery_tok_s'))} and "
             f"{_rate(native.get('delivery_tok_s'))} tok/s against a server decode of "
             f"{_rate(chat.get('decode_tok_s'))} and {_rate(native.get('decode_tok_s'))} tok/s — "
             f"{TRANSPORT_LABEL} and not the parsers: both routes lose it alike; "
             f"{delivery.text(vs=' vs the native stream', limit=True)}."))
-    return Verdict(case_id, "pass", f"{head}; {post}; {_parsers_ran(chat, parsers)} — within "
-                   "tolerance.")
+    return Verdict(case_id, status, f"{head}; {post}; {_parsers_ran(chat, parsers)} — "
+                   f"{_ending(status, 'faster than the native stream')}.")
 
 
 def _late(figs: Figures, tolerance: float) -> bool:

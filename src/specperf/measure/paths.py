@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import (
@@ -38,7 +38,7 @@ from ..core.errors import (
     MalformedResponse,
     UnstableMeasurement,
 )
-from ..core.stats import summarize
+from ..core.stats import Summary, summarize
 from ..plan.workload import Case
 from ..servers import acceptance, routes
 from ..servers.acceptance import MetricsSnapshot
@@ -351,6 +351,8 @@ class Figures:
     reasoning_missing: int = 0
     tool_calls_missing: int = 0
     tool_call_problem: str | None = None
+    # Median, MAD and n of each figure's repeats: the path verdicts' intervals.
+    spreads: dict[str, Summary] = field(default_factory=dict)
 
     def get(self, key: str) -> float | None:
         return self.values.get(key)
@@ -363,17 +365,18 @@ _STREAM_KEYS = ("ttft_ms", "delivery_tok_s", "chunks_per_step", "gap_ms", "itl_m
 def figures(measured: Measurement, name: str) -> Figures:
     """Medians of every figure the comparisons use."""
     samples = measured.measured
-    values = {m: s.median for m in ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
-              if (s := measured.summary(m)) is not None}
+    spreads = {m: s for m in ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
+               if (s := measured.summary(m)) is not None}
     for key in ("post_ms",):
         vals = [float(s.raw[key]) for s in samples if s.raw.get(key) is not None]
         if vals:
-            values[key] = summarize(vals).median
+            spreads[key] = summarize(vals)
     for key in _STREAM_KEYS:
         vals = [float(v) for s in samples if (v := (s.raw.get("stream") or {}).get(key))
                 is not None]
         if vals:
-            values[key] = summarize(vals).median
+            spreads[key] = summarize(vals)
+    values = {key: summary.median for key, summary in spreads.items()}
     checks = [s.raw.get("parser") or {} for s in samples]
     problems = [c["tool_call_problem"] for c in checks if c.get("tool_call_problem")]
     sources = {str(s.raw.get("timings_from", "")) for s in samples}
@@ -382,4 +385,4 @@ def figures(measured: Measurement, name: str) -> Figures:
         timings_from="" if "" in sources else "/".join(sorted(sources)),
         reasoning_missing=sum(1 for c in checks if c.get("reasoning") is False),
         tool_calls_missing=sum(1 for c in checks if c.get("tool_calls") == 0),
-        tool_call_problem=problems[0] if problems else None)
+        tool_call_problem=problems[0] if problems else None, spreads=spreads)

@@ -5,8 +5,8 @@ chunk latency, not decode. Here the decode rate always comes from the server (fi
 ``meta_info``), the client side is reported beside it (TTFT, delivery rate, chunks per
 verify step, ITL per chunk and per token; conventions in docs/streaming.md), and a stream
 that reaches the client slowly while the server decodes at its normal rate is labelled
-transport/client overhead — the test passes and says so. Only the server decoding slower
-while streaming fails.
+transport/client overhead: it fails (it is what the user gets), and its sentence says the
+server decoded at its normal rate, so the tunnel or proxy is what to check, not the server.
 
 Two cases at the incident's context: ``reasoning-ctx3333`` (~2.9 tokens per chunk, the real
 traffic) and ``padding-ctx3333`` (~7.9 tokens per chunk, where a per-chunk convention and a

@@ -366,12 +366,13 @@ def verdict_lines(doc: dict[str, Any]) -> list[str]:
               for r in results.unexplained(doc)]
     # Passing path comparisons still say what streaming and the chat route cost, and label
     # transport overhead (failing ones are among the regressions above).
-    unmeasured = [v for v in verdicts if v["status"] == UNMEASURED]
+    unmeasured = [v for v in verdicts if v.get("reason") == UNMEASURED]
     if unmeasured:
         lines.append(f"not measured, so not passed ({len(unmeasured)}):")
         lines += [f"  {v['case_id']}: {v['message']}" for v in unmeasured]
     paths = [v for v in verdicts
-             if v["case_id"].endswith(COMPARISONS) and v["status"] not in ("fail", UNMEASURED)]
+             if v["case_id"].endswith(COMPARISONS) and v["status"] != "fail"
+             and v.get("reason") != UNMEASURED]
     if paths:
         lines.append(f"streaming and parser paths ({len(paths)}):")
         lines += [f"  {v['case_id']}: {v['message']}" for v in paths]

@@ -1,0 +1,69 @@
+"""Path verdicts speak the contract (judge/pathverdict.py): intervals from the paths' repeats
+make noted, improved and undetermined reachable, and a stream that reaches the client clearly
+slower than the server decoded is a regression, labelled transport, never the server."""
+
+from __future__ import annotations
+
+from specperf.core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
+from specperf.core.stats import Summary
+from specperf.judge.pathverdict import MORE_REPEATS, judge_parser, judge_stream
+from specperf.measure.paths import Figures, Parsers
+
+TOLERANCES = {"tok_s": 0.10, "step_ms": 0.10, "decode_tok_s": 0.10, "avg_commit": 0.10}
+KIMI = Parsers("kimi_k2", None)
+
+
+def figs(name: str, rel_mad: float = 0.002, n: int = 5, **values: float) -> Figures:
+    """A path's figures with each median's spread (MAD ``rel_mad`` of it over ``n`` repeats)."""
+    spreads = {k: Summary(v, v * rel_mad, n) for k, v in values.items()}
+    return Figures(name, n, dict(values), "meta_info", spreads=spreads)
+
+
+def test_a_sure_difference_inside_the_tolerance_is_noted() -> None:
+    native = figs("native", tok_s=30.0, decode_tok_s=32.0, step_ms=90.0, post_ms=2.0)
+    chat = figs("chat", tok_s=28.8, decode_tok_s=32.0, step_ms=90.0, post_ms=40.0)
+    verdict = judge_parser("c chat vs native", native, chat, KIMI, TOLERANCES, 600)
+    assert verdict.status == NOTED
+    assert verdict.message == (
+        "chat tok/s 30.0 → 28.8 vs native (−4.0%, limit −10%); step time 90 → 90 ms; "
+        "post-processing +38 ms per response; reasoning parser kimi_k2 ran (reasoning_content "
+        "in every response) — a difference beyond its noise but within tolerance: noted.")
+
+
+def test_no_sure_difference_is_a_pass_within_tolerance() -> None:
+    native = figs("native", rel_mad=0.02, tok_s=30.0, decode_tok_s=32.0, step_ms=90.0)
+    chat = figs("chat", rel_mad=0.02, tok_s=29.9, decode_tok_s=32.0, step_ms=90.1)
+    verdict = judge_parser("c chat vs native", native, chat, KIMI, TOLERANCES, 600)
+    assert verdict.status == PASS and verdict.message.endswith(" — within tolerance.")
+
+
+def test_an_interval_that_straddles_the_tolerance_is_undetermined() -> None:
+    # −11 % with a 6 % spread over three repeats: could be inside the 10 %, could be beyond.
+    native = figs("native", rel_mad=0.06, n=3, tok_s=30.0, decode_tok_s=32.0, step_ms=90.0)
+    chat = figs("chat", rel_mad=0.06, n=3, tok_s=26.7, decode_tok_s=31.0, step_ms=92.0)
+    verdict = judge_parser("c chat vs native", native, chat, KIMI, TOLERANCES, 600)
+    assert verdict.status == UNDETERMINED and verdict.fails() is None
+    assert verdict.message.endswith(f" — {MORE_REPEATS}.")
+
+
+def test_a_faster_route_beyond_the_tolerance_is_improved() -> None:
+    native = figs("native", tok_s=30.0, decode_tok_s=32.0, step_ms=90.0)
+    chat = figs("chat", tok_s=36.0, decode_tok_s=38.0, step_ms=76.0)
+    verdict = judge_parser("c chat vs native", native, chat, KIMI, TOLERANCES, 600)
+    assert verdict.status == IMPROVED
+    assert verdict.message.endswith(" — faster than native beyond tolerance.")
+
+
+def test_a_regressed_delivery_gap_is_a_regression_labelled_transport() -> None:
+    plain = figs("native", tok_s=29.4, decode_tok_s=31.6)
+    stream = figs("native stream", tok_s=12.0, decode_tok_s=31.4, delivery_tok_s=12.0,
+                  ttft_ms=120.0)
+    verdict = judge_stream("c stream vs non-stream", plain, stream, TOLERANCES)
+    assert verdict.status == REGRESSION
+    assert verdict.fails() == (
+        "the stream delivered 12.0 tok/s to the client against a server decode of 31.4 tok/s "
+        "(−61.8%) — transport/client overhead, not a server regression: the server decoded at "
+        "its non-streaming rate (server decode 31.6 → 31.4 tok/s vs non-streaming (−0.6%, "
+        "within noise)); the chunks reached the client late: check proxies, tunnels and the "
+        "network between client and server. stream tok/s 12.0 vs 29.4 non-streaming (−59.2% "
+        "overhead); TTFT 120 ms.")

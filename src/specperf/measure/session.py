@@ -19,6 +19,7 @@ import os
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from ..core.errors import SpecperfError
@@ -33,6 +34,7 @@ from ..plan.workload import (
 from ..servers import routes, simulated
 from ..servers.acceptance import LogSource
 from ..servers.client import Client
+from ..servers.fingerprint import with_declared
 from ..servers.probe import ServerInfo, probe, tokenizer_for
 from ..settings.config import Settings
 from . import lock as gpulock
@@ -83,6 +85,9 @@ class PerfSession:
                                 wanted_source=s.acceptance_source, log_command=s.log_command,
                                 simulated=s.endpoint is None, endpoint_source=source,
                                 warn=lambda note: self.progress(f"specperf: {note}"))
+        if s.fingerprint:  # what the user declared of the server (--specperf-fingerprint)
+            self.server = replace(self.server,
+                                  fingerprint=with_declared(self.server.fingerprint, s.fingerprint))
         self.measurer = self._measurer(self.client, self.server)
         return self.server
 

@@ -77,6 +77,18 @@ _LIMITS = (("num_speculative_tokens", "num_speculative_tokens", "/server_info"),
            ("draft_n_max", "speculative.n_max", "/props"))
 
 
+# What a fingerprint key says when the server runs the thing but does not tell what it is
+# (llama-server's draft model: servers/llamacpp.py). Compared as unknown; the user may declare
+# the value (--specperf-fingerprint draft_model=FILE, :func:`with_declared`).
+NOT_REPORTED = "not reported by the server"
+
+
+def with_declared(fingerprint: Mapping[str, Any], declared: Mapping[str, str]) -> dict[str, Any]:
+    """``fingerprint`` with what the user declared of the server (--specperf-fingerprint)
+    in place of what the server reports, or does not."""
+    return {**fingerprint, **declared}
+
+
 FINGERPRINT_LABELS = {
     "model": "model", "speculative_algorithm": "speculative algorithm",
     "draft_model": "draft model", "ddtree_budget": "DDTree budget",
@@ -115,7 +127,7 @@ def deployment_slug(fingerprint: Mapping[str, Any]) -> str:
 
 
 def _slug_part(value: Any) -> str:
-    if value is None:
+    if value is None or value == NOT_REPORTED:
         return ""
     # Paths and hub ids differ in their prefixes only; the last component names the model.
     base = str(value).rstrip("/").rsplit("/", 1)[-1].lower()
@@ -126,8 +138,9 @@ def fingerprint_differences(baseline_fp: Mapping[str, Any],
                             current_fp: Mapping[str, Any]) -> list[str]:
     """'draft model: a → b' for each key whose value differs.
 
-    None means unknown. A key only one side carries at all (a hand-written 'gpus' note,
-    or one a newer suite records) cannot be compared and is not reported.
+    None means unknown, and so does :data:`NOT_REPORTED`: the two are not a difference. A
+    key only one side carries at all (a hand-written 'gpus' note, or one a newer suite
+    records) cannot be compared and is not reported.
     """
     keys = list(FINGERPRINT_LABELS) + sorted(set(baseline_fp) - set(FINGERPRINT_LABELS))
     out = []
@@ -135,10 +148,14 @@ def fingerprint_differences(baseline_fp: Mapping[str, Any],
         if key not in current_fp or key not in baseline_fp:
             continue
         old, new = baseline_fp.get(key), current_fp.get(key)
-        if old != new:
+        if old != new and not (_unknown(old) and _unknown(new)):
             label = FINGERPRINT_LABELS.get(key, key.replace("_", " "))
             out.append(f"{label}: {_fp_value(old)} {ARROW} {_fp_value(new)}")
     return out
+
+
+def _unknown(value: Any) -> bool:
+    return value is None or value == NOT_REPORTED
 
 
 def _fp_value(value: Any) -> str:
@@ -151,7 +168,9 @@ def _fp_value(value: Any) -> str:
 
 def deployment_name(settings: Settings, server: Mapping[str, Any]) -> str:
     """The baseline deployment of a run: --deployment, else named by the server it measured."""
-    return deployment_for(settings.deployment, settings.sim_profile, server)
+    declared = with_declared(server.get("fingerprint") or {}, settings.fingerprint)
+    return deployment_for(settings.deployment, settings.sim_profile,
+                          {**server, "fingerprint": declared})
 
 
 def deployment_for(deployment: str | None, sim_profile: str, server: Mapping[str, Any]) -> str:

@@ -45,6 +45,7 @@ from ..core.errors import (
 from ..plan.workload import Prompt
 from .acceptance import MetricsSnapshot
 from .client import Client, StreamEvent
+from .fingerprint import NOT_REPORTED
 from .messages import Chunk, Completion, RouteOptions, Streamed
 
 API = "llamacpp"
@@ -114,12 +115,18 @@ def fingerprint(props: Mapping[str, Any], slots: Sequence[Mapping[str, Any]],
     """What identifies a llama.cpp deployment: build, model, slots, speculation, and what
     changes its speed when the server reports it (:func:`speed_settings`).
 
-    This build (0c1e570) reports neither the draft model's path nor its threads, batch sizes
-    or draft length in /props or /slots (checked on a real llama-server started with
-    ``-md draft.gguf -t 2 -b 512``): those stay None, "unknown" in a fingerprint difference,
-    so ``-t 1`` against ``-t 2`` or a drafter swap shows as a speed or acceptance change
-    only; name such a deployment with --deployment. ``pinned``: the server's synthetic
-    acceptance flags, if any (:func:`specperf.servers.pinned.pinned_acceptance`).
+    This build (0c1e570) tells nothing of its drafter but that it has one: /props has
+    ``model_path`` and ``model_alias`` of the target only, and of speculation only
+    ``default_generation_settings.params["speculative.types"]`` ("none" even when it
+    speculates); /slots has ``speculative: true`` per slot; /v1/models lists the target; the
+    draft model's path, its draft length, threads and batch sizes are nowhere (read in its
+    ``tools/server/server-context.cpp`` and on a real llama-server started with ``-md
+    draft.gguf``; only its start-up log names the draft file). So a speculating server's
+    ``draft_model`` is :data:`NOT_REPORTED` (None without speculation or without /slots), and
+    a drafter swap shows as an acceptance change until the user declares the drafter with
+    ``--specperf-fingerprint draft_model=FILE``: then it is a fingerprint difference.
+    ``pinned``: the server's synthetic acceptance flags, if any
+    (:func:`specperf.servers.pinned.pinned_acceptance`).
     """
     spec = speculative(slots)
     return {
@@ -128,7 +135,7 @@ def fingerprint(props: Mapping[str, Any], slots: Sequence[Mapping[str, Any]],
         "server_kind": "llama.cpp",
         "version": props.get("build_info"),
         "speculative_algorithm": None if spec is None else ("draft" if spec else "none"),
-        "draft_model": None,
+        "draft_model": NOT_REPORTED if spec else None,
         "total_slots": props.get("total_slots"),
         "context_per_slot": context_per_slot(props, slots),
         "reasoning_parser": None,

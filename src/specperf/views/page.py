@@ -27,7 +27,8 @@ POWER_SENTENCE = "Would have caught "
 TEMPLATE = "run.html.j2"
 SECTIONS_TEMPLATE = "run_parts.html.j2"
 
-_STATUS_ORDER = {"fail": 0, "error": 1, "improved": 2, "no-baseline": 3, "pass": 4}
+# Failures first, then the contract's order (core/contract.py PRIORITY): what needs a look first.
+_STATUS_ORDER = {"fail": 0, "error": 1, "undetermined": 2, "improved": 3, "noted": 4, "pass": 5}
 
 
 def render(doc: Mapping[str, Any]) -> str:

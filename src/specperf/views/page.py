@@ -15,12 +15,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.limits import format_percent
-from ..core.model import ContextFit
-from ..record.results import baseline_metrics, mean_context, median
+from ..record.results import median
 from ..servers.fingerprint import pinned_line
-from . import template
-from .plots import bar_plot, concurrency_plot, context_plot, fit_plot, shape_plot
-from .template import Cell, Figure, Span, Table, figure, num
+from . import figures, template
+from .figures import base_median
+from .template import Cell, Span, Table, num
 
 # How judge/sweep.py opens its power clause (SweepResult._power_clause).
 POWER_SENTENCE = "Would have caught "
@@ -179,8 +178,8 @@ def _regression_item(verdict: Mapping[str, Any], diagnosis: str) -> dict[str, An
     text = without_power(verdict["message"])
     if diagnosis:
         text = text[: -len(diagnosis)].rstrip().removesuffix("\u2014").rstrip()
-    exact_part, found, figures = text.partition(" Statistics: ")
-    headline, detail = (figures, exact_part) if found else (text, "")
+    exact_part, found, stats = text.partition(" Statistics: ")
+    headline, detail = (stats, exact_part) if found else (text, "")
     return {"case": verdict["case_id"], "headline": headline, "detail": detail,
             "attribution": _attribution(verdict)}
 
@@ -217,13 +216,8 @@ def _statuses(doc: Mapping[str, Any]) -> dict[str, str]:
     return {**out, **{v["case_id"]: v["status"] for v in doc["verdicts"]}}
 
 
-def _base_median(doc: Mapping[str, Any], data: Mapping[str, Any], metric: str) -> float | None:
-    entry = baseline_metrics(doc, data["case"]).get(metric)
-    return None if entry is None else float(entry["median"])
-
-
 def _delta(doc: Mapping[str, Any], data: Mapping[str, Any], metric: str) -> float | None:
-    base = _base_median(doc, data, metric)
+    base = base_median(doc, data, metric)
     now = median(data, metric)
     return None if base is None or now is None or base == 0 else now / base - 1.0
 
@@ -236,14 +230,14 @@ def _cases(doc: Mapping[str, Any]) -> Table:
     for data in ordered:
         case, cid = data["case"], data["case"]["id"]
         status = statuses.get(cid, "—")
-        figures = [_num(median(data, "tok_s"), ".1f"), _num(median(data, "avg_commit"), ".2f"),
-                   _num(median(data, "step_ms"), ".1f"),
-                   _num(median(data, "decode_tok_s"), ".1f"), _num(median(data, "ttft_ms"), ".1f"),
-                   str(data["summaries"].get("tok_s", {}).get("n", 0)),
-                   _num(_base_median(doc, data, "tok_s"), ".1f"),
-                   *(_pct(_delta(doc, data, m)) for m in ("tok_s", "avg_commit", "step_ms",
-                                                          "ttft_ms"))]
-        rows.append([num(case["context"]), Cell(case["text_class"]), *map(num, figures),
+        values = [_num(median(data, "tok_s"), ".1f"), _num(median(data, "avg_commit"), ".2f"),
+                  _num(median(data, "step_ms"), ".1f"),
+                  _num(median(data, "decode_tok_s"), ".1f"), _num(median(data, "ttft_ms"), ".1f"),
+                  str(data["summaries"].get("tok_s", {}).get("n", 0)),
+                  _num(base_median(doc, data, "tok_s"), ".1f"),
+                  *(_pct(_delta(doc, data, m)) for m in ("tok_s", "avg_commit", "step_ms",
+                                                         "ttft_ms"))]
+        rows.append([num(case["context"]), Cell(case["text_class"]), *map(num, values),
                      Cell(status, {"class": status})])
         attrs.append({"class": "case", "data-case": cid, "data-status": status})
     for cid, text in _errored_cases(doc).items():
@@ -264,94 +258,6 @@ def _errored_cases(doc: Mapping[str, Any]) -> dict[str, str]:
         cid = node.rpartition("[")[2].rstrip("]")
         if "[" in node and cid in planned and cid not in doc["measurements"]:
             out.setdefault(cid, text)
-    return out
-
-
-# -- the plots -----------------------------------------------------------------------------------
-Points = dict[str, list[tuple[float, float]]]
-BASELINE_DASHED = "; dashed: the baseline"
-
-
-def _plots(doc: Mapping[str, Any]) -> list[Figure]:
-    """tok/s, step time and avg commit against context; a caption names the baseline's line
-    only when the chart draws one."""
-    tok, tok_base, step, commit, commit_base = _plot_data(doc)
-    base = doc["baseline"] or {}
-    dashed = BASELINE_DASHED if any(tok_base.get(name) for name in tok) else ""
-    out = [figure("tok_s", context_plot("p-tok", "Throughput vs context", "tok/s (N / T)",
-                                        tok, tok_base),
-                  f"tok/s per text class against context{dashed}.")]
-    if step:
-        fits = {k: ContextFit.from_dict(v) for k, v in doc["fits"].items()}
-        base_fits = {k: ContextFit.from_dict(v) for k, v in base.get("fits", {}).items()}
-        drawn = any(name in base_fits for name in step)
-        out.append(figure("step_ms", fit_plot("p-step", step, fits, base_fits),
-                          "Step time against mean context with this run's fit (solid)"
-                          + (" and the baseline's (dashed)." if drawn else ".")))
-    if commit:
-        ticks = any(v == v for per in commit_base.values() for v in per.values())
-        out.append(figure("avg_commit", bar_plot("p-commit", commit, commit_base),
-                          "Tokens committed per verify step"
-                          + ("; black ticks: the baseline." if ticks else ".")))
-    return out
-
-
-def _plot_data(doc: Mapping[str, Any]) -> tuple[Points, Points, Points, dict[str, dict[int, float]],
-                                                 dict[str, dict[int, float]]]:
-    tok: Points = {}
-    tok_base: Points = {}
-    step: Points = {}
-    commit: dict[str, dict[int, float]] = {}
-    commit_base: dict[str, dict[int, float]] = {}
-    for data in doc["measurements"].values():
-        name, ctx = data["case"]["text_class"], int(data["case"]["context"])
-        for metric, into, x in (("tok_s", tok, ctx), ("step_ms", step, mean_context(data["case"]))):
-            value = median(data, metric)
-            if value is not None:
-                into.setdefault(name, []).append((x, value))
-        if (value := _base_median(doc, data, "tok_s")) is not None:
-            tok_base.setdefault(name, []).append((ctx, value))
-        if (value := median(data, "avg_commit")) is not None:
-            commit.setdefault(name, {})[ctx] = value
-        if (value := _base_median(doc, data, "avg_commit")) is not None:
-            commit_base.setdefault(name, {})[ctx] = value
-    return tok, tok_base, step, commit, commit_base
-
-
-NOT_REPORTED = "not reported by this server"
-
-
-def _drawn(values: list[float | None]) -> bool:
-    return any(v is not None and v == v for v in values)
-
-
-def _shapes(doc: Mapping[str, Any]) -> list[Figure | str]:
-    """Acceptance per draft position and along the output, per case, against the baseline
-    (the record's acceptance_shapes; judge/positions.py judges them); a sentence where the
-    server reports no such figure."""
-    out: list[Figure | str] = []
-    for i, (cid, shape) in enumerate(sorted((doc.get("acceptance_shapes") or {}).items())):
-        pos, along, base_pos = shape["positions"], shape["along"], shape["base_positions"]
-        if not pos:
-            out.append(f"{cid}: acceptance per draft position {NOT_REPORTED}.")
-        else:
-            svg = shape_plot(f"s-pos{i}", f"{cid}: acceptance per draft position",
-                             "draft position", "conditional acceptance rate", pos, base_pos,
-                             range(1, 1 + max(len(pos), len(base_pos))))
-            dashed = BASELINE_DASHED if _drawn(base_pos) else ""
-            out.append(figure("positions", svg, f"{cid}: rate of each draft position given the "
-                              f"one before it was accepted ({shape['positions_from']}){dashed}."))
-        if not along:
-            out.append(f"{cid}: acceptance along the output {NOT_REPORTED}.")
-            continue
-        every = int(shape.get("along_tokens") or 100)
-        width = max(len(along), len(shape["base_along"]))
-        svg = shape_plot(f"s-along{i}", f"{cid}: avg commit along the output",
-                         "output tokens", f"avg commit per {every} tokens", along,
-                         shape["base_along"], [every * (j + 0.5) for j in range(width)])
-        dashed = BASELINE_DASHED if _drawn(shape["base_along"]) else ""
-        out.append(figure("along", svg, f"{cid}: tokens per verify step over each {every} "
-                          f"output tokens ({shape['along_from']}){dashed}."))
     return out
 
 
@@ -420,24 +326,13 @@ def _concurrency(doc: Mapping[str, Any]) -> dict[str, Any] | None:
         _pct(r.get("step_vs_c1")), _num(r["gpu_s"], ".1f"))] for r in rows]
     headers = ["C", "tok/s per user", "aggregate tok/s", "avg commit", "step ms",
                "server step ms", "Δ commit vs lowest C", "Δ step vs lowest C", "GPU s"]
-    tok = {name: [(r["concurrency"], r[key]) for r in rows if r[key] is not None]
-           for name, key in (("tok/s per user", "tok_s"), ("aggregate tok/s", "agg_tok_s"))}
-    commit = {"avg commit": [(r["concurrency"], r["avg_commit"]) for r in rows
-                             if r["avg_commit"] is not None]}
     fit = found.get("fit")
     fit_text = "" if not fit else (
         f"batch fit: step_ms = {fit['a_ms']:.1f} + {fit['b_ms_per_token']:.2f} ms per "
         f"request in the batch ({fit['n_points']} levels). GPU-seconds: "
         f"{found['gpu_s']:.1f} s (sum of burst walls).")
-    figures = [
-        figure("concurrency_tok_s", concurrency_plot(
-            "p-conc-tok", "Throughput vs concurrency", "tok/s", tok),
-            "tok/s per user (median request) and aggregate (all tokens / burst wall)."),
-        figure("concurrency_commit", concurrency_plot(
-            "p-conc-commit", "Acceptance vs concurrency", "avg commit", commit),
-            "Tokens committed per verify step at each concurrency level.")]
     return {"case": found["case"]["id"], "table": Table(headers, cells, "concurrency"),
-            "fit": fit_text, "figures": figures}
+            "fit": fit_text, "figures": figures.concurrency(rows)}
 
 
 _PATH_FIGURES = (("tok_s", ".1f"), ("decode_tok_s", ".1f"), ("step_ms", ".1f"),
@@ -490,6 +385,6 @@ def _samples(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
 # The page's sections, each drawn by the macro of the same name in run.html.j2.
 SECTIONS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "header": _header, "kind": _kind, "regressions": _regressions, "cases": _cases,
-    "plots": _plots, "shapes": _shapes, "verdicts": _verdicts, "reconcile": _reconcile,
-    "fits": _fits, "concurrency": _concurrency, "paths": _paths, "errors": _errors,
-    "samples": _samples}
+    "plots": figures.context, "shapes": figures.shapes, "verdicts": _verdicts,
+    "reconcile": _reconcile, "fits": _fits, "concurrency": _concurrency, "paths": _paths,
+    "errors": _errors, "samples": _samples}

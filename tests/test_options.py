@@ -22,7 +22,10 @@ from specperf.plugin import _StopOnce
 from specperf.settings.config import OPTIONS, OPTIONS_BY_NAME, resolve
 from specperf.views.summary import sample_line
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[1]
+# README and the docs pages it links (the options' ini examples live in docs/options.md).
+README = "\n".join(p.read_text() for p in [ROOT / "README.md",
+                                            *sorted((ROOT / "docs").glob("*.md"))])
 PERF_TEST = "import pytest\n\n@pytest.mark.context_scaling\ndef test_x(perf_case):\n    pass\n"
 
 
@@ -78,9 +81,10 @@ def test_a_bad_ini_value_is_one_usage_error_naming_the_key(pytester, ini_name, i
 
 
 def _readme_block(language: str) -> str:
-    found = re.search(rf"```{language}\n(# [^\n]*\n)?(.*?specperf_tolerances.*?)```", README,
-                      re.DOTALL)
-    assert found, f"README has no {language} block with specperf_tolerances"
+    inside = "(?:(?!```).)*?"  # within one fenced block
+    found = re.search(rf"```{language}\n(# [^\n]*\n)?({inside}specperf_tolerances{inside})```",
+                      README, re.DOTALL)
+    assert found, f"README and docs/ have no {language} block with specperf_tolerances"
     return found.group(2)
 
 
@@ -272,10 +276,17 @@ CONFTEST_MODEL = (
     "          s.sources['model'], 'REPEATS', s.repeats, s.sources['repeats'])\n")
 
 
-def test_another_plugins_model_flag_beside_ours_starts_and_each_gets_its_own(pytester):
-    pytester.makeconftest(CONFTEST_MODEL)
+@pytest.mark.parametrize("how", ["conftest", "plugin"])
+def test_another_plugins_model_flag_beside_ours_starts_and_each_gets_its_own(pytester, how):
+    if how == "conftest":
+        pytester.makeconftest(CONFTEST_MODEL)
+        loaded: tuple[str, ...] = ()
+    else:  # a plugin module loaded with -p, as an installed plugin would be
+        pytester.makepyfile(other_plugin=CONFTEST_MODEL)
+        pytester.syspathinsert()
+        loaded = ("-p", "other_plugin")
     pytester.makepyfile(test_perf=PERF_TEST)
-    result = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--collect-only", "-s",
+    result = pytester.runpytest_inprocess(*NO_HYPOTHESIS, *loaded, "--collect-only", "-s",
                                           "--model", "theirs", "--specperf-model", "ours",
                                           "--repeats", "4")
     assert result.ret == pytest.ExitCode.OK, result.stderr.str()

@@ -145,7 +145,8 @@ def _help(opt: Option) -> str:
     if opt.name == "endpoint":
         text += " Given more than once as NAME=URL: a fleet (see --specperf-endpoints)."
     also = f"; old name {opt.alias}" if opt.alias else ""
-    return f"{text}{default} [env {opt.env}, ini {opt.ini}{also}]"
+    # argparse expands %-formats in help ("3 %" would end --help with a TypeError).
+    return f"{text}{default} [env {opt.env}, ini {opt.ini}{also}]".replace("%", "%%")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -139,6 +139,18 @@ def _declared(text: str) -> dict[str, str]:
     return out
 
 
+# The options that had an unprefixed flag before every flag was prefixed (--specperf-NAME):
+# those names stay aliases for at least one release. An option added since has none.
+OLD_NAMES = frozenset((
+    "endpoint", "endpoints", "compare_endpoint", "api", "model", "api_key_env", "contexts",
+    "text_classes", "text_class_dir", "output_tokens", "repeats", "max_repeats", "max_spread",
+    "warmup", "acceptance_source", "log_command", "request_timeout", "sim_profile",
+    "sim_time_scale", "baseline_dir", "deployment", "baseline_version", "update_baselines",
+    "require_baseline", "baseline_repeats", "tolerances", "sweep_tolerance", "sweep_effect",
+    "acceptance_mode", "concurrency_levels", "concurrency_class", "concurrency_context",
+    "report_dir", "gpu_lock", "gpu_lock_timeout"))
+
+
 @dataclass(frozen=True)
 class Option:
     """One setting: its name, how to parse it, its default and its one help text."""
@@ -162,7 +174,8 @@ class Option:
     @property
     def alias(self) -> str | None:
         """Its old unprefixed name (``--model``), accepted while no other plugin claims it."""
-        return "--" + self.name.replace("_", "-") if self.has_alias else None
+        aliased = self.has_alias and self.name in OLD_NAMES
+        return "--" + self.name.replace("_", "-") if aliased else None
 
     @property
     def env(self) -> str:

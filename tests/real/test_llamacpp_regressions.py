@@ -33,9 +33,11 @@ def outcomes(text: str) -> dict[str, str]:
 
 
 def regressions(text: str) -> dict[str, str]:
-    """case id → its verdict sentence, from specperf's closing "regressions" block."""
-    block = text.split("regressions (", 1)[-1] if "regressions (" in text else ""
-    return {m[1]: m[2] for m in re.finditer(r"^  (\S+-ctx\d+): (.*)$", block, re.M)}
+    """case id → its verdict sentence, as pytest prints it under FAILURES (specperf's closing
+    "regressions" block lists each failure only as a one-line headline)."""
+    part = text.split(" FAILURES ", 1)[-1] if " FAILURES " in text else ""
+    return {m[1]: m[2] for m in re.finditer(
+        r"^_+ test_context_scaling\[(\S+-ctx\d+)\] _+\n(.*)$", part, re.M)}
 
 
 def check_attributed(text: str, hint: str, other: str,

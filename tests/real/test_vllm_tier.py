@@ -110,9 +110,11 @@ def server_ratios(baseline_dir: Path, data: dict[str, Any], metric: str) -> dict
 
 
 def regressions(text: str) -> dict[str, str]:
-    """The closing block's regression sentences, by case."""
-    block = text.split("regressions (", 1)[-1] if "regressions (" in text else ""
-    return {m[1]: m[2] for m in re.finditer(r"^  (\S+-ctx\d+): (.*)$", block, re.M)}
+    """case id → its verdict sentence, as pytest prints it under FAILURES (specperf's closing
+    "regressions" block lists each failure only as a one-line headline)."""
+    part = text.split(" FAILURES ", 1)[-1] if " FAILURES " in text else ""
+    return {m[1]: m[2] for m in re.finditer(
+        r"^_+ test_context_scaling\[(\S+-ctx\d+)\] _+\n(.*)$", part, re.M)}
 
 
 def test_main_job_passes_against_its_fresh_baseline_on_a_draft_model_server(

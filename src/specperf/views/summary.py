@@ -23,7 +23,7 @@ from ..record import results
 from ..servers.fingerprint import deployment_name, pinned_line
 from ..settings.config import Settings
 from ..settings.hints import update_command
-from .page import without_power
+from .headline import headline
 
 COLLECTOR_NAME = "specperf-collector"
 
@@ -353,9 +353,10 @@ def verdict_lines(doc: dict[str, Any]) -> list[str]:
     verdicts: list[dict[str, Any]] = doc["verdicts"]
     lines = exact.summary_lines(verdicts)
     failing = [v for v in verdicts if v["status"] == "fail"]
-    if failing:
-        lines.append(f"regressions ({len(failing)}):")
-        lines += [f"  {v['case_id']}: {without_power(v['message'])}" for v in failing]
+    if failing:  # each whole sentence is under FAILURES (pytest) and in report.html
+        lines.append(f"regressions ({len(failing)}), one line each (the sentences are under "
+                     "FAILURES above and in report.html):")
+        lines += [f"  {v['case_id']}: {headline(v)}" for v in failing]
     improved = [v for v in verdicts if v["status"] == "improved"]
     if improved:
         lines.append(f"better than the baseline ({len(improved)}):")

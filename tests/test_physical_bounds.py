@@ -144,7 +144,7 @@ SLOTS = [{"id": 0, "n_ctx": 4096, "speculative": True, "is_processing": False,
 def test_llamacpp_fingerprint_reads_the_draft_length_only_where_reported():
     fp = llamacpp.fingerprint(PROPS, SLOTS, simulated=False)
     assert (fp["draft_model"], fp["draft_n_max"], fp["speculative_algorithm"]) == \
-        (None, None, "draft")
+        ("not reported by the server", None, "draft")
     assert step_limit(fp) is None  # the bounds that need no draft length still apply
     upstream = [{**SLOTS[0], "params": {"speculative.n_max": 16, "speculative.n_min": 0}}]
     assert llamacpp.fingerprint(PROPS, upstream, simulated=False)["draft_n_max"] == 16

@@ -22,6 +22,9 @@ import pytest
 from explain_load import Load, prompt_ids
 from sim_fixtures import SimProcess, launch_sim
 from specperf.cli import explain as cli
+from specperf.core.errors import EndpointError
+from specperf.servers import livemetrics
+from specperf.servers.client import Client
 
 pytestmark = pytest.mark.slow
 BASELINES = Path(__file__).resolve().parents[1] / "baselines"
@@ -111,3 +114,51 @@ def test_acceptance_fault_names_acceptance(sim: SimProcess, capsys: pytest.Captu
     assert code == 1 and doc["status"] == "regression" and doc["factor"] == "acceptance"
     assert doc["factors"]["step_ms"]["status"] in ("pass", "noted")
     assert "an acceptance regression" in doc["message"]
+
+
+def test_a_request_longer_than_the_window(sim: SimProcess) -> None:
+    """Tokens moved but no request finished: finish-time counters cannot say a thing yet."""
+    httpx.post(f"{sim.url}/_sim/reset", timeout=30).raise_for_status()
+    ids = prompt_ids(sim.url, "reasoning", 500)
+    client = Client(sim.url)
+    try:
+        # 5000 tokens at ~45 tok/s: about 110 simulated seconds, 5.5 wall seconds.
+        with Load(sim.url, ids, 5000):
+            with pytest.raises(EndpointError) as err:
+                livemetrics.observe(client, 1.0, poll_s=0.5)
+    finally:
+        client.close()
+    message = str(err.value)
+    assert message.startswith("no request finished in the ")
+    assert message.endswith(" s window although tokens were generated: make --window longer "
+                            "than one request.")
+
+
+def test_vllm_without_request_histograms(start_sim: Any) -> None:
+    """The simulator's vLLM exports the counters but not the request histograms: avg commit
+    and context are still exact, tok/s is the window's decode rate and says so."""
+    vllm = start_sim("vllm-0.33", time_scale=0.05)
+    model = httpx.get(f"{vllm.url}/v1/models", timeout=30).json()["data"][0]["id"]
+    ids = prompt_ids(vllm.url, "reasoning", 1500)
+
+    def body(ids: list[int], n: int) -> dict[str, Any]:
+        return {"model": model, "prompt": ids, "max_tokens": n, "ignore_eos": True,
+                "temperature": 0}
+
+    client = Client(vllm.url)
+    try:
+        with Load(vllm.url, ids, 300, body=body, route="/v1/completions") as load:
+            deadline = time.monotonic() + 60
+            while load.finished < 1:
+                assert time.monotonic() < deadline and not load.errors, load.errors
+                time.sleep(0.05)
+            seen = livemetrics.observe(client, 3.0)
+    finally:
+        client.close()
+    truth = [r for r in httpx.get(f"{vllm.url}/_sim/truth", timeout=30).json()["requests"]
+             if r["finished_mono"] and seen.read_at[0] <= r["finished_mono"] <= seen.read_at[1]]
+    commits = [c for r in truth for c in r["commits"]]
+    assert seen.family == "vllm" and seen.context == pytest.approx(1500, rel=0.01)
+    assert seen.avg_commit == pytest.approx(sum(commits) / len(commits), rel=0.03)
+    assert seen.sources["tok_s"] == ("Δvllm:generation_tokens_total / window / concurrency "
+                                     "(the decode rate per running request)")

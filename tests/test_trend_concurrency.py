@@ -43,7 +43,11 @@ def test_a_concurrency_run_is_listed_as_one_with_its_baseline(tmp_path, capsys):
     assert cli.main(["trend", "--history", str(history), "--kind", "concurrency"]) == 0
     assert capsys.readouterr().out.startswith(
         "specperf: trend: 1 concurrency runs plotted of 3 in the history")
-    assert 'data-kind="concurrency" data-plotted="yes"' in (tmp_path / "trend.html").read_text()
+    page = (tmp_path / "trend.html").read_text()
+    assert 'data-kind="concurrency" data-plotted="yes"' in page
+    assert ("<p class=\"nothing\">Nothing to plot: no concurrency run in this history holds "
+            "per-cell figures (a concurrency run's levels are in its own results.json and "
+            "report.html).</p>") in page
 
 
 def test_a_kind_the_history_does_not_hold_renders_an_empty_trend(tmp_path, capsys):
@@ -53,4 +57,5 @@ def test_a_kind_the_history_does_not_hold_renders_an_empty_trend(tmp_path, capsy
     assert capsys.readouterr().out == (
         "specperf: trend: 0 gate runs plotted of 1 in the history (listed, not plotted: "
         f"1 full): {tmp_path / 'trend.html'}\n")
-    assert "<svg" not in (tmp_path / "trend.html").read_text()
+    page = (tmp_path / "trend.html").read_text()
+    assert "<svg" not in page and "Nothing to plot: no gate run in this history" in page

@@ -2,7 +2,7 @@
 before it as a same-night reference, the candidate judged against it after it.
 
 End to end against real simulator processes: a deploy that changes nothing passes, a 5 % step
-rise after the deploy (the simulator restarted on the same port with its step-time fault)
+rise after the deploy (the simulator restarted on the same port, then its step-time fault set)
 fails with exit 1, and a reference of another deployment is exit 2 with its sentence. The
 stale, other-endpoint and missing references are checked without a run: they are refused
 before any request.
@@ -198,6 +198,13 @@ def test_the_reference_subset_is_the_smoke_subsets_grid():
 
     assert {c for _, c in SMOKE_CASES} == set(reference.SUBSET_CONTEXTS)
     assert {t for t, _ in SMOKE_CASES} <= set(reference.SUBSET_CLASSES)
+
+
+def test_phase_1_writes_tonights_run_alone_into_the_reference_directory(tmp_path):
+    assert reference.measure_flags(tmp_path) == [
+        "--specperf-baseline-dir", str(tmp_path), "--specperf-contexts=13,3333",
+        "--specperf-text-classes=padding,reasoning", "--specperf-baseline-runs=1",
+        "--specperf-update-baselines"]
 
 
 def test_phase_2_judges_exactly_that_version_the_same_night(tmp_path):

@@ -87,11 +87,12 @@ def save_command(directory: Path, endpoint: str, deployment: str | None,
 # -- phase 1 ---------------------------------------------------------------------------------
 def measure_flags(directory: Path) -> list[str]:
     """The pytest flags of phase 1 (with ``SUBSET_MARKER``): the subset's grid, written as a
-    new baseline version into ``directory``."""
+    new baseline version into ``directory`` from tonight's run alone (never merged with
+    runs of other nights, whatever ``baseline_runs`` the ini or environment sets)."""
     return ["--specperf-baseline-dir", str(directory),
             f"--specperf-contexts={','.join(map(str, SUBSET_CONTEXTS))}",
             f"--specperf-text-classes={','.join(SUBSET_CLASSES)}",
-            "--specperf-update-baselines"]
+            "--specperf-baseline-runs=1", "--specperf-update-baselines"]
 
 
 def baseline_files(directory: Path) -> set[Path]:

@@ -32,7 +32,8 @@ only). Modes (the columns, ``--configs``):
   subset (3 cases), at each night level: the night terms of both runs stay in the comparison;
 - **same-night** (the gate's two phases): the reference is written from the running deployment
   just before the deploy, on the same night as the candidate, so the run terms cancel; its
-  requests count in the GPU seconds (it is paid on every deploy).
+  requests count in the GPU seconds (it is paid on every deploy), reasoning-ctx13 too (the
+  reference writes the grid's four cases, the gate judges three).
 
 Each case: a warm-up, then repeats until ``decide_repeats`` stops (3–8), ``judge_case``; then
 :func:`specperf.judge.sweep.judge_sweep` on the same requests with its sequential top-ups
@@ -93,6 +94,9 @@ GPU_S = {("padding", 13): 4.16, ("padding", 1663): 5.38, ("padding", 3333): 7.45
          ("reasoning", 3333): 19.51, ("reasoning", 5553): 27.93}
 SWEEP = tuple(GPU_S)
 GATE = (("reasoning", 3333), ("padding", 3333), ("padding", 13))
+# The gate's reference phase writes a baseline of the grid (cli/reference.py: both classes at
+# 13 and 3333): one case more than the gate judges, paid on every deploy.
+REFERENCE_ONLY = (("reasoning", 13),)
 STEP_SD, COMMIT_SD = 0.009, 0.0017  # calibrated residual per-request spread (§3)
 METRICS = ("tok_s", "decode_tok_s", "step_ms", "avg_commit")
 MIN_R, MAX_R, WARMUP = 3, 8, 1
@@ -312,6 +316,10 @@ def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
         requests_ += WARMUP + len(got) + (WARMUP + len(base.values["tok_s"]) if reference else 0)
         data.append((CaseData(ph.case, values(got), dict(base.metrics), None, cost,
                               base_requests=dict(base.values)), now))
+    if setup.mode == "same-night":
+        more = (WARMUP + setup.baseline_repeats) * len(REFERENCE_ONLY)
+        gpu += sum(GPU_S[c] for c in REFERENCE_ONLY) * (WARMUP + setup.baseline_repeats)
+        requests_ += more
     return conclude(data, fails, gpu, len(setup.cases), requests_, noise)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import BaselineError, ConfigError
-from ..core.limits import DEFAULT_TOLERANCES, DIRECTION
+from ..core.limits import DEFAULT_TOLERANCES, DIRECTION, tolerance
 from ..core.model import ContextFit
 from ..core.stats import Summary
 from ..measure import determinism
@@ -62,10 +62,10 @@ class CaseBaseline:
         return f"{self.text_class}-ctx{self.context}"
 
     def to_dict(self, file_tolerances: Mapping[str, float]) -> dict[str, Any]:
-        limits = {**DEFAULT_TOLERANCES, **file_tolerances, **self.tolerances}
+        limits = {**file_tolerances, **self.tolerances}
         metrics: dict[str, dict[str, Any]]
         metrics = {m: {**s.to_dict(), "direction": DIRECTION_NAMES[DIRECTION[m]],
-                       "tolerance": limits[m]} for m, s in self.metrics.items()}
+                       "tolerance": tolerance(limits, m)} for m, s in self.metrics.items()}
         for m, vals in self.values.items():
             if m in metrics:
                 metrics[m]["values"] = list(vals)

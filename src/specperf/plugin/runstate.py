@@ -15,7 +15,7 @@ from ..baselines.diff import describe_changes
 from ..baselines.store import Baseline, BaselineStore, CaseBaseline
 from ..baselines.versions import REPAIR
 from ..core.errors import BaselineError, SpecperfError
-from ..core.limits import DEFAULT_TOLERANCES
+from ..core.limits import DEFAULT_TOLERANCES, tolerance
 from ..core.model import ContextFit
 from ..core.noise import NoiseModel, from_history
 from ..core.version import __version__
@@ -407,7 +407,8 @@ class RunState:
         if self.comparison is None:  # the predict-and-reconcile row, judged with the case
             stored = self.baseline()
             fit = stored.fits.get(measured.case.text_class) if stored is not None else None
-            verdict = reconcile.attach(verdict, measured, base, fit, tolerances["tok_s"])
+            verdict = reconcile.attach(verdict, measured, base, fit,
+                                       tolerance(tolerances, "tok_s"))
         self.verdicts.append(verdict)
         return [verdict]
 

@@ -35,11 +35,6 @@ PERF_TESTS = "perf_tests"
 SIM_ADAPTER = SRC / "servers" / "simulated.py"
 TOP_FLOOR_LIMIT = 10
 
-# Import cycles between modules not yet broken, each with who breaks it.
-KNOWN_CYCLES: tuple[frozenset[str], ...] = (
-    # TODO(lead): judge/positions.py <-> judge/verdict.py (issue 32), then drop this entry.
-    frozenset({"specperf.judge.positions", "specperf.judge.verdict"}),
-)
 # Benchmarks that import private modules, and why.
 PRIVATE_BENCHMARKS = {
     # TODO(lead): the lead's three benchmarks move to the public API (issue 33), then go.
@@ -221,8 +216,7 @@ def test_the_perf_cases_import_only_rooms() -> None:
 
 
 def test_no_import_cycle_between_modules() -> None:
-    found = [c for c in cycles() if frozenset(c) not in KNOWN_CYCLES]
-    assert found == []
+    assert cycles() == []
 
 
 def test_the_cycle_search_finds_a_cycle_inside_a_room() -> None:
@@ -326,5 +320,4 @@ if __name__ == "__main__":  # the graph between rooms, one line per edge; then t
     loops = cycles()
     print(f"import cycles between modules: {len(loops) or 'none'}")
     for loop in loops:
-        known = " (known: see KNOWN_CYCLES)" if frozenset(loop) in KNOWN_CYCLES else ""
-        print(f"  {' <-> '.join(loop)}{known}", file=sys.stdout)
+        print(f"  {' <-> '.join(loop)}")

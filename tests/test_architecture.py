@@ -17,7 +17,6 @@ from __future__ import annotations
 import ast
 import functools
 import re
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 

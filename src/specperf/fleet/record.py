@@ -34,6 +34,9 @@ FLEET_COLLECTOR = "specperf-fleet"
 _STATUS_ORDER = ("error", "fail", "not run", "pass", "skipped")  # skipped: nothing judged
 
 
+SKIP_CHARS = 240  # of a skip's reason on the fleet's closing lines (-rs prints it whole)
+
+
 def _prop(report: pytest.TestReport, key: str) -> str | None:
     return next((str(v) for k, v in report.user_properties if k == key), None)
 
@@ -48,12 +51,16 @@ class EndpointRecord:
     lock_wait_s: float | None = None
     lock_lines: list[str] = field(default_factory=list)
     measure_s: float = 0.0  # its tests' setup, call and teardown: the time its worker spent
+    skips: dict[str, str] = field(default_factory=dict)  # test id: why it judged nothing
 
     def add(self, report: pytest.TestReport) -> None:
         self.found.pytest_runtest_logreport(report)
         self.measure_s += report.duration
         if report.failed and report.when != "call":
             self.errors[report.nodeid] = _error_text(report)
+        if report.skipped and isinstance(report.longrepr, tuple):
+            reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+            self.skips[report.nodeid.rsplit("::", 1)[-1]] = reason
         lock = _prop(report, "specperf_lock")
         if lock is not None:
             data = json.loads(lock)
@@ -66,6 +73,14 @@ class EndpointRecord:
         named = {"failed": "fail", "passed": "pass"}
         found = {named.get(o, o) for o in outcomes}
         return next((s for s in _STATUS_ORDER if s in found), "not run")
+
+    def skip_lines(self) -> list[str]:
+        """Each skipped test and why (an undetermined verdict, a case without a baseline), so
+        a box's '1 skipped' is not left unexplained; ``-rs`` prints each reason whole."""
+        name = self.endpoint.name
+        return [f"specperf fleet: {name}: {test} skipped: "
+                f"{reason if len(reason) <= SKIP_CHARS else reason[:SKIP_CHARS] + '…'}"
+                for test, reason in self.skips.items()]
 
     def counts(self) -> str:
         outcomes = list(self.found.perf_outcomes.values())
@@ -177,6 +192,7 @@ class FleetCollector:
         for name, record in self.records.items():
             lines.append(f"specperf fleet: {name}: {record.status().upper()} "
                          f"({record.counts()})")
+            lines += record.skip_lines()
             if record.lock_lines:
                 lines.append(f"specperf fleet: {name} waited {record.lock_wait_s or 0:.1f} s "
                              f"for its GPU lock: {record.lock_lines[0]}")

@@ -106,7 +106,7 @@ def test_slow_transport_is_labelled_transport_overhead_not_a_server_regression(
     # What the user gets is slower (a regression), labelled transport, never the server.
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines([
-        "*-ctx3333 stream vs non-stream: the stream delivered * tok/s to the client against a "
+        "the stream delivered * tok/s to the client against a "
         "server decode of * tok/s (−*%) — transport/client overhead, not a server regression: "
         "the server decoded at its non-streaming rate (server decode * → * tok/s vs "
         "non-streaming (*%, within noise)); the chunks reached the client late*"])

@@ -2,8 +2,8 @@
 
 Repeats inside one run see the per-step and per-request noise; a comparison of two runs
 (today against a baseline written on another night) also carries the **run** term — a night,
-a neighbour on the box, a driver state — the same for every request of the run (DESIGN.md,
-"Noise has three levels"). In logs, for a metric of case ``c`` in run ``n``::
+a neighbour on the box, a driver state — the same for every request of the run
+(docs/noise.md). In logs, for a metric of case ``c`` in run ``n``::
 
     log y[c, n] = level[c] + common[n] + own[c, n] + (the median's request noise)
 

@@ -57,3 +57,18 @@ def test_a_verdict_without_per_metric_figures_keeps_its_opening_figure():
                          "step-time regression: check the kernels.")}
     assert headline(sweep) == ("tok/s fell 35.3% across the sweep (95% CI −39.6% to −30.8%, "
                                "every case) — acceptance and step-time regression")
+
+
+def test_a_figure_past_its_limit_only_as_a_point_is_marked_undetermined():
+    verdict = {"case_id": "padding-ctx13", "status": "fail", "details": {
+        "tok_s": {"base": 138.9, "new": 85.8, "change": -0.383, "limit": -0.1,
+                  "low": -0.638, "high": 0.054},
+        "step_ms": {"base": 32.9, "new": 42.8, "change": 0.300, "limit": 0.1,
+                    "low": -0.045, "high": 0.771},
+        "avg_commit": {"base": 4.72, "new": 3.79, "change": -0.196, "limit": -0.1,
+                       "low": -0.25, "high": -0.12}},
+        "message": "acceptance changed on 6 of 6 prompts (…) — acceptance regression (the "
+                   "drafter). Statistics: tok/s 138.9 → 85.8 — neither a pass nor a fail."}
+    assert headline(verdict) == (
+        "tok/s 138.9 → 85.8 (−38.3%, limit −10%, undetermined); also past their limits: avg "
+        "commit −19.6%, step time +30.0% (undetermined) — acceptance regression")

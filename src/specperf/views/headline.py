@@ -20,8 +20,9 @@ _FACTOR = re.compile(r"— ((?:[\w-]+ )*?[\w-]+ regression)\b")
 
 
 def headline(verdict: Mapping[str, Any]) -> str:
-    """'tok/s 54.5 → 38.1 (−30.1%, limit −10%), step time 144 → 190 ms (+31.9%, limit +10%)
-    — step-time regression': every metric past its limit, then the verdict's factor."""
+    """'tok/s 54.5 → 38.1 (−30.1%, limit −10%); also past their limits: step time +31.9% —
+    step-time regression': every metric past its limit as a point (marked undetermined where
+    its interval reaches back inside the limit), then the verdict's factor."""
     message = str(verdict.get("message", ""))
     details = verdict.get("details") or {}
     moved = [(details[key], name, fmt, unit) for key, name, fmt, unit in _METRICS
@@ -29,7 +30,8 @@ def headline(verdict: Mapping[str, Any]) -> str:
     what = _figure(*moved[0]) if moved else _first_clause(message)
     if len(moved) > 1:
         what += "; also past their limits: " + ", ".join(
-            f"{name} {_pct(entry['change'])}" for entry, name, _, _ in moved[1:])
+            f"{name} {_pct(entry['change'])}{' (undetermined)' if _straddles(entry) else ''}"
+            for entry, name, _, _ in moved[1:])
     exact = verdict.get("exact") or {}
     if exact.get("status") == "changed" and exact.get("compared"):
         cause = f": the {exact['cause']}" if exact.get("cause") else ""
@@ -47,10 +49,20 @@ def _beyond(entry: Mapping[str, Any] | None) -> bool:
     return change < limit if limit < 0 else change > limit
 
 
+def _straddles(entry: Mapping[str, Any]) -> bool:
+    """The change's interval (when the verdict gives one) reaches back inside the limit: past
+    it as a point, but not with confidence."""
+    low, high, limit = entry.get("low"), entry.get("high"), float(entry["limit"])
+    if low is None or high is None:
+        return False
+    return float(high) >= limit if limit < 0 else float(low) <= limit
+
+
 def _figure(entry: Mapping[str, Any], name: str, fmt: str, unit: str) -> str:
     base, new = entry.get("base"), entry.get("new")
     values = f"{fmt.format(base)} → {fmt.format(new)}{unit} " if None not in (base, new) else ""
-    return f"{name} {values}({_pct(entry['change'])}, limit {_pct(entry['limit'], 0)})"
+    unsure = ", undetermined" if _straddles(entry) else ""
+    return f"{name} {values}({_pct(entry['change'])}, limit {_pct(entry['limit'], 0)}{unsure})"
 
 
 def _pct(fraction: float, digits: int = 1) -> str:

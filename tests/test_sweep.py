@@ -54,8 +54,8 @@ def test_a_five_percent_step_rise_fails_the_sweep_with_its_sentence() -> None:
     assert verdict.message.startswith(
         "step time rose 5.0% across the sweep (95% CI +3.1% to +6.9%, every context) — "
         "step-time regression: check the kernels, attention backend and KV cache. Would have "
-        "caught a 5% step-time rise with probability 0.76, a 5% acceptance fall with 1.00 on "
-        "padding and 1.00 on reasoning (0 extra requests, 0 s; false alarms ≤ 2.5% per sweep at "
+        "caught a 5% step-time rise with probability 0.76, a 5% acceptance fall with 0.95 on "
+        "padding and 0.95 on reasoning (0 extra requests, 0 s; false alarms ≤ 2.5% per sweep at "
         "a change of the 2% sweep tolerance; run-to-run prior ±0.0 %: no history yet).")
 
 
@@ -83,8 +83,8 @@ def test_a_six_percent_shift_beyond_the_tolerance_fails() -> None:
     assert verdict.fails() == (
         "step time rose 6.0% across the sweep (95% CI +4.1% to +7.9%, every context) — "
         "step-time regression: check the kernels, attention backend and KV cache. Would have "
-        "caught a 5% step-time rise with probability 0.34, a 5% acceptance fall with 1.00 on "
-        "padding and 1.00 on reasoning (0 extra requests, 0 s; false alarms ≤ 2.5% per sweep at "
+        "caught a 5% step-time rise with probability 0.34, a 5% acceptance fall with 0.95 on "
+        "padding and 0.95 on reasoning (0 extra requests, 0 s; false alarms ≤ 2.5% per sweep at "
         "a change of the 3% sweep tolerance; run-to-run prior ±0.0 %: no history yet).")
 
 
@@ -132,7 +132,7 @@ def test_no_change_passes_and_states_its_power() -> None:
     verdict = judge_sweep(_sweep(), "sweep").verdict()
     assert verdict.status == "pass"
     assert verdict.message.startswith("no regression across the sweep: step time +0.0% (95% CI")
-    assert "Would have caught a 5% step-time rise with probability 0.76" in verdict.message
+    assert "Would have caught a 5% step-time rise with probability 0.95" in verdict.message
 
 
 def test_top_ups_go_to_the_cheapest_case_and_stop_at_the_budget() -> None:

@@ -63,7 +63,8 @@ class Sprt:
         return d / se >= t_quantile(1 - self.alpha, df) and self.llr(d, se) > 0
 
     def power(self, se: float, df: float) -> float:
-        """P(a regression of exactly ``effect`` is called) at standard error ``se``."""
+        """P(a regression of exactly ``effect`` is called by the fixed-sample rule) at
+        standard error ``se``."""
         critical = max(t_quantile(1 - self.alpha, df) * se, self.effect / 2)
         return _NORMAL.cdf((self.effect - critical) / se)
 

@@ -173,7 +173,16 @@ class FactorTest:
     def final(self, est: Estimate) -> bool:
         return self.sprt.final(est.d - self.null, est.se, est.df)
 
-    def power(self, est: Estimate) -> float:
+    def power(self, est: Estimate, ended: str = "budget") -> float:
+        """The power of the rule that ended the test. Where the SPRT decided: its design,
+        1 − β (under a regression of the effect it would have gone on sampling until it
+        crossed the upper bound), capped by what the fixed-sample rule reaches with the
+        run-to-run term alone, which no number of requests shrinks. At the budget: the
+        fixed-sample rule at this standard error."""
+        if ended in ("regressed", "clean"):
+            floor = math.sqrt(est.run_var)
+            cap = self.sprt.power(floor, est.df) if floor > 0 else 1.0
+            return min(1.0 - self.sprt.beta, cap)
         return self.sprt.power(est.se, est.df)
 
 
@@ -426,7 +435,8 @@ def _result(test: FactorTest, est: Estimate, tolerance: float) -> FactorResult:
     found = contract.sequential_status(contract.Change(est.change, low, high),
                                        contract.Change(est.change, dlow, dhigh),
                                        -est.factor.sign, tolerance, decision)
-    return FactorResult(est, "budget" if ended == "more" else ended, found, test.power(est))
+    how = "budget" if ended == "more" else ended
+    return FactorResult(est, how, found, test.power(est, how))
 
 
 # -- sentences ---------------------------------------------------------------------------------

@@ -74,8 +74,8 @@ def test_low_commit_names_acceptance(capsys: pytest.CaptureFixture[str]) -> None
     assert code == 1
     doc = json.loads(out)
     assert doc["factor"] == "acceptance"
-    assert doc["factors"]["avg_commit"]["status"] == "fail"
-    assert doc["factors"]["step_ms"]["status"] != "fail"
+    assert doc["factors"]["avg_commit"]["status"] == "regression"
+    assert doc["factors"]["step_ms"]["status"] != "regression"
     assert "an acceptance regression: check the drafter and the text" in doc["message"]
 
 

@@ -140,7 +140,8 @@ class Explanation:
                 "message": self.message, "exit_code": self.exit_code,
                 "observation": self.observation.to_dict(),
                 "prediction": self.prediction.to_dict(),
-                "factors": {k: dict(v) for k, v in self.factors.items()},
+                "factors": {k: {**v, "status": contract.NAMES.get(v["status"], v["status"])}
+                            for k, v in self.factors.items()},
                 "curve": [dict(p) for p in self.curve], "points": [dict(p) for p in self.points]}
 
 

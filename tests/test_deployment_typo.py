@@ -36,7 +36,8 @@ def test_a_typo_names_the_deployments_there_and_the_closest(tmp_path, monkeypatc
         check_named(settings, root)
     assert str(err.value) == (
         "no baseline for 'demoo'; baselines exist for: demo, sim-kimi-k26-ddtree (did you "
-        f"mean 'demo'?). Correct --deployment, or write the first baseline of 'demoo' in {root} "
+        f"mean 'demo'?). Correct --specperf-deployment, or write the first baseline of 'demoo' in "
+        f"{root} "
         f"with `{update_command(settings, 'demoo')}`.")
     assert "--pyargs specperf.perf_tests -m context_scaling" in update_command(settings)
     assert existing_deployments(root) == ["demo", "sim-kimi-k26-ddtree"]
@@ -82,7 +83,7 @@ def test_the_run_stops_before_any_request_and_records_no_baseline(perf_project, 
     result.stdout.fnmatch_lines([
         "BaselineError: no baseline for 'demoo'; baselines exist for: demo, "
         "sim-kimi-k26-ddtree (did you mean 'demo'?). Correct --deployment, or write the "
-        "first baseline of 'demoo' in * with `*deployment demoo *--update-baselines`."])
+        "first baseline of 'demoo' in * with `*deployment demoo *update-baselines`."])
     assert "warm-up" not in result.stdout.str()
     assert _finished_requests(clean_sim.url) == before
     [record] = project.pytester.path.glob("reports/*/results.json")

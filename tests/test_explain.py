@@ -187,3 +187,17 @@ def test_live_class_is_the_nearest_by_avg_commit() -> None:
     assert judge.closest_class(baseline, 3500, 600, 7.5) == (
         "padding", "class padding: its avg commit at this context (7.88) is the nearest to the "
                    "observed 7.50 (--class to choose)")
+
+
+def test_history_gives_the_run_to_run_noise(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    history = tmp_path / "history.jsonl"
+    runs = [{"label": "box", "kind": "full", "created": f"2026-11-2{i}T00:00:00Z",
+             "cells": {"reasoning-ctx3333": {"tok_s": 29.0 * f, "step_ms": 100 / f},
+                       "padding-ctx13": {"tok_s": 139.6 * f, "step_ms": 34 / f}}}
+            for i, f in enumerate((1.0, 1.01, 0.99, 1.0))]
+    history.write_text("".join(json.dumps(r) + "\n" for r in runs), encoding="utf-8")
+    _, out, _ = run(capsys, *OFFLINE, "--observed-tok-s", "29", "--history", str(history),
+                    "--label", "box", "--json")
+    noise = json.loads(out)["prediction"]["noise"]
+    assert noise.startswith("run-to-run ±") and noise.endswith(" % from 4 nights")

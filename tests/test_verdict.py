@@ -71,9 +71,9 @@ def test_step_time_regression_sentence() -> None:
 def test_both_moved_names_both_shares() -> None:
     assert judge((54.5, 7.85, 144), (35.0, 6.40, 170)) == ("fail", (
         "tok/s 54.5 → 35.0 (−35.8%, limit −10%): avg commit 7.85 → 6.40 (−18.5%) and step time "
-        "144 → 170 ms (+18.1%) both moved, acceptance explains 46%, step time 37% — acceptance "
-        "and step-time regression: check the drafter and the text, then the kernels, attention "
-        "backend and KV cache."))
+        "144 → 170 ms (+18.1%) both moved, acceptance explains 46%, step time 37%, prefill and "
+        "client time 16% (they add to the drop) — acceptance and step-time regression: check "
+        "the drafter and the text, then the kernels, attention backend and KV cache."))
 
 
 def test_neither_explains_it() -> None:

@@ -101,6 +101,9 @@ def compare(base: Rates, new: Rates, tol: float, half_widths: Rates = (), *,
             steps.append(Step(i, b, n, UNDETERMINED, None))
             continue
         hw = half_widths[i] if i < len(half_widths) else None
+        if half_widths and hw is None:  # one sample reached it: nothing to be sure of
+            steps.append(Step(i, b, n, UNDETERMINED, None))
+            continue
         if run_sd > 0:
             hw = math.hypot(math.sqrt(2.0) * (hw or 0.0), 1.96 * b * run_sd)
         elif hw is not None:
@@ -167,9 +170,15 @@ def position_sentence(base: Rates, new: Rates, tol: float, regressed: bool,
     if unsure:
         each = ", ".join(f"{s.base:.2f} → {s.new:.2f} ± {s.half_width:.2f}"
                          if s.half_width is not None else
-                         f"{s.base:.2f} → not reached by this run's requests" for s in unsure)
+                         f"{s.base:.2f} → {_unreached(s)}" for s in unsure)
         parts.append(f"{_plural([s.index for s in unsure])} undetermined ({each})")
     return "; ".join(parts)[0].upper() + "; ".join(parts)[1:] + "."
+
+
+def _unreached(step: Step) -> str:
+    """A position with no interval: never reached, or reached by one request only."""
+    return "not reached by this run's requests" if step.new == 0 else \
+        f"{step.new:.2f} from one request"
 
 
 def _stretch(indices: Sequence[int], output_tokens: int) -> str:

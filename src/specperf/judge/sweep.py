@@ -46,7 +46,7 @@ import numpy as np
 
 from ..core import contract
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION
-from ..core.limits import format_percent
+from ..core.limits import MINUS, format_percent
 from ..core.noise import NoiseModel
 from ..core.sequential import Sprt
 from ..core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, Summary, t_quantile
@@ -527,7 +527,7 @@ def _split(rate: Estimate, others: Sequence[FactorResult]) -> str:
     commit = math.expm1(-acc_d)
     shares = {"step time": step.d / total, "acceptance": acc_d / total}
     shares["the rest (prefill, transport)"] = 1.0 - sum(shares.values())
-    named = ", ".join(f"{n} {round(100 * v):d} %" for n, v in shares.items()
+    named = ", ".join(f"{n} {round(100 * v):d}%".replace("-", MINUS) for n, v in shares.items()
                       if abs(v) >= 0.05 or n != "the rest (prefill, transport)")
     main = max(("step time", "acceptance"), key=lambda n: shares[n])
     hint = STEP_HINT if main == "step time" else ACCEPTANCE_HINT

@@ -25,6 +25,7 @@ from ..core.limits import (
     ARROW,
     DIRECTION,
     FLOOR,
+    MINUS,
     Move,
     format_move,
     format_percent,
@@ -356,8 +357,19 @@ def _cause_clause(commit: Move, step: Move, attr: Attribution) -> str:
     if acc < SECONDARY_SHARE:
         return f"{step.text()} explains it; {commit.text(noise=True)} — {STEP_HINT}."
     return (f"{commit.text()} and {step.text()} both moved, acceptance explains "
-            f"{acc:.0%}, step time {stp:.0%} — acceptance and step-time regression: check the "
-            f"drafter and the text, then the kernels, attention backend and KV cache.")
+            f"{acc:.0%}, step time {stp:.0%}{_rest_clause(attr)} — acceptance and step-time "
+            f"regression: check the drafter and the text, then the kernels, attention backend "
+            f"and KV cache.")
+
+
+def _rest_clause(attr: Attribution) -> str:
+    """The rest of a split whose two shares do not add up to the whole: prefill and client
+    time, which dilute a decode slowdown (a negative share) or add to it."""
+    rest = attr.share("rest")
+    if abs(rest) < 0.05:
+        return ""
+    why = "unchanged, they soften the drop" if rest < 0 else "they add to the drop"
+    return f", prefill and client time {round(100 * rest):d}% ({why})".replace("-", MINUS)
 
 
 # --- context fit and prediction -------------------------------------------------------------
@@ -407,7 +419,7 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
                          "run_sd": run_sd}}
     found = contract.status(_slope_change(old, new, margin, current), -1, limit)
     if noise is not None:
-        head = f"{head} ({noise.of('step_ms').text()})"
+        head = f"{head[:-1]}; {noise.of('step_ms').text()})"
     if found == REGRESSION:
         return Verdict(case_id, REGRESSION, f"{head} — attention scaling regression: step time "
                        f"grows faster with context than in the baseline.", None, details)

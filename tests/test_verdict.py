@@ -13,7 +13,7 @@ from specperf.core.limits import (
     format_value,
 )
 from specperf.core.model import ContextFit
-from specperf.core.stats import Summary
+from specperf.core.stats import Summary, summarize
 from specperf.judge.verdict import judge_case, judge_fit
 from specperf.measure.repeats import decide_repeats
 
@@ -273,3 +273,19 @@ def test_a_clear_regression_is_confirmed_before_it_fails() -> None:
     # The bound wins over confirmation.
     values = {k: steady(v[0], 4) for k, v in values.items()}
     assert decide_repeats(values, base, TOL, min_repeats=3, max_repeats=4).action == "stop"
+
+
+def test_every_metric_beyond_its_limit_is_named() -> None:
+    """A case whose TTFT rose 96 % against a 25 % limit once failed on step time alone."""
+    base = CaseBaseline("reasoning", 3333, 600, {
+        "tok_s": summarize([30.0] * 5), "avg_commit": summarize([2.9] * 5),
+        "step_ms": summarize([100.0] * 5), "ttft_ms": summarize([500.0] * 5)}, {})
+    now = {"tok_s": summarize([22.0] * 3), "avg_commit": summarize([2.9] * 3),
+           "step_ms": summarize([130.0] * 3), "ttft_ms": summarize([980.0] * 3)}
+    verdict = judge_case("c", now, base, {})
+    assert verdict.status == "fail"
+    assert verdict.message.endswith(
+        "— step-time regression: check the kernels, attention backend and KV cache; also "
+        "beyond its limit: prefill (TTFT) 500 → 980 ms (+96.0%, limit +25%) — prefill "
+        "regression: check prompt processing (the batch size, e.g. llama.cpp -ub; chunked "
+        "prefill; the prefix and attention kernels).")

@@ -25,6 +25,7 @@ from ..core.limits import (
     ARROW,
     DIRECTION,
     FLOOR,
+    LABELS,
     MINUS,
     Move,
     format_move,
@@ -130,6 +131,7 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
     heard = _noise_clause(noise, moves)
     if broken:
         message = _regression_message(moves, broken[0], attribution, base.output_tokens)
+        message = _also_beyond(message, [moves[m] for m in broken[1:]])
         return Verdict(case_id, REGRESSION, _with_noise(message, heard), attribution, details)
     summary = _pass_summary(moves)
     unjudged = _prefill_unjudged(current, moves)
@@ -146,6 +148,19 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
         return Verdict(case_id, IMPROVED, _with_noise(message, heard), attribution, details)
     return Verdict(case_id, PASS, _with_noise(f"{summary} — within tolerance{unjudged}.", heard),
                    attribution, details)
+
+
+def _also_beyond(message: str, others: Sequence[Move]) -> str:
+    """Every metric beyond its limit is named: those the attribution did not mention."""
+    missing = [mv for mv in others
+               if f"{mv.label or LABELS.get(mv.metric, mv.metric)} " not in message]
+    if not missing:
+        return message
+    hints = [_HINTS[mv.metric] for mv in missing if mv.metric in _HINTS
+             and _HINTS[mv.metric] not in message]
+    also = "; ".join(mv.text(limit=True) for mv in missing)
+    return f"{message[:-1]}; also beyond its limit: {also}" + \
+        (f" — {'; '.join(hints)}." if hints else ".")
 
 
 def _noise_clause(noise: NoiseModel | None, moves: Mapping[str, Move]) -> str:

@@ -51,8 +51,9 @@ def judge_level(level: str, current: Mapping[str, Summary], base: Mapping[str, S
     agg = Move("tok_s", base["agg_tok_s"].median, current["agg_tok_s"].median,
                tolerance(tolerances, "tok_s"), label=AGGREGATE, se=se, df=df)
     details = {**verdict.details, "agg_tok_s": agg.detail()}
-    if verdict.status == REGRESSION or not agg.regressed:
-        return Verdict(level, verdict.status, _join(verdict.message, f"; {agg.text()}"),
+    status = contract.combine([verdict.status, agg.status])
+    if verdict.status == REGRESSION or status != REGRESSION:
+        return Verdict(level, status, _join(verdict.message, f"; {agg.text()}"),
                        verdict.attribution, details)
     return Verdict(level, REGRESSION,
                    f"{agg.text(limit=True)} while every request stayed within its limits "

@@ -129,7 +129,8 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
     broken = [m for m in ("tok_s", "decode_tok_s", "avg_commit", "step_ms", "ttft_ms")
               if m in moves and moves[m].regressed]
     heard = _noise_clause(noise, moves)
-    if broken:
+    status = contract.combine(mv.status for mv in moves.values())
+    if status == REGRESSION:
         message = _regression_message(moves, broken[0], attribution, base.output_tokens)
         message = _also_beyond(message, [moves[m] for m in broken[1:]])
         return Verdict(case_id, REGRESSION, _with_noise(message, heard), attribution, details)
@@ -137,15 +138,20 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
     unjudged = _prefill_unjudged(current, moves)
     open_ = [m for m in ("tok_s", "decode_tok_s", "avg_commit", "step_ms", "ttft_ms")
              if m in moves and moves[m].undetermined]
-    if open_:
+    if status == UNDETERMINED:
         return Verdict(case_id, UNDETERMINED, _undetermined_case(moves, open_, summary, heard),
                        attribution, details)
-    if any(mv.improved for mv in moves.values()):
+    if status == IMPROVED:
         faster = any(moves[m].improved for m in ("tok_s", "decode_tok_s", "step_ms", "ttft_ms")
                      if m in moves)
         word = "faster" if faster else "better"
         message = f"{summary} — {word} than the baseline: {REFRESH_HINT}{unjudged}."
         return Verdict(case_id, IMPROVED, _with_noise(message, heard), attribution, details)
+    if status == NOTED:  # a change we are sure of, its median inside the tolerance
+        sure = ", ".join(LABELS.get(m, m) for m, mv in moves.items() if mv.status == NOTED)
+        message = (f"{summary} — within tolerance; a change we are sure of in {sure}: "
+                   f"noted{unjudged}.")
+        return Verdict(case_id, NOTED, _with_noise(message, heard), attribution, details)
     return Verdict(case_id, PASS, _with_noise(f"{summary} — within tolerance{unjudged}.", heard),
                    attribution, details)
 

@@ -159,7 +159,26 @@ def _clip(dev: np.ndarray) -> np.ndarray:
     return out
 
 
+# own_variance of one metric's cells, per (nights, cuts): every per-case series of the metric
+# shares the same cells (``spread_logs``), so the scan of each night computes it once, not once
+# per case. Keyed by the array's id, the array kept with the value so the id stays its own.
+_OWN: dict[tuple[int, int, int, tuple[int, ...]], tuple[np.ndarray, float]] = {}
+
+
 def own_variance(s: Series, start: int, t: int, cuts: Sequence[int] = ()) -> float:
+    """:func:`_own_variance`, computed once per metric's cells, nights and cuts."""
+    key = (id(s.spread_logs), start, t, tuple(sorted(c for c in cuts if start < c <= t)))
+    hit = _OWN.get(key)
+    if hit is not None and hit[0] is s.spread_logs:
+        return hit[1]
+    if len(_OWN) > 4096:
+        _OWN.clear()
+    value = _own_variance(s, start, t, cuts)
+    _OWN[key] = (s.spread_logs, value)
+    return value
+
+
+def _own_variance(s: Series, start: int, t: int, cuts: Sequence[int] = ()) -> float:
     """σ² of one cell's own night noise, nights ``start``..``t``, from every cell's residual
     (the cell minus the night's mean over cells: the common part cancels).
 

@@ -125,7 +125,7 @@ def rates(firsts: list[int | None], null: list[bool], starts: list[int]) -> dict
 
 
 THRESHOLDS = (3.3, 3.4, 3.5, 3.6, 3.7, 4.0)
-CASE_THRESHOLDS = (4.0, 4.2, 4.4)
+CASE_THRESHOLDS = (4.0, 4.2, 4.4, 4.6, 4.8)
 # The scan before WINDOW (the best of every candidate start, per night) and its thresholds.
 PREVIOUS_THRESHOLDS, PREVIOUS_CASE = (3.5, 4.0, 4.25, 4.5), 5.1
 ARLS = (2000.0, 9000.0, 20000.0, 50000.0)
@@ -184,6 +184,9 @@ def run(args: argparse.Namespace, common: float) -> dict[str, Any]:
                  | {"any": share([bool(f.max() >= h or c.max() >= case)
                                   for f, c in zip(g["null_f"], g["null_c"], strict=True)])}
                  for h in THRESHOLDS},
+        # Each no-shift history's largest factor and case z: any pair of thresholds' share.
+        "null_max": {"factor": [float(z.max()) for z in g["null_f"]],
+                     "case": [float(z.max()) for z in g["null_c"]]},
         "case_scan": {h: rates([first_at(z, h) for z in g["one"]],
                                [bool(z.max() >= h) for z in g["null_c"]], g["one_starts"])
                       for h in CASE_THRESHOLDS}}

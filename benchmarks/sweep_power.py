@@ -20,8 +20,9 @@ token. The noises of the box, each where it enters::
   and once for today's, per metric in ``--night-metrics`` (step time by default: clocks,
   thermal state and neighbours move it, while the drafter's acceptance of the same texts has
   no night; ``step_ms,avg_commit`` puts it on both, as benchmarks/drift_power.py does);
-  ``--common-share`` (0.5) of its *variance* is common to every case of the run, the rest each
-  case's own (0: independent per case). tok/s inherits it.
+  ``--common-share`` (0.5) of its *σ* is common to every case of the run (as
+  benchmarks/drift_power.py and core/noise.py's prior take it), the rest each case's own
+  (0: independent per case). tok/s inherits it.
 
 Changes (the rows): none; 2 % (step +2 %, acceptance −2 %, mixed +1 % / −1 %); a 5 % tok/s drop
 (step +5 %, acceptance −5 %, mixed +2.5 % / −2.5 %, acceptance −5 % on the reasoning text class
@@ -159,8 +160,9 @@ def night_terms(box: Box, cells: int, rng: np.random.Generator) -> dict[str, np.
         if box.night <= 0 or metric not in box.night_metrics:
             out[metric] = np.ones(cells)
             continue
-        common = box.night * math.sqrt(box.common_share) * rng.standard_normal()
-        own = box.night * math.sqrt(1 - box.common_share) * rng.standard_normal(cells)
+        # The share is of σ, as benchmarks/drift_power.py and core/noise.py's prior take it.
+        common = box.night * box.common_share * rng.standard_normal()
+        own = box.night * math.sqrt(1 - box.common_share**2) * rng.standard_normal(cells)
         out[metric] = np.exp(common + own)
     return out
 
@@ -242,24 +244,31 @@ JUDGE_NOISE = [noise_model is not None and takes_noise(judge_sweep)]
 def history(box: Box, nights: int, base_night: Mapping[str, np.ndarray],
             rng: np.random.Generator) -> list[dict[str, Any]]:
     """``nights`` history lines of the full sweep (the baseline's night last), each cell a
-    median of HISTORY_MEDIAN_OF requests under the box's noises."""
+    median of HISTORY_MEDIAN_OF requests under the box's noises, with its standard error."""
     full = [physics(*c) for c in SWEEP]
-    lines = []
-    for n in range(nights):
-        night = base_night if n == nights - 1 else night_terms(box, len(full), rng)
-        cells, ses = {}, {}
-        for i, ph in enumerate(full):
-            got = requests(ph, ph.step_ms * float(night["step_ms"][i]),
-                           ph.commit * float(night["avg_commit"][i]), box,
-                           rng.standard_normal((HISTORY_MEDIAN_OF, 4)))
-            cells[ph.case.id] = {m: float(np.median(got[m])) for m in METRICS}
-            ses[ph.case.id] = {m: MEDIAN_SE_FACTOR * float(np.std(np.log(got[m]), ddof=1))
-                               / math.sqrt(HISTORY_MEDIAN_OF) for m in METRICS}
-        lines.append({"label": LABEL, "kind": "full", "run_id": f"night{n:03d}",
-                      "created": f"2026-11-{1 + n // 24:02d}T{n % 24:02d}:00:00+00:00",
-                      "baseline": {"deployment": "box", "version": 1}, "fingerprint": {},
-                      "cells": cells, "cell_se": ses, "fits": {}, "failed": []})
-    return lines
+    mult = {m: np.vstack([night_terms(box, len(full), rng)[m] for _ in range(nights - 1)]
+                         + [base_night[m]]) for m in ("step_ms", "avg_commit")}
+    step = np.array([ph.step_ms for ph in full]) * mult["step_ms"]  # nights × cells
+    commit = np.array([ph.commit for ph in full]) * mult["avg_commit"]
+    z = rng.standard_normal((4, nights, len(full), HISTORY_MEDIAN_OF))
+    per_step = box.step_noise / np.sqrt((TOKENS - 1) / commit)[..., None]
+    s = (step[..., None] * np.maximum(0.2, 1 + box.request * z[0]) * (1 + STEP_SD * z[1])
+         * (1 + per_step * z[3]))
+    c = commit[..., None] * (1 + box.commit_sd * z[2])
+    wall = np.array([ph.prefill_s for ph in full])[None, :, None] + (TOKENS - 1) / c * s / 1000
+    got = {"tok_s": TOKENS / wall, "decode_tok_s": 1000 * c / s, "step_ms": s, "avg_commit": c}
+    median = {m: np.median(v, axis=2) for m, v in got.items()}
+    se = {m: MEDIAN_SE_FACTOR * np.std(np.log(v), axis=2, ddof=1) / math.sqrt(HISTORY_MEDIAN_OF)
+          for m, v in got.items()}
+    ids = [ph.case.id for ph in full]
+    return [{"label": LABEL, "kind": "full", "run_id": f"night{n:03d}",
+             "created": f"2026-11-{1 + n // 24:02d}T{n % 24:02d}:00:00+00:00",
+             "baseline": {"deployment": "box", "version": 1}, "fingerprint": {},
+             "cells": {cid: {m: float(median[m][n, i]) for m in METRICS}
+                       for i, cid in enumerate(ids)},
+             "cell_se": {cid: {m: float(se[m][n, i]) for m in METRICS}
+                         for i, cid in enumerate(ids)},
+             "fits": {}, "failed": []} for n in range(nights)]
 
 
 def judge_noise(mode: str, box: Box, nights: int, base_night: Mapping[str, np.ndarray],

@@ -3,6 +3,7 @@ baseline, a fault that hurts only batched steps, and a foreign request during a 
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -70,11 +71,11 @@ def test_clean_rerun_passes_every_level(baselined):
 
 
 def _facts(page: str) -> dict[str, str]:
-    """The report header's rows (th → text of td)."""
+    """The report header's rows (th → text of td, as a browser shows it)."""
     table = page[page.index('<table class="facts">'):]
     table = table[:table.index("</table>")]
-    return {re.sub("<[^>]+>", "", th): re.sub("<[^>]+>", "", td) for th, td in
-            re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", table)}
+    return {html.unescape(re.sub("<[^>]+>", "", th)): html.unescape(re.sub("<[^>]+>", "", td))
+            for th, td in re.findall(r"<tr><th>(.*?)</th><td>(.*?)</td></tr>", table)}
 
 
 def test_a_concurrency_only_run_states_the_concurrency_baseline_it_compared(baselined,

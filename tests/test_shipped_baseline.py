@@ -31,7 +31,8 @@ def test_an_embedded_run_without_baselines_reads_the_reference(tmp_path, monkeyp
 
 
 @pytest.mark.parametrize("cli", [{"endpoint": "http://127.0.0.1:1"}, {"update_baselines": True},
-                                 {"baseline_dir": "baselines"}])
+                                 {"baseline_dir": "baselines"}, {"output_tokens": "64"},
+                                 {"api": "openai-chat"}])
 def test_a_server_a_baseline_writing_run_or_a_given_directory_never_reads_it(tmp_path,
                                                                              monkeypatch, cli):
     monkeypatch.chdir(tmp_path)

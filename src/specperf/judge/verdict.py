@@ -132,7 +132,9 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
     status = contract.combine(mv.status for mv in moves.values())
     if status == REGRESSION:
         message = _regression_message(moves, broken[0], attribution, base.output_tokens)
-        message = _also_beyond(message, [moves[m] for m in broken[1:]])
+        # Decode tok/s is tok/s without prefill: its fall beside tok/s's adds nothing.
+        message = _also_beyond(message, [moves[m] for m in broken[1:]
+                                         if not (m == "decode_tok_s" and "tok_s" in broken)])
         return Verdict(case_id, REGRESSION, _with_noise(message, heard), attribution, details)
     summary = _pass_summary(moves)
     unjudged = _prefill_unjudged(current, moves)

@@ -71,16 +71,19 @@ from typing import Any
 import numpy as np
 from drift_power import share
 
-from specperf.baselines.store import CaseBaseline
-from specperf.core.limits import DEFAULT_TOLERANCES
-from specperf.core.stats import MEDIAN_SE_FACTOR, summarize
+from specperf import (
+    DEFAULT_TOLERANCES,
+    Case,
+    CaseBaseline,
+    Settings,
+    decide_repeats,
+    judge_case,
+    summarize,
+)
+from specperf.core.stats import MEDIAN_SE_FACTOR
 from specperf.judge.ab import pair_decider
 from specperf.judge.sweep import CaseData, judge_sweep
-from specperf.judge.verdict import judge_case
-from specperf.measure.repeats import decide_repeats
-from specperf.plan.workload import Case
 from specperf.plugin import sweeprun
-from specperf.settings.config import Settings
 
 try:  # the run-to-run noise model (issue 33); absent before it lands: the BEFORE table
     from specperf.core import noise as noise_model

@@ -35,13 +35,16 @@ from typing import Any
 import httpx
 import numpy as np
 
-from specperf.baselines.store import CaseBaseline
-from specperf.judge.verdict import NotJudged
-from specperf.plan.workload import Case, load_text_classes
+from specperf import (
+    Case,
+    CaseBaseline,
+    NotJudged,
+    RunState,
+    SimProcess,
+    load_text_classes,
+    resolve,
+)
 from specperf.plugin import sweeprun
-from specperf.plugin.runstate import RunState
-from specperf.servers.simulated import SimProcess
-from specperf.settings.config import resolve
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SWEEP = [("padding", x) for x in (13, 1663, 3333, 5553)] + \

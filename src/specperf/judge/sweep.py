@@ -504,13 +504,14 @@ def _undecided(est: Estimate, tol: str) -> str:
     if est.run_var > est.request_var:
         return (f"the interval straddles the {tol} sweep tolerance and is wide from the "
                 f"run-to-run noise ({est.noise}), which more requests do not shrink: judge a "
-                f"deploy against a same-night reference (specperf gate --help), merge several "
-                f"nights into the baseline (--specperf-baseline-runs), or set "
-                f"--sweep-tolerance to the change that matters.")
+                f"deploy against a same-night reference (specperf gate --save-reference DIR "
+                f"before it, --reference DIR after it), write the baseline from several nights "
+                f"(--specperf-update-baselines --specperf-baseline-runs 5), or set "
+                f"--specperf-sweep-tolerance to the change that matters.")
     return (f"the interval straddles the {tol} sweep tolerance after the request budget, so "
             f"it is neither a pass nor a fail: measure again with more repeats (pytest "
-            f"perf_tests -m context_scaling --repeats 6), or set --sweep-tolerance to the "
-            f"change that matters.")
+            f"perf_tests -m context_scaling --specperf-repeats 6), or set "
+            f"--specperf-sweep-tolerance to the change that matters.")
 
 
 def _split(rate: Estimate, others: Sequence[FactorResult]) -> str:

@@ -194,7 +194,8 @@ def _undetermined_case(moves: Mapping[str, Move], open_: Sequence[str], summary:
                      f"{format_percent(bounds[0])} to {format_percent(bounds[1])}")
     night = "" if not heard or heard.startswith("same-night") else \
         ("; the run-to-run noise dominates it: judge a deploy against a same-night reference "
-         "(specperf gate --help), or let nightly runs build the history")
+         "(specperf gate --save-reference DIR before it, --reference DIR after it), or let "
+         "nightly runs build the history")
     return (f"{summary} — {'; '.join(parts)}, which straddles the limit ({heard}): neither a pass "
             f"nor a fail — measure again with more repeats (--specperf-repeats){night}.")
 

@@ -74,8 +74,8 @@ def test_noise_alone_raises_no_flag() -> None:
 def test_night_noise_common_to_every_case_raises_no_flag() -> None:
     """Half of a 3 % night noise common to a night's cells (its σ; a quarter of the variance):
     the previous σ, from each cell's own differences, took it for a factor drift in about a
-    quarter of such histories; the night means' spread sees it. The calibration (1.0 % of 3000
-    histories flagged) is `python benchmarks/drift_power.py --common 0.5`; here a fixed draw
+    quarter of such histories; the night means' spread sees it. The calibration (≤ 1 % of
+    no-shift histories with any flag) is `python benchmarks/drift_power.py`; here a fixed draw
     of 25 such histories is never flagged (at the previous detector's 26.7 %, about 6 would be)."""
     rng = np.random.default_rng(2026)
     flagged = 0

@@ -37,7 +37,7 @@ from typing import Any
 DEFAULT_RUN_NOISE = 0.03
 DEFAULT_COMMON_SHARE = 0.5  # of σ, as core/drift.py and benchmarks/drift_power.py model it
 # The prior weighs as much as this many nights of history (its degrees of freedom).
-PRIOR_NIGHTS = 4
+PRIOR_NIGHTS = 2
 # Runs of one box that count toward the history: complete full sweeps only.
 _COUNTED_KINDS = ("full",)
 SOURCES = ("history", "prior", "same-night")

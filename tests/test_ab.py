@@ -82,7 +82,8 @@ def test_compare_endpoint_without_a_candidate_is_a_usage_error(perf_project):
     result = perf_project().run(*ARGS, "--compare-endpoint", "http://127.0.0.1:9")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--compare-endpoint = http://127.0.0.1:9 needs a candidate: "
-                                 "set --endpoint to the candidate's URL as well.*"])
+                                 "set --specperf-endpoint to the candidate's URL as "
+                                 "well."])
 
 
 def _gate(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

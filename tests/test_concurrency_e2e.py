@@ -7,6 +7,7 @@ import html
 import json
 import re
 import shutil
+from fnmatch import fnmatch
 from pathlib import Path
 
 import httpx
@@ -115,12 +116,20 @@ def test_a_batched_step_regression_fails_from_two_up_attributed_to_step_time(bas
                for line in result.stdout.lines), result.stdout.str()
     failed = [line for line in result.stdout.lines if line.startswith("FAILED")]
     assert not any("test_concurrency[c1]" in line for line in failed), failed
+    lines = result.stdout.lines
     for level in ("c2", "c4"):
         assert any(f"test_concurrency[{level}]" in line for line in failed), failed
-        # The summary's regression block: attributed to step time, acceptance unchanged.
-        result.stdout.fnmatch_lines([f"  reasoning-ctx13-{level}: tok/s * step time * "
-                                     "explains it; avg commit * within noise*; aggregate "
-                                     "tok/s * — step-time regression: *"])
+        # The sentence under FAILURES: attributed to step time, acceptance unchanged.
+        header = next(i for i, line in enumerate(lines)
+                      if line.startswith("_") and f" test_concurrency[{level}] " in line)
+        assert fnmatch(lines[header + 1], "tok/s * → * (−*%, limit −10%): step time * → * ms "
+                       "(+*%) explains it; avg commit * → * (*, within noise); aggregate tok/s "
+                       "* → * (−*%) — step-time regression: check the kernels, attention "
+                       "backend and KV cache*"), lines[header + 1]
+        # The closing block's one line names the factor.
+        result.stdout.fnmatch_lines([f"  reasoning-ctx13-{level}: tok/s * → * (−*%, limit "
+                                     "−10%); also past their limits: step time +*% — "
+                                     "step-time regression"])
 
 
 def test_a_foreign_request_during_a_burst_is_an_error_naming_the_burst(baselined):

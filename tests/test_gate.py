@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from xml.etree import ElementTree
 
 import httpx
 import pytest
@@ -16,7 +17,11 @@ from slowa_gate import DEPLOYMENT, SIM_SCALE, gate_baseline
 from specperf.cli import runner
 from specperf.cli.decision import CaseOutcome, GateExit, decide
 from specperf.cli.runner import read_junit
+from specperf.cli.sentences import summary_lines
+from specperf.core.stats import summarize
+from specperf.judge.sweep import CaseData, judge_sweep
 from specperf.measure.lock import lock_path_for
+from specperf.plan.workload import Case
 
 ROOT = Path(__file__).resolve().parents[1]
 GATE = ROOT / "ci" / "gate.sh"
@@ -69,7 +74,9 @@ def _inject(url: str, **faults: float) -> None:
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
 def test_clean_deploy_passes_with_exit_0(start_sim, baseline_dir, lock_dir):
     sim = start_sim(time_scale=SIM_SCALE)
-    result = gate(lock_dir, *_args(sim.url, baseline_dir))
+    # The simulator has no night-to-night noise: stated, so the sweep is judged (with the 3 %
+    # prior a clean sweep is undetermined, exit 3: the test below; the prior: test_sweep.py).
+    result = gate(lock_dir, *_args(sim.url, baseline_dir), "--specperf-run-noise=0.005")
     assert result.returncode == 0, result.stdout + result.stderr
     _lines(result).fnmatch_lines([
         f"specperf gate: 5 smoke cases against {sim.url}",
@@ -277,6 +284,49 @@ def test_read_junit_takes_failures_from_the_verdicts_and_errors_from_the_report(
         CaseOutcome("reasoning-ctx3333", "skipped", "no baseline"),
         CaseOutcome("reasoning-ctx13", "passed"),
     ]
+
+
+def _clean_smoke_case(text_class: str, context: int) -> CaseData:
+    """A smoke case measured again on a quiet box: the same step time and commit as its
+    baseline, three requests ±1 %."""
+    step, commit = 28.0 + 0.018 * context, 3.0 if text_class == "reasoning" else 7.0
+    figures = {"step_ms": step, "avg_commit": commit, "tok_s": 1000 * commit / step}
+    spread = (0.99, 1.0, 1.01)
+    base = {k: summarize([v * f for f in (*spread, 0.995, 1.005)]) for k, v in figures.items()}
+    run = {k: [v * f for f in spread] for k, v in figures.items()}
+    return CaseData(Case(text_class, context, 200), run, base, None, 1.0)
+
+
+def test_an_undetermined_sweep_is_not_judged_exit_3_naming_the_same_night_reference(tmp_path):
+    # A clean deploy against a baseline of another night and no history: the run-to-run prior
+    # keeps the sweep's interval across its tolerance, so the sweep test skips, and the gate
+    # cannot say the deploy is good: exit 3, never a pass (cli/decision.py).
+    cases = [_clean_smoke_case(c, x) for c, x in (("reasoning", 3333), ("padding", 3333),
+                                                   ("padding", 13))]
+    sweep = judge_sweep(cases, "smoke subset").verdict()
+    assert sweep.status == "undetermined", sweep.message
+    root = ElementTree.Element("testsuites")
+    suite = ElementTree.SubElement(root, "testsuite")
+    for name in (*(f"test_smoke[{case_id}]" for case_id in SMOKE_IDS),
+                 "test_smoke_parser[reasoning-ctx3333]"):
+        ElementTree.SubElement(suite, "testcase", name=name)
+    skipped = ElementTree.SubElement(ElementTree.SubElement(
+        suite, "testcase", name="test_sweep_smoke[smoke subset]"), "skipped",
+        message=sweep.message)
+    skipped.text = f"perf_tests/test_sweep.py:1: {sweep.message}"
+    xml = tmp_path / "smoke.xml"
+    ElementTree.ElementTree(root).write(xml, encoding="utf-8")
+    result = runner.result_of(0, xml)
+    assert result.code == GateExit.INFRASTRUCTURE
+    lines = summary_lines(result, "http://gpu-box:30000")
+    assert lines[-1] == ("specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 1 of 5 smoke cases "
+                         "were not judged (see the reasons above): the gate cannot say the "
+                         "deploy is good.")
+    assert lines[-2].startswith("  SKIP  smoke subset: tok/s "), lines
+    assert ("wide from the run-to-run noise (run-to-run prior ±3.0 %: no history yet), which "
+            "more requests do not shrink: judge a deploy against a same-night reference "
+            "(specperf gate --save-reference DIR before it, --reference DIR after it)"
+            in lines[-2]), lines[-2]
 
 
 def test_the_smoke_subset_is_fixed_whatever_the_planned_contexts(tmp_path):

@@ -327,7 +327,9 @@ def main() -> None:
     print(f"wall {time.perf_counter() - started:.0f} s")
     RESULTS.mkdir(exist_ok=True)
     name = "drift_power" + ("" if args.noise == 0.03 else f"_noise{args.noise:g}") \
-        + f"_before{args.before}_seed{args.seed}.json"
+        + f"_before{args.before}_seed{args.seed}" \
+        + ("" if args.commons == "0,0.5,1" else f"_common{args.commons.replace(',', '-')}") \
+        + ".json"
     (RESULTS / name).write_text(json.dumps({"rows": rows, "bound": b}, indent=2) + "\n")
 
 

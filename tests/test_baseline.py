@@ -99,7 +99,7 @@ def test_invalid_json_names_the_file() -> None:
     message = str(info.value)
     assert message.startswith("baseline baselines/kimi/v1.json is not valid JSON (")
     assert message.endswith("): restore it from git or write a new version with "
-                            "--update-baselines.")
+                            "--specperf-update-baselines.")
 
 
 def test_wrong_schema_names_the_file() -> None:
@@ -109,7 +109,7 @@ def test_wrong_schema_names_the_file() -> None:
         Baseline.from_json(json.dumps(data), "b/v1.json")
     assert str(info.value) == ("baseline b/v1.json: schema_version is 2, this specperf reads 1: "
                                "restore it from git or write a new version with "
-                               "--update-baselines.")
+                               "--specperf-update-baselines.")
 
 
 def test_missing_key_names_the_key() -> None:
@@ -119,7 +119,7 @@ def test_missing_key_names_the_key() -> None:
         Baseline.from_json(json.dumps(data), "b/v1.json")
     assert str(info.value) == ("baseline b/v1.json: cases.padding-ctx3333.metrics.tok_s.median "
                                "is missing: restore it from git or write a new version with "
-                               "--update-baselines.")
+                               "--specperf-update-baselines.")
 
 
 @pytest.mark.parametrize(("mutate", "fragment"), [
@@ -149,7 +149,7 @@ def test_missing_baseline_says_how_to_create_one(tmp_path: Path) -> None:
         BaselineStore(tmp_path).load("kimi")
     assert str(info.value) == (f"no baseline for deployment 'kimi' in {tmp_path / 'kimi'}: "
                                f"create one with `pytest perf_tests -m context_scaling "
-                               f"--update-baselines` against a quiet server.")
+                               f"--specperf-update-baselines` against a quiet server.")
 
 
 def test_write_load_and_versions(tmp_path: Path) -> None:
@@ -232,13 +232,13 @@ def test_misplaced_file_is_a_conflict(tmp_path: Path) -> None:
         BaselineStore(tmp_path).load("kimi")
     assert str(info.value) == (f"baseline {path} says it is 'kimi' v1, which conflicts with its "
                                f"place: restore it from git or write a new version with "
-                               f"--update-baselines.")
+                               f"--specperf-update-baselines.")
 
 
 def test_unwritable_root_is_a_baseline_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
-    with pytest.raises(BaselineError, match="cannot write a baseline in .*--baseline-dir"):
+    with pytest.raises(BaselineError, match="cannot write a baseline in .*--specperf-baseline-dir"):
         BaselineStore(blocker).write_next(make_baseline())
 
 

@@ -170,10 +170,10 @@ def test_retry_after_is_honoured_but_bounded(server):
 
 
 @pytest.mark.parametrize(("code", "hint"), [
-    (400, "the server rejected the request; check --api, --model and --output-tokens "
-          "against what it accepts"),
-    (401, "check the API key (--api-key-env names the variable that holds it)"),
-    (404, "the route does not exist there; check --endpoint and --api"),
+    (400, "the server rejected the request; check --specperf-api, --specperf-model and "
+          "--specperf-output-tokens against what it accepts"),
+    (401, "check the API key (--specperf-api-key-env names the variable that holds it)"),
+    (404, "the route does not exist there; check --endpoint and --specperf-api"),
     (418, "the request was refused; not retried"),
 ])
 def test_4xx_is_never_retried_and_says_what_to_check(server, code, hint):
@@ -228,7 +228,7 @@ def test_timeout_is_not_retried_and_says_where_the_limit_came_from(server):
     assert script.seen == 1
     assert str(err.value) == (f"POST {url}/generate gave no complete answer within 0.3 s "
                               "(the basis): the server is hung or overloaded; raise "
-                              "--request-timeout if requests are legitimately this slow.")
+                              "--specperf-request-timeout if requests are legitimately this slow.")
 
 
 def _free_port() -> int:
@@ -257,17 +257,17 @@ def test_dns_failure_names_the_host():
 
 def test_timeout_policy_scales_with_the_slowest_earlier_request():
     policy = TimeoutPolicy(600.0, floor_s=30.0, factor=5.0)
-    assert policy.seconds("a/600") == (600.0, "--request-timeout 600 s")
+    assert policy.seconds("a/600") == (600.0, "--specperf-request-timeout 600 s")
     policy.observe("a/600", 20.0)
     policy.observe("a/600", 12.0)
     seconds, basis = policy.seconds("a/600")
     assert seconds == 100.0
     assert basis == ("5× the slowest earlier request of this kind, 20 s, at least 30 s; "
-                     "--request-timeout 600 s is the cap")
+                     "--specperf-request-timeout 600 s is the cap")
     policy.observe("b/600", 1.0)
     assert policy.seconds("b/600")[0] == 30.0  # the floor
     policy.observe("c/600", 500.0)
-    assert policy.seconds("c/600") == (600.0, "--request-timeout 600 s")  # the cap
+    assert policy.seconds("c/600") == (600.0, "--specperf-request-timeout 600 s")  # the cap
     assert policy.seconds("other")[0] == 600.0
 
 

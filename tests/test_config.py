@@ -106,7 +106,8 @@ def test_unknown_text_class_is_a_usage_error(pytester):
     result = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--text-classes", "padding,poetry")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*unknown text class poetry: available are code, padding, "
-                                 "reasoning; add one as a TOML file in --text-class-dir.*"])
+                                 "reasoning; add one as a TOML file in "
+                                 "--specperf-text-class-dir.*"])
 
 
 def test_a_baseline_run_takes_at_least_baseline_repeats():

@@ -3,7 +3,7 @@
 Beside the main job's versions (baselines/store.py), one file per version of the
 concurrency_scaling test: the case it bursts, per level the medians with their spread
 (tok/s per request, aggregate tok/s, avg commit, step time, decode tok/s) and the fit of
-step time against batch size. Written by ``--update-baselines`` from a clean run of every
+step time against batch size. Written by ``--specperf-update-baselines`` from a clean run of every
 planned level, with the same atomic, locked, exclusive publish as the main baselines.
 """
 

@@ -354,7 +354,7 @@ class BaselineStore:
         """Load one version (None: the latest)."""
         versions = self.versions(deployment)
         if not versions:
-            command = perf_command("-m", "context_scaling", "--update-baselines")
+            command = perf_command("-m", "context_scaling", "--specperf-update-baselines")
             raise BaselineError(f"no baseline for deployment {deployment!r} in "
                                 f"{self.directory(deployment)}: create one with "
                                 f"`{command}` against a quiet server.")
@@ -363,7 +363,8 @@ class BaselineStore:
             listed = ", ".join(str(v) for v in versions)
             raise BaselineError(f"baseline v{chosen} of {deployment!r} does not exist in "
                                 f"{self.directory(deployment)} (versions: {listed}): pick one "
-                                f"of those, or leave out --baseline-version for the latest.")
+                                f"of those, or leave out --specperf-baseline-version for the "
+                                f"latest.")
         return self._read(deployment, chosen)
 
     def _read(self, deployment: str, version: int) -> Baseline:

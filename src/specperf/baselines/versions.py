@@ -19,7 +19,7 @@ from pathlib import Path
 from ..core.errors import BaselineError
 from .writelock import write_lock, write_lock_path
 
-REPAIR = "restore it from git or write a new version with --update-baselines"
+REPAIR = "restore it from git or write a new version with --specperf-update-baselines"
 WRITE_LOCK_TIMEOUT_S = 60.0
 _ATTEMPTS = 100
 # Strict: "v0.json" and "v01.json" are not versions (a leading zero would give two names
@@ -78,7 +78,7 @@ class Versions:
         except OSError as exc:
             raise BaselineError(f"cannot write a {self.noun} in {self.directory} ({exc}): "
                                 f"check that the directory is writable, or choose another "
-                                f"with --baseline-dir.") from exc
+                                f"with --specperf-baseline-dir.") from exc
 
     def _write_unlocked(self, render: Callable[[int], str]) -> Path:
         # The lock makes the first attempt succeed; the loop covers writers it cannot see.

@@ -124,7 +124,7 @@ class FleetCollector:
             where = report_dir(base.report_dir, self.config.invocation_params.dir)
             self.written = write(doc, where)
         except OSError as exc:
-            self.problem = f"{exc}; point --report-dir at a writable directory"
+            self.problem = f"{exc}; point --specperf-report-dir at a writable directory"
 
     def document(self, interrupted: bool) -> dict[str, Any]:
         """The fleet's results document: the whole run, and each endpoint's own part."""

@@ -1,9 +1,9 @@
 """A/B mode: a candidate endpoint judged against production, side by side.
 
-With ``--compare-endpoint PRODUCTION`` the measured ``--endpoint`` is the candidate. Every
-case alternates requests between the two (warm-ups, then A B A B …) so drift on the box —
-clocks, temperature, a neighbour — lands on both arms alike and cancels in the ratio. The
-verdict is the candidate's medians against production's from the same run, with the same
+With ``--specperf-compare-endpoint PRODUCTION`` the measured ``--specperf-endpoint`` is the
+candidate. Every case alternates requests between the two (warm-ups, then A B A B …) so drift
+on the box — clocks, temperature, a neighbour — lands on both arms alike and cancels in the
+ratio. The verdict is the candidate's medians against production's from the same run, with the same
 tolerances and attribution as a stored baseline; no baseline file is needed.
 
 Each endpoint has its own GPU lock; both are taken, always in the order of their lock

@@ -78,7 +78,7 @@ def judge_batch_fit(name: str, current: ContextFit, base: ContextFit,
     if old <= 0:
         return NotJudged(f"{name}: the baseline's step time does not grow with batch size "
                          f"({old:.2f} ms per request), so its slope cannot be compared — "
-                         f"write a new version with --update-baselines.")
+                         f"write a new version with --specperf-update-baselines.")
     limit = contract.slope_limit(slope_tolerance, old, base.predict_step_ms(far), far,
                                  step_tolerance)
     se_new, se_old = current.b_se_ms_per_token or 0.0, base.b_se_ms_per_token or 0.0
@@ -100,4 +100,4 @@ def judge_batch_fit(name: str, current: ContextFit, base: ContextFit,
         return Verdict(case_id, found, f"{head} — {words[found]}.", None, details)
     return NotJudged(f"{head}: the slope's uncertainty straddles the limit, so it is neither "
                      f"a pass nor a fail — measure again with more repeats: pytest perf_tests "
-                     f"-m concurrency_scaling --repeats 10")
+                     f"-m concurrency_scaling --specperf-repeats 10")

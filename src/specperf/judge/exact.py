@@ -89,7 +89,7 @@ def compare(measured: Measurement, base: Mapping[int, PromptRecord],
     if not base:
         return unavailable("the baseline records no per-prompt verify steps for this case "
                            "(written before exact acceptance, or with random nonces): write a "
-                           "new version with --update-baselines")
+                           "new version with --specperf-update-baselines")
     if base_deterministic is False:
         return unavailable("the server was not deterministic when the baseline was written")
     if deterministic(samples) is not True:

@@ -163,8 +163,8 @@ def class_cases(baseline: Baseline, text_class: str) -> list[CaseBaseline]:
         have = ", ".join(sorted({c.text_class for c in baseline.cases.values()})) or "none"
         raise ConfigError(f"the baseline of {baseline.deployment!r} (v{baseline.version}) has no "
                           f"text class {text_class!r} (it has: {have}): pick one of those, or "
-                          f"measure {text_class} with --text-classes {text_class} "
-                          f"--update-baselines.")
+                          f"measure {text_class} with --specperf-text-classes {text_class} "
+                          f"--specperf-update-baselines.")
     return cases
 
 
@@ -204,7 +204,7 @@ def _fit_for(baseline: Baseline, text_class: str) -> tuple[str, ContextFit, list
     if not baseline.fits:
         raise BaselineError(f"the baseline of {baseline.deployment!r} (v{baseline.version}) has "
                             f"no context fit: measure one with -m context_scaling "
-                            f"--update-baselines (two or more contexts per text class).")
+                            f"--specperf-update-baselines (two or more contexts per text class).")
     name = max(baseline.fits, key=lambda n: (baseline.fits[n].n_points, n))
     return name, baseline.fits[name], [
         f"step time from the {name} fit: the baseline has no {text_class} fit (step time "
@@ -224,7 +224,7 @@ def _extrapolation(baseline: Baseline, fit_class: str, x: float, context: float)
         return []
     return [f"context {context:.0f} is far outside the fitted range (mean contexts "
             f"{low:.0f}–{high:.0f}): its step time is extrapolated; measure it with "
-            f"--contexts {context:.0f} --update-baselines"]
+            f"--specperf-contexts {context:.0f} --specperf-update-baselines"]
 
 
 def _batch_scale(conc: ConcurrencyBaseline | None, concurrency: float
@@ -236,7 +236,7 @@ def _batch_scale(conc: ConcurrencyBaseline | None, concurrency: float
     if conc is None or conc.fit is None:
         return 1.0, 0.0, [f"concurrency {concurrency:.1f}: the deployment has no concurrency "
                           f"baseline, so step time is predicted as at concurrency 1; measure "
-                          f"one with -m concurrency_scaling --update-baselines"]
+                          f"one with -m concurrency_scaling --specperf-update-baselines"]
     one, here = conc.fit.predict_step_ms(1.0), conc.fit.predict_step_ms(concurrency)
     if one <= 0 or here <= 0:
         return 1.0, 0.0, []
@@ -262,8 +262,8 @@ def predict(baseline: Baseline, text_class: str, context: float, *,
     step = fit.predict_step_ms(x) * scale
     if step <= 0:
         raise BaselineError(f"the {fit_class} fit predicts a step time of {step:.1f} ms at "
-                            f"context {context:.0f}: measure that context with --contexts "
-                            f"{context:.0f} --update-baselines.")
+                            f"context {context:.0f}: measure that context with --specperf-contexts "
+                            f"{context:.0f} --specperf-update-baselines.")
     # A fit without standard errors (hand-entered) carries its residual as a point's error.
     fit_se = (fit.predict_se_ms(x) or fit.residual_ms) / (step / scale)
     prefill = near.metrics["ttft_ms"].median if "ttft_ms" in near.metrics else 0.0
@@ -358,7 +358,7 @@ def _sentence(obs: Observation, pred: Prediction, factors: Mapping[str, Mapping[
     if tok["status"] == IMPROVED:
         return IMPROVED, "none", (f"{head}: the observation is {_pct(tok['change'])} faster than "
                                   f"the baseline predicts — the baseline may be stale; refresh "
-                                  f"it with --update-baselines.{notes}")
+                                  f"it with --specperf-update-baselines.{notes}")
     if tok["status"] == contract.UNDETERMINED:
         return tok["status"], "none", (
             f"{head}: the observation is {_pct(tok['change'])} "

@@ -46,7 +46,7 @@ EXPLAINS = 0.5
 # pass (the case errors).
 UNMEASURED = contract.UNMEASURED
 MORE_REPEATS = ("the interval straddles the tolerance, so it is neither a pass nor a fail — "
-                "measure the paths again with more repeats (--repeats 6)")
+                "measure the paths again with more repeats (--specperf-repeats 6)")
 FIGURE_NAMES = {"tok_s": "tok/s", "decode_tok_s": "server decode tok/s (server timings)",
                 "delivery_tok_s": "client delivery tok/s"}
 

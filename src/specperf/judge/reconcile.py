@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from ..baselines.store import CaseBaseline
     from ..measure.sample import Measurement
 
-REFRESH_HINT = "refresh it with --update-baselines if this is intended"
+REFRESH_HINT = "refresh it with --specperf-update-baselines if this is intended"
 
 
 @dataclass(frozen=True)

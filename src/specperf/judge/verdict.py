@@ -51,7 +51,7 @@ ACCEPTANCE_HINT = "acceptance regression: check the drafter and the text"
 STEP_HINT = "step-time regression: check the kernels, attention backend and KV cache"
 PREFILL_HINT = ("prefill regression: check prompt processing (the batch size, e.g. llama.cpp "
                 "-ub; chunked prefill; the prefix and attention kernels)")
-REFRESH_HINT = "refresh it with --update-baselines if this is intended"
+REFRESH_HINT = "refresh it with --specperf-update-baselines if this is intended"
 
 Details = dict[str, dict[str, float]]
 
@@ -123,7 +123,8 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
     if not moves:
         return Verdict(case_id, UNDETERMINED,
                        f"{case_id}: the baseline has no metric this run measured, so "
-                       f"nothing can be compared — write a new version with --update-baselines.",
+                       f"nothing can be compared — write a new version with "
+                       f"--specperf-update-baselines.",
                        reason=contract.NO_BASELINE)
     attribution = _attribution(moves)
     broken = [m for m in ("tok_s", "decode_tok_s", "avg_commit", "step_ms", "ttft_ms")
@@ -213,7 +214,7 @@ def _judge_pinned(case_id: str, all_moves: Mapping[str, Move]) -> Verdict:
     if not moves:
         return Verdict(case_id, UNDETERMINED, f"{case_id}: the baseline has no step time to "
                        f"compare and {PINNED_REASON} — write a new version with "
-                       f"--update-baselines.", reason=contract.NO_BASELINE)
+                       f"--specperf-update-baselines.", reason=contract.NO_BASELINE)
     broken = [m for m in PINNED_METRICS if m in moves and moves[m].regressed]
     if broken:
         return Verdict(case_id, REGRESSION, f"{moves[broken[0]].text(limit=True)} — "
@@ -231,7 +232,7 @@ def _prefill_unjudged(current: Mapping[str, Summary], moves: Mapping[str, Move])
     if "ttft_ms" not in current or "ttft_ms" in moves:
         return ""
     return ("; prefill (TTFT) not judged: not in the baseline — write a new version with "
-            "--update-baselines to judge it")
+            "--specperf-update-baselines to judge it")
 
 
 def _moves(current: Mapping[str, Summary], base: CaseBaseline,
@@ -426,7 +427,7 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
         return Verdict(case_id, UNDETERMINED,
                        f"{text_class}: the baseline's step time does not grow with context "
                        f"({old:.1f} ms per 1k), so its slope cannot be compared — write a new "
-                       f"version with --update-baselines.", reason=contract.NO_BASELINE)
+                       f"version with --specperf-update-baselines.", reason=contract.NO_BASELINE)
     change = _change(old, new)
     limit = contract.slope_limit(slope_tolerance, base.b_ms_per_token,
                                  base.predict_step_ms(far), far, step_tolerance)
@@ -489,23 +490,23 @@ def _undetermined(text_class: str, margin: float, band: float, se_new: float, se
     if math.isinf(margin):
         return (f"one repeat per context gives the slope no error estimate, so it is neither "
                 f"a pass nor a fail — measure with repeats: pytest perf_tests -m "
-                f"context_scaling --text-classes {text_class} --repeats 3")
+                f"context_scaling --specperf-text-classes {text_class} --specperf-repeats 3")
     if margin <= band:
         return (f"the slope sits within its uncertainty (±{margin:.1f} ms per 1k) of the "
                 f"limit, so it is neither a pass nor a fail — measure again with more repeats: "
-                f"pytest perf_tests -m context_scaling --text-classes {text_class} "
-                f"--repeats 10")
+                f"pytest perf_tests -m context_scaling --specperf-text-classes {text_class} "
+                f"--specperf-repeats 10")
     if se_old > se_new:
         return (f"the baseline's slope is too uncertain (±{se_old:.1f} ms per 1k) to judge "
                 f"against a {band:.1f} ms band, so it is neither a pass nor a fail — write a "
                 f"baseline with more repeats over the default contexts: pytest perf_tests -m "
-                f"context_scaling --update-baselines --baseline-repeats 20")
+                f"context_scaling --specperf-update-baselines --specperf-baseline-repeats 20")
     wanted = _wider(contexts, margin / band)
     listed = ",".join(str(c) for c in contexts)
     return (f"contexts {listed} lie too close together to determine the slope (±{margin:.1f} "
             f"ms per 1k against a {band:.1f} ms band), so it is neither a pass nor a fail — "
-            f"add a longer context: pytest perf_tests -m context_scaling --text-classes "
-            f"{text_class} --contexts {','.join(str(c) for c in wanted)}")
+            f"add a longer context: pytest perf_tests -m context_scaling --specperf-text-classes "
+            f"{text_class} --specperf-contexts {','.join(str(c) for c in wanted)}")
 
 
 def _wider(contexts: Sequence[int], shrink: float) -> list[int]:

@@ -232,7 +232,7 @@ class Burster:
     def _attempt(self, case: Case, concurrency: int, repeat: int, warmup: bool) -> Burst:
         m = self.measurer
         request = m.request(case)
-        m.check_fits(case, request, "--concurrency-context")
+        m.check_fits(case, request, "--specperf-concurrency-context")
         bodies = [self._body(case, request, concurrency, i, repeat) for i in range(concurrency)]
         before = m.traffic.before()
         sent, wall_s = self._send_all(case, request, bodies)

@@ -85,4 +85,4 @@ def determinism_detail(samples: Sequence[Repeat]) -> str:
                     f"{f.verify_steps} in repeat 1")
         if w.raw["output_digest"] != f.raw["output_digest"]:
             return "the same prompt gave different output text in the warm-up and repeat 1"
-    return "no warm-up re-sent a measured prompt (--warmup 0), so determinism is unchecked"
+    return "no warm-up re-sent a measured prompt (--specperf-warmup 0), so determinism is unchecked"

@@ -21,7 +21,7 @@ def server_identity(endpoint: str) -> tuple[str, int]:
     of its interfaces) is ``localhost``; any other host is its lowest resolved address, so
     a name and its address share one lock. A name that does not resolve stays itself (the
     probe reports it unreachable). A server reached under unrelated addresses (a load
-    balancer, an SSH tunnel) needs ``--gpu-lock PATH`` given the same in every run.
+    balancer, an SSH tunnel) needs ``--specperf-gpu-lock PATH`` given the same in every run.
     """
     host, port = _host_port(endpoint)
     addresses = _resolve(host, port)
@@ -75,7 +75,7 @@ def _host_port(endpoint: str) -> tuple[str, int]:
 def _endpoint_message(endpoint: str, why: str) -> str:
     return (
         f"Cannot derive a GPU lock path from endpoint {endpoint!r}: {why}. "
-        "Give the endpoint as http://HOST:PORT, or pass --gpu-lock PATH."
+        "Give the endpoint as http://HOST:PORT, or pass --specperf-gpu-lock PATH."
     )
 
 

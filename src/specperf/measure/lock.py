@@ -32,7 +32,8 @@ LockMode = Literal["session", "case", "none"]
 LOCK_MODES: tuple[str, ...] = get_args(LockMode)
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9.-]")
 _WHERE_ELSE = (
-    f"pass --gpu-lock PATH to put the lock elsewhere, or set {LOCK_DIR_ENV} to a writable directory"
+    f"pass --specperf-gpu-lock PATH to put the lock elsewhere, or set {LOCK_DIR_ENV} to a "
+    "writable directory"
 )
 
 
@@ -54,7 +55,7 @@ def default_lock_dir() -> Path:
 
 
 def lock_path(settings: Settings, url: str | None = None) -> Path:
-    """The GPU lock file of a run: ``--gpu-lock``, else derived from the endpoint's URL.
+    """The GPU lock file of a run: ``--specperf-gpu-lock``, else derived from the endpoint's URL.
 
     ``url``: the server actually measured when it is not ``--endpoint`` (the embedded
     simulator's); every holder of a run's lock (the session, an xdist controller) asks here.
@@ -270,7 +271,7 @@ class GpuLock:
         message = (
             f"GPU lock {self.path} held by {holder} for longer than the "
             f"{_seconds(self.timeout_s)} s timeout. Another specperf run is measuring this "
-            "endpoint: wait for it to finish, or raise --gpu-lock-timeout to wait longer. "
+            "endpoint: wait for it to finish, or raise --specperf-gpu-lock-timeout to wait longer. "
             "Do not delete the lock file: the OS frees the lock when its holder exits, "
             "even if killed."
         )

@@ -126,7 +126,7 @@ class Measurer:
     def _decode_method(self) -> str:
         return "server-timings" if self.server.server_timings else "two-point"
 
-    def check_fits(self, case: Case, request: Request, flag: str = "--contexts") -> None:
+    def check_fits(self, case: Case, request: Request, flag: str = "--specperf-contexts") -> None:
         """A case whose prompt and output exceed the server's context length is a usage error,
         before its first request (only the cases a run measures: a concurrency run checks
         its own case, not the main matrix)."""
@@ -135,7 +135,7 @@ class Measurer:
         if limit is not None and worst > limit:
             raise ConfigError(
                 f"context {case.context} + {request.max_tokens} output tokens = {worst} exceeds "
-                f"the server's context length {limit}: lower {flag} or --output-tokens.")
+                f"the server's context length {limit}: lower {flag} or --specperf-output-tokens.")
 
     def request(self, case: Case, max_tokens: int | None = None) -> Request:
         """The main job's request of ``case``: the probed route, plain."""
@@ -306,8 +306,8 @@ class Measurer:
         if case.context - overhead < 8:
             raise ConfigError(
                 f"{case.id}: the chat template alone takes {overhead} tokens of "
-                f"the {case.context}-token context: measure short contexts with --api sglang "
-                "or openai, or raise --contexts.")
+                f"the {case.context}-token context: measure short contexts with "
+                "--specperf-api sglang or openai, or raise --specperf-contexts.")
         return overhead
 
     def _steps(self, comp: Completion, before: MetricsSnapshot | None,
@@ -316,7 +316,7 @@ class Measurer:
         if source == "response":
             if comp.verify_steps is None:
                 raise AcceptanceUnavailable(
-                    "the response carries no spec_verify_ct although --acceptance-source "
+                    "the response carries no spec_verify_ct although --specperf-acceptance-source "
                     "response is in use; the server stopped returning spec fields.")
             return comp.verify_steps
         if source == "metrics" and before is not None and after is not None:

@@ -7,8 +7,8 @@ parser, one ``tools`` entry when it names a tool-call parser) and ``return_meta_
 ``native stream`` and ``chat stream`` are the same, streamed.
 
 Lifecycle (:class:`PathSampler`): warm-up requests on every path, then rounds of one
-request per path in a fixed order (A B A B …) until each path has ``--repeats`` samples
-and its server-side figures are stable (bounded by ``--max-repeats``; still noisy →
+request per path in a fixed order (A B A B …) until each path has ``--specperf-repeats`` samples
+and its server-side figures are stable (bounded by ``--specperf-max-repeats``; still noisy →
 :class:`~specperf.core.errors.UnstableMeasurement`). Interleaving puts any drift of the server
 (clocks, heat, a neighbour) on every path alike, so the comparison needs no baseline.
 Every request is the measurer's one attempt (:meth:`specperf.measure.loop.Measurer.attempt`),

@@ -50,7 +50,7 @@ def decide_repeats(values: Mapping[str, Sequence[float]], base: Reference | None
 
     1. Fewer than ``min_repeats`` repeats: more.
     2. Any metric whose relative MAD exceeds ``max_spread`` (default 0.10,
-       stats.UNSTABLE_REL_MAD; ``--max-spread``) is too noisy
+       stats.UNSTABLE_REL_MAD; ``--specperf-max-spread``) is too noisy
        to judge: more, or "unstable" once ``max_repeats`` is reached — a noisy cell
        must never pass or fail.
     3. With a baseline: for each metric with a tolerance, the margin is the median's

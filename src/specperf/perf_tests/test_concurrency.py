@@ -1,4 +1,4 @@
-"""The batching lever: one case at concurrency levels 1, 2, 4, 8 (--concurrency-levels).
+"""The batching lever: one case at concurrency levels 1, 2, 4, 8 (--specperf-concurrency-levels).
 
 Each level is a burst of C concurrent requests of the same class and context, started
 together, repeated like any case; it is judged like a case (tok/s per request, avg commit,

@@ -10,7 +10,7 @@ tokens). A gap is attributed to the decode (server timings differ) or to post-pr
 One case, ``reasoning-ctx3333``: free-form reasoning is the traffic the parsers see (its
 thinking goes through the reasoning parser), it commits ~2.9 tokens per verify step, so it
 has the most chunks per token — the worst case for a per-chunk parser cost — and 3333 is
-the incident's context. Each test is one pair of paths, warm-up plus ``--repeats`` requests
+the incident's context. Each test is one pair of paths, warm-up plus ``--specperf-repeats`` requests
 each (8 requests, ~2.7 min of GPU at 600 tokens); docs/streaming.md gives the cost.
 """
 

@@ -13,7 +13,7 @@ MIN_CONTEXT = 1024
 
 def test_padding_commits_more_than_reasoning(largest_context_by_class):
     if not {"padding", "reasoning"} <= set(largest_context_by_class):
-        pytest.skip("needs both the padding and the reasoning class in --text-classes")
+        pytest.skip("needs both the padding and the reasoning class in --specperf-text-classes")
     padding = largest_context_by_class["padding"]
     if padding.case.context < MIN_CONTEXT:
         pytest.skip(f"the largest planned context, {padding.case.context}, is too short for "

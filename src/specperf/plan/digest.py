@@ -86,4 +86,4 @@ def refusal(baseline_name: str, changes: list[str]) -> str:
     return (f"this run's requests differ from those of baseline {baseline_name} "
             f"({'; '.join(changes)}): a client-side change is no server regression, so the "
             f"run refuses to compare — measure with the baseline's settings, or write a new "
-            f"version with --update-baselines.")
+            f"version with --specperf-update-baselines.")

@@ -79,7 +79,7 @@ def load_text_classes(extra_dir: Path | None = None) -> dict[str, TextClass]:
     paths = [Path(str(p)) for p in builtin.iterdir() if p.name.endswith(".toml")]
     if extra_dir is not None:
         if not extra_dir.is_dir():
-            raise ConfigError(f"--text-class-dir {extra_dir} is not a directory.")
+            raise ConfigError(f"--specperf-text-class-dir {extra_dir} is not a directory.")
         paths += sorted(extra_dir.glob("*.toml"))
     classes = [load_text_class(p) for p in paths]
     return {c.name: c for c in classes}
@@ -90,7 +90,7 @@ def select_classes(names: tuple[str, ...], available: dict[str, TextClass]) -> l
     if unknown:
         raise ConfigError(
             f"unknown text class {', '.join(unknown)}: available are "
-            f"{', '.join(sorted(available))}; add one as a TOML file in --text-class-dir.")
+            f"{', '.join(sorted(available))}; add one as a TOML file in --specperf-text-class-dir.")
     return [available[n] for n in names]
 
 

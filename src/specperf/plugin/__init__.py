@@ -211,7 +211,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if settings.update_baselines and (workerinput is not None
                                       or config.getoption("dist", "no") != "no"):
         raise pytest.UsageError(
-            "--update-baselines needs the whole sweep in one process: run it without -n "
+            "--specperf-update-baselines needs the whole sweep in one process: run it without -n "
             "(pytest-xdist), so one run writes one complete baseline.")
     config.pluginmanager.register(summary.Collector(), summary.COLLECTOR_NAME)
     if not fleet:
@@ -287,7 +287,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.hookimpl(trylast=True)  # after -m and -k have deselected: only what will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Note what the run will judge against a baseline (for --require-baseline's check)."""
+    """Note what the run will judge against a baseline (for --specperf-require-baseline's check)."""
     state = config.stash.get(STATE, None)
     if state is None:
         return

@@ -3,7 +3,7 @@ test_concurrency.py); the work is in measure/burst.py, judge/concurrency.py and
 baselines/concurrency.py.
 
 One :class:`BurstRun` per run (in ``config.stash``) measures each level once, keeps what
-the levels measured for the batch fit, and with ``--update-baselines`` writes the next
+the levels measured for the batch fit, and with ``--specperf-update-baselines`` writes the next
 concurrency baseline at session end (:class:`BurstPlugin`, registered by the plugin).
 """
 
@@ -37,7 +37,7 @@ MARKER = "concurrency_scaling"
 
 
 def level_case(settings: Settings) -> Case:
-    """The one case the concurrency levels burst (--concurrency-class, -context)."""
+    """The one case the concurrency levels burst (--specperf-concurrency-class, -context)."""
     return Case(settings.concurrency_class,
                 settings.concurrency_context or min(settings.contexts), settings.output_tokens)
 
@@ -71,8 +71,8 @@ class BurstRun:
         if concurrency in self.errors:
             raise self.errors[concurrency]
         if self.case.text_class not in self.state.classes:
-            raise ConfigError(f"--concurrency-class {self.case.text_class!r} is not a text "
-                              f"class (known: {', '.join(sorted(self.state.classes))}).")
+            raise ConfigError(f"--specperf-concurrency-class {self.case.text_class!r} is not a "
+                              f"text class (known: {', '.join(sorted(self.state.classes))}).")
         try:
             session = self.state.started_session()
             assert session.measurer is not None

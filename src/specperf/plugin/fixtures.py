@@ -186,7 +186,7 @@ class Checks:
         found = self.state.baseline_case(case)
         if isinstance(found, NotJudged):
             if self.state.settings.require_baseline and not self.state.settings.update_baselines:
-                raise BaselineError(f"--require-baseline: {found.reason}")
+                raise BaselineError(f"--specperf-require-baseline: {found.reason}")
             pytest.skip(found.reason)
         return found
 

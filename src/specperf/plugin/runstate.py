@@ -44,7 +44,7 @@ class RunState:
     """Everything one run knows; lazily starts the session on the first measured case.
 
     It owns the run's baseline: read once per deployment (:meth:`_stored_baseline`) for the
-    verdicts, the tolerances, ``--require-baseline`` and the report alike.
+    verdicts, the tolerances, ``--specperf-require-baseline`` and the report alike.
     """
 
     def __init__(self, settings: Settings, classes: dict[str, TextClass], *,
@@ -77,7 +77,7 @@ class RunState:
         self._refusal: str | None = None
         self.judged = preflight.Judged()  # set by the plugin after collection
         self.baseline_written: Path | None = None
-        self.unreadable_baseline = ""  # an --update-baselines run replacing a corrupt file
+        self.unreadable_baseline = ""  # an --specperf-update-baselines run replacing a corrupt file
         self._noise: NoiseModel | None = None
 
     def on_sample(self, sample: Sample, total: int) -> None:
@@ -103,7 +103,7 @@ class RunState:
             self.session = PerfSession(self.settings, progress=self.progress,
                                        on_sample=self.on_sample, lock_mode=self.lock_mode)
             if self.settings.compare_endpoint is not None:
-                # Production's own lock, derived from its URL: one shared --gpu-lock file
+                # Production's own lock, derived from its URL: one shared --specperf-gpu-lock file
                 # would make the run wait for itself.
                 production = replace(self.settings, endpoint=self.settings.compare_endpoint,
                                      compare_endpoint=None, gpu_lock=None)
@@ -122,7 +122,8 @@ class RunState:
         return self.session
 
     def _require_baseline(self) -> None:
-        """--require-baseline: every judged case has a baseline, checked before any request."""
+        """--specperf-require-baseline: every judged case has a baseline, checked before any
+        request."""
         s = self.settings
         if s.update_baselines or s.compare_endpoint is not None or not self.judged:
             return
@@ -178,7 +179,8 @@ class RunState:
     def _stored_baseline(self, deployment: str) -> Baseline | None:
         """The baseline of ``deployment`` this run compares with, read once: the one place a
         run loads it. None (the reason in ``_baseline_reason``) when there is none yet; an
-        unreadable file raises, or with --update-baselines reads as none (it is replaced)."""
+        unreadable file raises, or with --specperf-update-baselines reads as none (it is
+        replaced)."""
         if deployment not in self._baselines:
             self._baselines[deployment] = self._read_baseline(deployment)
         base, self._baseline_reason = self._baselines[deployment]
@@ -496,7 +498,7 @@ class RunState:
         ``run_id``: this run's, recorded in the file (and never merged twice)."""
         if not self.measurements:
             return ["specperf: baseline NOT updated: no case was measured; run the main job "
-                    f"with --update-baselines: `{update_command(self.settings)}`."]
+                    f"with --specperf-update-baselines: `{update_command(self.settings)}`."]
         if not clean:
             return ["specperf: baseline NOT updated: some cases errored or were not measured; "
                     f"fix them and run again: `{update_command(self.settings)}`."]

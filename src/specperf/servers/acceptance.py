@@ -153,7 +153,7 @@ def steps_from_metrics(before: MetricsSnapshot, after: MetricsSnapshot) -> int:
     if before.verify_calls is None or after.verify_calls is None:
         raise AcceptanceUnavailable(
             "/metrics has no verify-step counter (sglang:spec_verify_calls_total or "
-            "vllm:spec_decode_num_drafts_total); choose another --acceptance-source.")
+            "vllm:spec_decode_num_drafts_total); choose another --specperf-acceptance-source.")
     steps = after.verify_calls - before.verify_calls
     if not math.isfinite(steps) or steps <= 0 or steps != int(steps):
         raise MalformedResponse(
@@ -208,8 +208,9 @@ def avg_commit_from_windows(windows: list[DecodeWindow], start: datetime,
 
 
 class LogSource:
-    """Runs ``--log-command`` (split, no shell: the string comes from the user's own config,
-    but a shell would also expand whatever a server log puts into it) and parses its output."""
+    """Runs ``--specperf-log-command`` (split, no shell: the string comes from the user's own
+    config, but a shell would also expand whatever a server log puts into it) and parses its
+    output."""
 
     def __init__(self, command: str, timeout_s: float = 30.0) -> None:
         self.command = command
@@ -228,10 +229,11 @@ class LogSource:
             done = subprocess.run(argv, capture_output=True, text=True,
                                   timeout=self.timeout_s, check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise AcceptanceUnavailable(f"--log-command {self.command!r} failed: {exc}") from exc
+            raise AcceptanceUnavailable(
+                f"--specperf-log-command {self.command!r} failed: {exc}") from exc
         if done.returncode != 0:
             raise AcceptanceUnavailable(
-                f"--log-command {self.command!r} exited {done.returncode}: "
+                f"--specperf-log-command {self.command!r} exited {done.returncode}: "
                 f"{done.stderr.strip()[:200]}")
         return done.stdout.splitlines()
 

@@ -34,11 +34,11 @@ _BODY_EXCERPT = 300
 _MAX_RETRY_AFTER_S = 30.0
 # Hints for the HTTP errors that are never retried: the request itself is wrong.
 _STATUS_HINTS = {
-    400: "the server rejected the request; check --api, --model and --output-tokens against "
-         "what it accepts",
-    401: "check the API key (--api-key-env names the variable that holds it)",
-    403: "check the API key (--api-key-env names the variable that holds it)",
-    404: "the route does not exist there; check --endpoint and --api",
+    400: "the server rejected the request; check --specperf-api, --specperf-model and "
+         "--specperf-output-tokens against what it accepts",
+    401: "check the API key (--specperf-api-key-env names the variable that holds it)",
+    403: "check the API key (--specperf-api-key-env names the variable that holds it)",
+    404: "the route does not exist there; check --endpoint and --specperf-api",
     429: "the server is rate-limiting; measure on an endpoint reserved for the run",
 }
 
@@ -73,7 +73,7 @@ class TimeoutPolicy:
     """How long one generation may take: scaled to what the same request took before.
 
     Before a request of a kind (case and length) has completed, the user's
-    ``--request-timeout`` applies; afterwards ``factor`` times the slowest completed one,
+    ``--specperf-request-timeout`` applies; afterwards ``factor`` times the slowest completed one,
     never below ``floor_s`` (noise and a busy box) and never above the user's cap. A hung
     server then errors within about ``factor`` request times, not after ten minutes.
     """
@@ -87,7 +87,7 @@ class TimeoutPolicy:
     def seconds(self, key: str) -> tuple[float, str]:
         """The timeout for a request of ``key`` and the reason, for the error message."""
         slowest = self._slowest.get(key)
-        cap = f"--request-timeout {self.cap_s:g} s"
+        cap = f"--specperf-request-timeout {self.cap_s:g} s"
         if slowest is None:
             return self.cap_s, cap
         scaled = max(self.floor_s, self.factor * slowest)
@@ -287,7 +287,7 @@ class Client:
             raise EndpointTimeout(
                 f"{method} {url} gave no complete answer within "
                 f"{self._timeout_text(timeout_s)}{basis}: the server is hung or overloaded; "
-                "raise --request-timeout if requests are legitimately this slow.",
+                "raise --specperf-request-timeout if requests are legitimately this slow.",
                 url=url) from exc
         except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
             raise EndpointError(

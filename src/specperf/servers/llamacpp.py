@@ -303,7 +303,7 @@ def steps_from_metrics(before: MetricsSnapshot, after: MetricsSnapshot,
     if before.accepted_drafts is None or after.accepted_drafts is None:
         raise AcceptanceUnavailable(
             f"/metrics has no {METRIC_NAMES['accepted_tokens']}; choose another "
-            "--acceptance-source.")
+            "--specperf-acceptance-source.")
     accepted = after.accepted_drafts - before.accepted_drafts
     steps = completion_tokens - 1 - accepted
     if not math.isfinite(steps) or steps < 1 or accepted < 0 or steps != int(steps):

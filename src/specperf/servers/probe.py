@@ -236,8 +236,9 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
     if chosen_api == "sglang" and flavour != "sglang":
         raise ConfigError(serverkind.no_native_route(client.base_url, detected))
     if chosen_api == "llamacpp" and flavour != "llamacpp":
-        raise ConfigError(f"--api llamacpp was asked for, but {client.base_url} has no /props "
-                          "with build_info: it is not a llama.cpp server; use --api openai.")
+        raise ConfigError(f"--specperf-api llamacpp was asked for, but {client.base_url} has no "
+                          "/props with build_info: it is not a llama.cpp server; use "
+                          "--specperf-api openai.")
     served = model or server_info.get("served_model_name") or model_info.get("served_model_name")
     tok_path = _find_tokenizer(client) if props is None else LlamaTokenizer.path
     ids = tuple(tokenizer_for(client, flavour, tok_path).tokenize("specperf probe", True)) \
@@ -320,10 +321,10 @@ def _choose_source(wanted: str, available: tuple[str, ...]) -> str:
         return available[0]
     if wanted not in available:
         raise AcceptanceUnavailable(
-            f"--acceptance-source {wanted} was asked for, but the server does not provide it "
-            f"(available: {', '.join(available)}). For 'response' the server must return "
-            "spec_verify_ct; for 'metrics' start it with --enable-metrics; for 'log' set "
-            "--log-command.")
+            f"--specperf-acceptance-source {wanted} was asked for, but the server does not "
+            f"provide it (available: {', '.join(available)}). For 'response' the server must "
+            "return spec_verify_ct; for 'metrics' start it with --enable-metrics; for 'log' set "
+            "--specperf-log-command.")
     return wanted
 
 

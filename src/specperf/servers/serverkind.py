@@ -86,13 +86,13 @@ def _text(value: Any) -> str | None:
 
 
 def no_native_route(url: str, detected: Detected) -> str:
-    """The ConfigError sentence for --api sglang on a server without /generate."""
+    """The ConfigError sentence for --specperf-api sglang on a server without /generate."""
     if detected.kind == "vllm":
-        return (f"--api sglang was asked for, but {url} is "
+        return (f"--specperf-api sglang was asked for, but {url} is "
                 f"{server_name('vllm', detected.release, detected.dev_mode)}, which has no "
-                "/generate route; use --api openai or --api openai-chat.")
-    return (f"--api sglang was asked for, but {url} has no /server_info: it is not an SGLang "
-            "server; use --api openai.")
+                "/generate route; use --specperf-api openai or --specperf-api openai-chat.")
+    return (f"--specperf-api sglang was asked for, but {url} has no /server_info: it is not an "
+            "SGLang server; use --specperf-api openai.")
 
 
 def _at_least(release: str | None, wanted: tuple[int, ...]) -> bool:
@@ -116,7 +116,7 @@ def release_notes(detected: Detected, sample: Completion, snapshot: MetricsSnaps
         out.append(steps_note(detected, api, snapshot))
     if snapshot is not None and not snapshot.has_steps and detected.kind == "sglang":
         out.append("/metrics has no sglang:spec_verify_calls_total (SGLang added it in 0.5.14): "
-                   "the metrics acceptance source is unavailable; use --acceptance-source "
+                   "the metrics acceptance source is unavailable; use --specperf-acceptance-source "
                    "response or log.")
     if sample.cached_tokens is None and api != "sglang":
         out.append(cache_note(detected))
@@ -139,16 +139,16 @@ def timings_note(detected: Detected, api: str) -> str:
         return (f"no server timings: start {name} with --enable-metrics (meta_info."
                 f"first_token_latency needs it); {tail}")
     if api != "sglang":
-        return (f"no server timings on --api {api}: {name} sends them only in meta_info "
-                f"(--api sglang, or return_meta_info on the chat route); {tail}")
+        return (f"no server timings on --specperf-api {api}: {name} sends them only in meta_info "
+                f"(--specperf-api sglang, or return_meta_info on the chat route); {tail}")
     return f"no server timings (first_token_latency): {tail}"
 
 
 def steps_note(detected: Detected, api: str, snapshot: MetricsSnapshot | None) -> str:
     """Why the response has no verify-step count, and which source is used instead."""
     instead = ("acceptance comes from the /metrics counters" if snapshot is not None
-               and snapshot.has_steps else "acceptance needs --acceptance-source log or is "
-               "not measured")
+               and snapshot.has_steps else "acceptance needs --specperf-acceptance-source log "
+               "or is not measured")
     if detected.kind == "vllm":
         return ("no per-request step count: start vLLM with --per-request-spec-decode-metrics "
                 f"summary (metrics.speculative_decoding.num_spec_steps); {instead}.")
@@ -156,7 +156,7 @@ def steps_note(detected: Detected, api: str, snapshot: MetricsSnapshot | None) -
             and not _at_least(detected.release, (0, 5, 19)):
         return (f"no per-request step count: {server_name('sglang', detected.release, False)} "
                 "has no sglext.spec_tokens_details on the OpenAI routes (added in 0.5.19); "
-                f"{instead}; --api sglang reads meta_info.spec_verify_ct.")
+                f"{instead}; --specperf-api sglang reads meta_info.spec_verify_ct.")
     return f"no per-request step count in the response; {instead}."
 
 

@@ -87,7 +87,7 @@ def embedded(settings: Settings) -> SimProcess:
 
 
 def profile_name(settings_value: str) -> str:
-    """The profile's own name (``--sim-profile`` may be a path to a profile file)."""
+    """The profile's own name (``--specperf-sim-profile`` may be a path to a profile file)."""
     return load_profile(settings_value).name
 
 
@@ -113,7 +113,7 @@ class SimProcess:
             err = self._stop_and_stderr()
             raise EndpointUnreachable(
                 f"the embedded simulator did not start ({' '.join(self.argv[1:])}): "
-                f"{err.strip()[-500:] or 'no output'}. Check --sim-profile.")
+                f"{err.strip()[-500:] or 'no output'}. Check --specperf-sim-profile.")
         self.url = line[line.index("http://"):].strip()
         return self.url
 

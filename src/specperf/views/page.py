@@ -111,7 +111,7 @@ def _baseline_rows(doc: Mapping[str, Any]) -> list[tuple[str, list[Span]]]:
 
 def _baseline_text(base: Mapping[str, Any] | None) -> str:
     if base is None:
-        return "none: nothing to compare with (create one with --update-baselines)"
+        return "none: nothing to compare with (create one with --specperf-update-baselines)"
     return (f"{base['deployment']} v{base['version']} (created {base['created']}, specperf "
             f"{base.get('suite_version', '?')}, git {base.get('git_revision', '?')})")
 
@@ -130,7 +130,7 @@ def _concurrency_baseline(doc: Mapping[str, Any]) -> list[Span]:
         return [Span("none: this run writes one")]
     if base is None:
         return [Span("none: the levels were compared with nothing (create one with "
-                     "--update-baselines -m concurrency_scaling)")]
+                     "--specperf-update-baselines -m concurrency_scaling)")]
     out = [Span(f"{base['deployment']} v{base['version']} ({base['path']}, created "
                 f"{base['created']}; levels {', '.join(str(c) for c in base['levels'])})")]
     if base.get("not_judged"):

@@ -1,10 +1,10 @@
 """Reports of a perf run: ``reports/<run-id>/`` with results.json, report.html and the history,
 and the commands that render them outside a run (``specperf report RESULTS``, ``specperf trend``).
 
-Where reports go: ``--report-dir``, else ``$SPECPERF_REPORT_DIR``, else ``reports``, relative to
-where pytest was started. This module renders only from the record (results.json, history.jsonl)
-and imports no pytest: the pytest side, which builds the record at the end of a run, is
-:mod:`specperf.plugin.reporting`.
+Where reports go: ``--specperf-report-dir``, else ``$SPECPERF_REPORT_DIR``, else ``reports``,
+relative to where pytest was started. This module renders only from the record (results.json,
+history.jsonl) and imports no pytest: the pytest side, which builds the record at the end of a
+run, is :mod:`specperf.plugin.reporting`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ USAGE_ERROR = 2
 
 
 def report_dir(setting: Path | None = None, start: Path | None = None) -> Path:
-    """Where reports go (--report-dir, else $SPECPERF_REPORT_DIR, else ``reports``),
+    """Where reports go (--specperf-report-dir, else $SPECPERF_REPORT_DIR, else ``reports``),
     relative to ``start`` (where pytest was started)."""
     path = setting or Path(os.environ.get(REPORT_DIR_ENV) or "reports")
     return path if path.is_absolute() else (start or Path.cwd()) / path

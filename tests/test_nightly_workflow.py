@@ -110,7 +110,7 @@ def test_runs_the_main_job(job):
     command = step["run"].split()
     assert command[:4] == ["pytest", "perf_tests", "-m", "context_scaling"]
     # A night that compared nothing (no baseline for the deployment) must not be green.
-    assert "--require-baseline" in command
+    assert "--specperf-require-baseline" in command
     assert "if" not in step  # the verdict step itself runs only when everything before passed
 
 

@@ -73,7 +73,7 @@ def test_a_malformed_exposition_is_one_endpoint_error_sentence_for_every_caller(
 # -- 2. baseline_version: parsed at startup, one accessor -------------------------------------
 @pytest.mark.parametrize(("cli", "env", "ini", "message"), [
     ({"baseline_version": "v2"}, {}, {},
-     "--baseline-version = 'v2' is not valid: expected a positive integer or 'latest'."),
+     "--specperf-baseline-version = 'v2' is not valid: expected a positive integer or 'latest'."),
     ({}, {"SPECPERF_BASELINE_VERSION": "0"}, {},
      "SPECPERF_BASELINE_VERSION = '0' is not valid: expected a positive integer or 'latest'."),
     ({}, {}, {"baseline_version": "newest"},
@@ -84,6 +84,13 @@ def test_a_bad_baseline_version_is_a_config_error_naming_its_source(cli, env, in
     with pytest.raises(ConfigError) as err:
         resolve(cli, env, ini)
     assert str(err.value) == message
+
+
+def test_a_bad_baseline_version_typed_by_its_old_name_names_that_name():
+    with pytest.raises(ConfigError) as err:
+        resolve({"baseline_version": "v2"}, {}, {}, {"baseline_version": "--baseline-version"})
+    assert str(err.value) == ("--baseline-version = 'v2' is not valid: expected a positive "
+                              "integer or 'latest'.")
 
 
 def test_the_baseline_version_accessor():

@@ -133,7 +133,7 @@ def test_a_baseline_without_prefill_loads_and_does_not_judge_it() -> None:
     assert "ttft_ms" not in verdict.details
     assert verdict.message.endswith(
         "within tolerance; prefill (TTFT) not judged: not in the baseline — write a new "
-        "version with --update-baselines to judge it.")
+        "version with --specperf-update-baselines to judge it.")
 
 
 def test_an_old_baseline_file_without_prefill_reads() -> None:

@@ -81,7 +81,7 @@ def test_changed_cases_on_a_changed_server_name_the_fingerprint_fields():
         "  the server's fingerprint differs from baseline v2's (draft model, threads: draft "
         "model: a → b; threads: 2 → 1): these changes may be that server change, not the code "
         "under test; if the new server is intended, write a new baseline version with "
-        "--update-baselines.")
+        "--specperf-update-baselines.")
     assert summary.fingerprint_lines(_doc(baseline=base, verdicts=[failing])) == []
 
 
@@ -119,13 +119,14 @@ def test_the_ab_gate_names_both_sides():
     assert out[1] == "specperf gate: 1 smoke cases against candidate C, judged against production P"
 
 
-@pytest.mark.parametrize("args", [["--contexts", "-5,abc"], ["--contexts"]])
+@pytest.mark.parametrize("args", [["--specperf-contexts", "-5,abc"], ["--specperf-contexts"]])
 def test_a_contexts_value_that_starts_with_a_dash_gets_a_hint(pytester, args):
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
-        "*argument --contexts: expected one value. A value that starts with '-' reads as an "
-        "option: attach it with '=', e.g. --contexts=-5,13 (not --contexts -5,13)"])
+        "*argument --specperf-contexts: expected one value. A value that starts with '-' reads "
+        "as an option: attach it with '=', e.g. --specperf-contexts=-5,13 (not "
+        "--specperf-contexts -5,13)"])
 
 
 def test_the_missing_baseline_command_keeps_the_runs_case_shape_and_noise_limits(tmp_path):

@@ -391,5 +391,5 @@ def fingerprint_lines(doc: dict[str, Any]) -> list[str]:
     return [f"  the server's fingerprint differs from baseline v{base['version']}'s "
             f"({fields}: {'; '.join(diffs)}): these changes may be that server change, not "
             "the code under test; if the new server is intended, write a new baseline "
-            "version with --update-baselines."]
+            "version with --specperf-update-baselines."]
 

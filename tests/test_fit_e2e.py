@@ -53,22 +53,28 @@ def test_close_contexts_skip_the_slope_check_naming_the_context_to_add(with_base
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines([
         "SKIPPED [[]1[]] *: reasoning: step time per 1k context * ± * → * ± * ms (*, limit "
-        "+*%: the step-time tolerance 10% at context *, wider than the slope's 15%): "
+        "+*%: the step-time tolerance 10% at context *, wider than the slope's 15%; "
+        "run-to-run prior ±3.0 %: no history yet): "
         "contexts 13,20 lie too close together to determine the slope (±* ms per 1k "
         "against a * ms band), so it is neither a pass nor a fail — add a longer context: "
-        "pytest perf_tests -m context_scaling --text-classes reasoning --contexts 13,20,*"])
+        "pytest perf_tests -m context_scaling --specperf-text-classes reasoning "
+        "--specperf-contexts 13,20,*"])
     assert "attention scaling regression" not in out
 
 
 def test_a_step_time_regression_is_not_also_called_unexplained(with_baseline):
     project, sim, where = with_baseline
     httpx.post(f"{sim.url}/_sim/faults", json={"step_time_mult": 1.3}).raise_for_status()
-    result = project.run(*ARGS, *where, "--contexts", "13,1663")
+    # The simulator has no night-to-night noise: state its run-to-run noise, or the 3 % prior
+    # leaves ctx1663's −20 % tok/s undetermined (the prior is tested in tests/test_sweep.py).
+    result = project.run(*ARGS, *where, "--contexts", "13,1663", "--specperf-run-noise=0.005")
     out = result.stdout.str()
     assert result.ret == pytest.ExitCode.TESTS_FAILED, out
+    # The sentence under FAILURES, the line after the case's header.
     result.stdout.fnmatch_lines([
-        "*reasoning-ctx1663: tok/s * → * (−*%, limit −10%): step time * → * ms (+*%) explains "
-        "it; avg commit * (*, within noise) — step-time regression: check the kernels, "
-        "attention backend and KV cache."])
+        "_*_ test_context_scaling[[]reasoning-ctx1663[]] _*_",
+        "tok/s * → * (−*%, limit −10%): step time * → * ms (+*%) explains it; avg commit * → * "
+        "(*, within noise) — step-time regression: check the kernels, attention backend and KV "
+        "cache (run-to-run prior ±0.5 %: no history yet)."], consecutive=True)
     assert "unexplained by the model" not in out
     assert "neither acceptance nor" not in out

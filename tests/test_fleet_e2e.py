@@ -124,8 +124,11 @@ def fleet_run(start_sim, tmp_path_factory) -> FleetRun:
             _copy_baseline(base, "healthy", name)
         httpx.post(f"{urls['regressed']}/_sim/faults", json={"step_time_mult": 1.3}, timeout=5)
         fleet = _fleet_file(project / "fleet.toml", urls)
+        # The simulators have no night-to-night noise: the fleet run states it, or the 3 %
+        # prior leaves the 30 % step-time fault's ctx1663 tok/s undetermined (the prior is
+        # tested in tests/test_sweep.py).
         run = _pytest(project, "-n", "3", "--endpoints", str(fleet), "--baseline-dir", str(base),
-                      "-rA")
+                      "-rA", "--specperf-run-noise=0.005")
         killed: list[int] = []
         stopper = threading.Thread(target=_stop_halfway, args=(sims["stopped"], run, killed))
         stopper.start()
@@ -176,7 +179,9 @@ def test_the_regression_is_attributed_to_step_time(fleet_run):
         assert re.fullmatch(r"tok/s [\d.]+ → [\d.]+ \(−[\d.]+%, limit −10%\): step time [\d.]+ → "
                             r"[\d.]+ ms \(\+[\d.]+%\) explains it; avg commit [\d.]+ → [\d.]+ "
                             r"\([+−][\d.]+%, within noise\) — step-time regression: check the "
-                            r"kernels, attention backend and KV cache\.", verdict["message"]), \
+                            r"kernels, attention backend and KV cache \(run-to-run prior "
+                            r"±0\.5 %: no history yet\)\.",
+                            verdict["message"]), \
             verdict["message"]
         assert verdict["attribution"]["step"] > 0.9
     others = [v for p in ("healthy", "stopped") for v in

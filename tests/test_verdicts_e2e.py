@@ -100,21 +100,32 @@ def test_acceptance_drop_fails_every_case_attributed_to_acceptance(baselined, tm
     assert len(failing) >= 3, out
     for verdict in failing:
         assert verdict["attribution"]["acceptance"] >= 0.9, verdict
-        assert "acceptance regression: check the drafter and the text." in verdict["message"]
+        assert ("— acceptance regression: check the drafter and the text (run-to-run prior "
+                "±3.0 %: no history yet)." in verdict["message"]), verdict["message"]
         assert f"{verdict['case_id']}" in out
     assert "step-time regression" not in out
 
 
 def test_context_slope_regression_fails_high_context_and_names_the_slope(baselined):
     sim, project, args, _ = baselined
-    _inject(sim, slope_mult=1.4)
-    result = project.run(*args, "-rf")
+    # 1.8: ctx1663's step time +42 % and tok/s about −25 %, clearly past their limits (at 1.4
+    # tok/s fell 10.2 %, on its −10 % limit); ctx13's step time moves 2 %.
+    _inject(sim, slope_mult=1.8)
+    # The simulator has no night-to-night noise: state its run-to-run noise, or the 3 % prior
+    # leaves ctx1663's cases undetermined (the prior is tested in tests/test_sweep.py).
+    result = project.run(*args, "-rf", "--specperf-run-noise=0.005")
+    # The sentences under FAILURES, each on the line after its test's header.
     result.stdout.fnmatch_lines([
-        "*padding-ctx1663*step time * ms (+*%) explains it*step-time regression*",
-        "*padding: step time per 1k context * ms (+*%, limit +*%: the step-time tolerance 10% "
-        "at context 1695, wider than the slope's 15%) — attention scaling "
-        "regression*",
-    ])
+        "_*_ test_context_scaling[[]padding-ctx1663[]] _*_",
+        "tok/s * → * (−*%, limit −10%): step time * → * ms (+*%) explains it; avg commit * → * "
+        "(*, within noise) — step-time regression: check the kernels, attention backend and KV "
+        "cache (run-to-run prior ±0.5 %: no history yet)."], consecutive=True)
+    result.stdout.fnmatch_lines([
+        "_*_ test_context_fit[[]padding[]] _*_",
+        "padding: step time per 1k context * ms (+*%, limit +*%: the step-time tolerance 10% "
+        "at context 1695, wider than the slope's 15%; run-to-run prior ±0.5 %: no history "
+        "yet) — attention scaling regression: step time grows faster with context than in the "
+        "baseline."], consecutive=True)
     outcomes = result.parseoutcomes()
     assert outcomes["failed"] == 4  # two 1663 cases and two fits; the ctx13 cases pass
     assert outcomes["passed"] == 2

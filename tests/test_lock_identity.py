@@ -68,14 +68,14 @@ def test_a_remote_host_is_named_by_its_resolved_address(monkeypatch: pytest.Monk
 
 
 # -- two real runs -----------------------------------------------------------------------------
-def _run(project: Path, url: str, lock_dir: Path, context: int, output: int
+def _run(project: Path, url: str, lock_dir: Path, context: int, output: int, repeats: int = 3
          ) -> subprocess.Popen[str]:
     env = {**os.environ, "SPECPERF_LOCK_DIR": str(lock_dir), "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
          "-v", "-m", "context_scaling", "--endpoint", url, f"--output-tokens={output}",
-         f"--contexts={context}", "--text-classes=padding", "--repeats=3",
-         "test_context_scaling.py"],
+         f"--contexts={context}", "--text-classes=padding", f"--repeats={repeats}",
+         f"--max-repeats={max(repeats, 8)}", "test_context_scaling.py"],
         cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -91,9 +91,11 @@ def _spans(url: str, prompt: int) -> tuple[float, float]:
 def test_two_runs_naming_one_server_differently_are_serialised(pytester: pytest.Pytester,
                                                                start_sim: Any,
                                                                tmp_path: Path) -> None:
-    # No race with the box's load: every request of the first run hangs (a simulator fault)
-    # until the second run has said it waits, so the first holds the lock however slowly
-    # the second starts; then the fault is lifted and both finish.
+    # No race with the box's load: every request of the first run hangs 2 s (a simulator
+    # fault) until the second run has said it waits, and the first sends 31 of them, so it
+    # holds the lock for a minute however slowly the second starts (with 4 requests, 8 s, a
+    # loaded box once started the second after the first had finished); then the fault is
+    # lifted and both finish.
     sim = start_sim(time_scale=0.5)
     port = sim.url.rsplit(":", 1)[1]
     pytester.path.joinpath("test_context_scaling.py").write_text(
@@ -101,7 +103,7 @@ def test_two_runs_naming_one_server_differently_are_serialised(pytester: pytest.
     lock_dir = tmp_path / "locks"
     lock = lock_dir / f"gpu-localhost-{port}.lock"
     httpx.post(f"{sim.url}/_sim/faults", json={"hang_s": 2.0}).raise_for_status()
-    first = _run(pytester.path, f"http://127.0.0.1:{port}", lock_dir, 300, 64)
+    first = _run(pytester.path, f"http://127.0.0.1:{port}", lock_dir, 300, 64, repeats=30)
     deadline = time.monotonic() + 120
     while read_holder(lock) is None:  # the first run holds the lock
         assert first.poll() is None and time.monotonic() < deadline

@@ -43,8 +43,10 @@ Each case: a warm-up, then repeats until ``decide_repeats`` stops (3–8), ``jud
 the box: nightly, :func:`specperf.core.noise.from_history` over ``--history`` (20) simulated
 nights of history lines (per-cell medians of 5 requests under the same noises, with their
 standard errors as ``cell_se``; the baseline's night is the last of them); same-night,
-``NoiseModel.same_night()``. Before that the judge sees only the requests (the BEFORE
-table). ``--judge-noise off`` forces that.
+``NoiseModel.same_night()``. Before that the judge saw only the requests (the BEFORE
+table, docs/benchmarks.md §9: the package at 3f3c08f with this script at 41c4afe).
+``--judge-noise off`` passes no model: today's judge then uses its stated prior, as on a
+box with no history yet.
 
 GPU seconds count every request at the incident's physics (time scale 1), warm-ups, top-ups
 and a same-night reference included; a nightly baseline is not counted (it is paid once).
@@ -452,7 +454,8 @@ def main() -> None:
     parser.add_argument("--baseline-repeats", type=int, default=Settings().baseline_repeats)
     parser.add_argument("--history", type=int, default=20, help="history nights for the judge")
     parser.add_argument("--judge-noise", choices=("auto", "off"), default="auto",
-                        help="off: judge without the run-to-run model even if it exists")
+                        help="off: pass the judge no noise model (today's judge then uses its "
+                             "prior, as on a box without history)")
     parser.add_argument("--tag", default="", help="suffix of the results file")
     args = parser.parse_args()
     if args.judge_noise == "off":

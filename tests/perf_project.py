@@ -16,8 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # because the box is loaded.
 # Without hypothesis's plugin: it imports hypothesis at every terminal summary (about 1.3 s of
 # CPU a run; tests/inprocess.py).
-FAST = ("--contexts=13,1663", "--output-tokens=64", "--repeats=3",
-        "--warmup=1", "-p", "no:cacheprovider", "--sim-time-scale=0.5", *NO_HYPOTHESIS)
+FAST = ("--specperf-contexts=13,1663", "--output-tokens=64", "--specperf-repeats=3",
+        "--specperf-warmup=1", "-p", "no:cacheprovider", "--specperf-sim-time-scale=0.5",
+        *NO_HYPOTHESIS)
 
 
 class PerfProject:

@@ -30,8 +30,8 @@ def gate_baseline(start_sim: Callable[..., SimProcess],
         base = root / "baselines"
         cmd = [sys.executable, "-m", "pytest", str(ROOT / "perf_tests"), "-m", "context_scaling",
                "-p", "no:cacheprovider", "--endpoint", sim.url,
-               "--contexts=13,3333", "--output-tokens=200", "--baseline-dir", str(base),
-               "--deployment", DEPLOYMENT, "--update-baselines"]
+               "--specperf-contexts=13,3333", "--output-tokens=200", "--baseline-dir", str(base),
+               "--deployment", DEPLOYMENT, "--specperf-update-baselines"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("SPECPERF_")}
         env["SPECPERF_LOCK_DIR"] = str(root / "locks")
         env["SPECPERF_REPORT_DIR"] = str(root / "reports")

@@ -31,10 +31,10 @@ from perf_project import FAST, ROOT
 # past the 10% limit with acceptance and step time unchanged (the server's own figures). These
 # runs judge acceptance and step time at their usual limits and tok/s only against a slowdown a
 # busy client cannot make up.
-BUSY_CLIENT_TOK_S = "--tolerances=tok_s=0.3"
+BUSY_CLIENT_TOK_S = "--specperf-tolerances=tok_s=0.3"
 # The same delays spread such a cell's tok/s past the 0.10 relative MAD that makes it unstable
 # (0.15-0.20 over 8 repeats at load 30): runs whose point is not the spread accept up to 0.5.
-BUSY_CLIENT_SPREAD = "--max-spread=0.5"
+BUSY_CLIENT_SPREAD = "--specperf-max-spread=0.5"
 INI = "[pytest]\nfilterwarnings = error\naddopts = --strict-markers\n"
 SCALING = ("test_context_scaling.py", "test_text_classes.py")
 

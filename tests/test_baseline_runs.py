@@ -118,4 +118,4 @@ def test_the_file_records_its_runs_and_older_files_count_as_one(tmp_path):
         store.load("box")
     assert str(info.value) == (
         f"baseline {tmp_path / 'box' / 'v3.json'}: runs should be a list of run ids, found "
-        "['r2', 3]: restore it from git or write a new version with --update-baselines.")
+        "['r2', 3]: restore it from git or write a new version with --specperf-update-baselines.")

@@ -13,8 +13,8 @@ import pytest
 # Whole perf sessions against a simulator: the slow set (pytest -m slow).
 pytestmark = pytest.mark.slow
 
-ARGS = ("-m", "context_scaling", "--text-classes", "reasoning", "--contexts", "13",
-        "--output-tokens", "64")
+ARGS = ("-m", "context_scaling", "--specperf-text-classes", "reasoning", "--specperf-contexts",
+        "13", "--output-tokens", "64")
 
 
 def _slots(doc: dict[str, Any], metric: str) -> dict[int, float]:
@@ -27,7 +27,7 @@ def test_a_baseline_from_two_runs_holds_each_request_slots_median(perf_project, 
     sim = start_sim()
     project = perf_project()
     where = ("--endpoint", sim.url, "--baseline-dir", str(tmp_path / "b"),
-             "--report-dir", str(tmp_path / "r"))
+             "--specperf-report-dir", str(tmp_path / "r"))
     first = project.run(*ARGS, *where, "--deployment", "box")
     assert first.ret == 0, first.stdout.str()
     other = project.run(*ARGS, *where, "--deployment", "other")  # never merged into box's

@@ -56,9 +56,9 @@ def test_every_status_in_a_real_runs_record_is_the_contracts(perf_project, start
     sim = start_sim(time_scale=SCALE)
     project = project_with_paths(perf_project)
     where = ("--endpoint", sim.url, "--baseline-dir", str(tmp_path / "baselines"),
-             "--text-classes", "reasoning", "--contexts", "13,1663", *ARGS)
+             "--specperf-text-classes", "reasoning", "--specperf-contexts", "13,1663", *ARGS)
     marks = ("-m", "context_scaling or streaming or parser")
-    written = project.run(*marks, *where, "--update-baselines",
+    written = project.run(*marks, *where, "--specperf-update-baselines",
                           env={"SPECPERF_REPORT_DIR": str(tmp_path / "r0")})
     assert written.ret == 0, written.stdout.str()
     result = project.run(*marks, *where, env={"SPECPERF_REPORT_DIR": str(tmp_path / "r1")})

@@ -76,8 +76,8 @@ def test_the_run_stops_before_any_request_and_records_no_baseline(perf_project, 
     root = _store(tmp_path / "b", "demo", "sim-kimi-k26-ddtree")
     before = _finished_requests(clean_sim.url)
     project = perf_project()
-    result = project.run_inprocess("-m", "context_scaling", "--text-classes", "padding",
-                                   "--contexts", "13", "--endpoint", clean_sim.url,
+    result = project.run_inprocess("-m", "context_scaling", "--specperf-text-classes", "padding",
+                                   "--specperf-contexts", "13", "--endpoint", clean_sim.url,
                                    "--deployment", "demoo", "--baseline-dir", str(root))
     result.assert_outcomes(errors=2)  # the case and the fit
     result.stdout.fnmatch_lines([

@@ -25,7 +25,7 @@ def test_every_test_of_a_run_whose_cases_error_is_an_error(perf_project, start_s
     for name in ("test_sweep.py", "test_streaming.py"):
         project.pytester.path.joinpath(name).write_text((ROOT / "perf_tests" / name).read_text())
     result = project.run("-m", "context_scaling or streaming", "--endpoint", sim.url,
-                         "--text-classes", "padding", "--contexts", "13")
+                         "--specperf-text-classes", "padding", "--specperf-contexts", "13")
     # the case, its fit, the sweep (its cases measured in setup), two streamed paths
     result.assert_outcomes(errors=5)
     assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -205,7 +205,7 @@ def test_digest_names_another_temperature_and_output_length_in_one_sentence():
         "this run's requests differ from those of baseline dep v3 (output length 600 → 300 "
         "tokens; temperature 0 → 0.7): a client-side change is no server regression, so the "
         "run refuses to compare — measure with the baseline's settings, or write a new version "
-        "with --update-baselines.")
+        "with --specperf-update-baselines.")
 
 
 def test_digest_sees_a_changed_text_class_source_and_route():

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 TIMING = "tok_s=0.5,step_ms=0.5,decode_tok_s=0.5,ttft_ms=1.0,slope=0.5"
 # 200 tokens: enough verify steps that a 3% lower acceptance moves every case's count.
 ARGS = ("-m", "context_scaling", "--output-tokens=200", "--deployment", "exact-dep",
-        "--tolerances", TIMING, "--max-spread", "0.3")
+        "--specperf-tolerances", TIMING, "--specperf-max-spread", "0.3")
 CASES = ("padding-ctx13", "padding-ctx1663", "reasoning-ctx13", "reasoning-ctx1663")
 # 0.2: a simulated step sleeps several ms, so a loaded 2-core box stays stable.
 SCALE = 0.2
@@ -41,10 +41,10 @@ def two_runs(start_sim, tmp_path_factory) -> Path:
         sim = start_sim(time_scale=SCALE)
         project = Project(root / "project", root / "locks")
         args = _args(sim.url, root / "baselines")
-        project.run(*args, "--update-baselines").stdout.fnmatch_lines(
+        project.run(*args, "--specperf-update-baselines").stdout.fnmatch_lines(
             ["specperf: wrote baseline */exact-dep/v1.json"])
         shutil.copytree(root / "baselines", root / "v1-only")
-        save(project.run(*args, "--update-baselines"), root / "second.json")
+        save(project.run(*args, "--specperf-update-baselines"), root / "second.json")
         (root / "truth.json").write_text(httpx.get(f"{sim.url}/_sim/truth").text)
     return once(tmp_path_factory, "exact-two-runs", produce)
 
@@ -110,7 +110,7 @@ def test_a_three_percent_lower_acceptance_is_noted_inside_the_tolerance_and_fail
         baselined, tmp_path):
     sim, project, args, directory = baselined
     httpx.post(f"{sim.url}/_sim/faults", json={"acceptance_mult": 0.97}).raise_for_status()
-    result = project.run(*args, "--repeats=1")
+    result = project.run(*args, "--specperf-repeats=1")
     # Exact acceptance sees the change with certainty; inside the 10 % avg_commit tolerance it
     # is noted and the run passes (one repeat cannot determine a context slope: the two fit
     # tests pass or skip as undetermined, never fail).
@@ -133,7 +133,8 @@ def test_a_three_percent_lower_acceptance_is_noted_inside_the_tolerance_and_fail
             f"Statistics: *"))
     assert {verdicts[c]["exact"]["cause"] for c in CASES} == {"drafter"}
     # The same change against a 1 % acceptance tolerance is a regression naming the cause.
-    result = project.run(*args, "--repeats=1", "--tolerances", f"avg_commit=0.01,{TIMING}")
+    result = project.run(*args, "--specperf-repeats=1", "--specperf-tolerances",
+                         f"avg_commit=0.01,{TIMING}")
     assert result.parseoutcomes().get("failed") == 4
     doc = _results(project.path)[-1]
     for case in CASES:
@@ -148,7 +149,7 @@ def test_a_three_percent_lower_acceptance_is_noted_inside_the_tolerance_and_fail
 def test_identical_mode_fails_a_change_that_the_tolerance_would_only_note(baselined):
     sim, project, args, directory = baselined
     httpx.post(f"{sim.url}/_sim/faults", json={"acceptance_mult": 0.97}).raise_for_status()
-    result = project.run(*args, "--repeats=1", "--acceptance-mode", "identical")
+    result = project.run(*args, "--specperf-repeats=1", "--specperf-acceptance-mode", "identical")
     assert result.parseoutcomes().get("failed") == 4, result.stdout.str()[-2000:]
     doc = _results(project.path)[-1]
     for case in CASES:
@@ -169,4 +170,4 @@ def test_a_changed_request_digest_refuses_to_compare_in_one_sentence(baselined):
         "BaselineError: this run's requests differ from those of baseline exact-dep v1 "
         "(temperature 0.7 → 0): a client-side change is no server regression, so the run "
         "refuses to compare — measure with the baseline's settings, or write a new version "
-        "with --update-baselines."])
+        "with --specperf-update-baselines."])

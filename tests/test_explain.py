@@ -85,7 +85,7 @@ def test_unknown_class_names_the_classes(capsys: pytest.CaptureFixture[str]) -> 
     assert (code, out) == (2, "")
     assert err == (f"specperf explain: the baseline of '{REAL_BOX}' (v1) has no text class "
                    f"'code' (it has: padding, reasoning): pick one of those, or measure code "
-                   f"with --text-classes code --update-baselines.\n")
+                   f"with --specperf-text-classes code --specperf-update-baselines.\n")
 
 
 def test_offline_needs_its_figures(capsys: pytest.CaptureFixture[str]) -> None:
@@ -157,7 +157,7 @@ def test_faster_than_predicted_is_improved(capsys: pytest.CaptureFixture[str]) -
     doc = json.loads(out)
     assert (code, doc["status"], doc["factor"]) == (0, "improved", "none")
     assert "the observation is 42 % faster than the baseline predicts — the baseline may be " \
-           "stale; refresh it with --update-baselines." in doc["message"]
+           "stale; refresh it with --specperf-update-baselines." in doc["message"]
 
 
 def test_far_context_is_extrapolated(capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,17 +168,17 @@ def test_far_context_is_extrapolated(capsys: pytest.CaptureFixture[str]) -> None
     assert code in (0, 1)
     assert doc["prediction"]["notes"] == [
         "context 20000 is far outside the fitted range (mean contexts 313–5853): its step time "
-        "is extrapolated; measure it with --contexts 20000 --update-baselines"]
+        "is extrapolated; measure it with --specperf-contexts 20000 --specperf-update-baselines"]
     assert doc["message"].endswith(" Note: context 20000 is far outside the fitted range (mean "
                                    "contexts 313–5853): its step time is extrapolated; measure "
-                                   "it with --contexts 20000 --update-baselines.")
+                                   "it with --specperf-contexts 20000 --specperf-update-baselines.")
 
 
 def test_concurrency_without_its_baseline_is_said(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = run(capsys, *OFFLINE, "--observed-tok-s", "20", "--concurrency", "4", "--json")
     assert json.loads(out)["prediction"]["notes"][-1] == (
         "concurrency 4.0: the deployment has no concurrency baseline, so step time is predicted "
-        "as at concurrency 1; measure one with -m concurrency_scaling --update-baselines")
+        "as at concurrency 1; measure one with -m concurrency_scaling --specperf-update-baselines")
 
 
 def test_live_class_is_the_nearest_by_avg_commit() -> None:

@@ -37,7 +37,8 @@ from specperf.settings.config import resolve
 # first import inside a pytester test would leave two httpcore copies whose exceptions httpx
 # no longer recognises. Importing it at collection keeps it in every snapshot.
 
-ONE_CASE = ("-m", "context_scaling", "--text-classes", "padding", "--contexts", "13")
+ONE_CASE = ("-m", "context_scaling", "--specperf-text-classes", "padding", "--specperf-contexts",
+            "13")
 
 
 # -- the tampering proxy ---------------------------------------------------------------------------
@@ -193,7 +194,7 @@ EXPECTED = [
     "endpoint out of rotation.",
     "BadStatus: POST http://127.0.0.1:*/generate answered HTTP 400: {\"object\": \"error\", "
     "\"message\": \"Invalid request\", \"code\": 400} (the server rejected the request; check "
-    "--api, --model and --output-tokens against what it accepts)",
+    "--specperf-api, --specperf-model and --specperf-output-tokens against what it accepts)",
     "EndpointError: POST http://127.0.0.1:*/generate: the connection dropped mid-response (*); "
     "the server or something between it and specperf closed it: check the server log for a "
     "crash or restart. (after 2 retries)",
@@ -209,9 +210,9 @@ def test_every_bad_answer_is_an_error_with_one_sentence_and_no_key(perf_project,
     key = "sk-planted-e2e-7c3a91"
     proxy = tamper(FAULTS)
     project = perf_project()
-    result = project.run("-m", "context_scaling", "--text-classes", "reasoning",
-                         "--contexts", ",".join(map(str, FAULTS)), "--endpoint", proxy.url,
-                         "--api-key-env", "PLANTED_KEY", "-v", env={"PLANTED_KEY": key})
+    result = project.run("-m", "context_scaling", "--specperf-text-classes", "reasoning",
+                         "--specperf-contexts", ",".join(map(str, FAULTS)), "--endpoint", proxy.url,
+                         "--specperf-api-key-env", "PLANTED_KEY", "-v", env={"PLANTED_KEY": key})
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(errors=len(FAULTS) + 1)  # every case and the class's fit, no failure
     result.stdout.fnmatch_lines(EXPECTED)
@@ -293,8 +294,8 @@ def test_a_hung_server_times_out_after_a_multiple_of_the_expected_request_time(s
     assert re.fullmatch(
         rf"POST {re.escape(sim.url)}/generate gave no complete answer within 0\.5 s \(3× the "
         r"slowest earlier request of this kind, [0-9.e-]+ s, at least 0\.5 s; "
-        r"--request-timeout 600 s is the cap\): the server is hung or overloaded; raise "
-        r"--request-timeout if requests are legitimately this slow\.", str(err.value))
+        r"--specperf-request-timeout 600 s is the cap\): the server is hung or overloaded; raise "
+        r"--specperf-request-timeout if requests are legitimately this slow\.", str(err.value))
 
 
 # -- the chaos run ---------------------------------------------------------------------------------
@@ -329,8 +330,8 @@ ALLOWED_ERRORS = re.compile(
 # least the client's 0.5 s backoff, 5 s of simulated time at scale 0.1, several times a whole
 # request here), far beyond them; timing is judged per request against the server's ground
 # truth instead. Acceptance keeps its 10 %: the seeded physics, the same whatever the load.
-WIDE = ("--tolerances", "tok_s=0.5,step_ms=0.5,decode_tok_s=0.5,ttft_ms=1.0,slope=0.5",
-        "--max-spread", "0.3")
+WIDE = ("--specperf-tolerances", "tok_s=0.5,step_ms=0.5,decode_tok_s=0.5,ttft_ms=1.0,slope=0.5",
+        "--specperf-max-spread", "0.3")
 
 
 def _served_as(sample: dict[str, Any], truth: list[dict[str, Any]], scale: float
@@ -368,8 +369,8 @@ def test_chaos_sweep_with_faults_on_a_tenth_of_requests(perf_project, start_sim)
     xml = project.pytester.path / "chaos.xml"
     # 256 tokens: enough verify steps per request that acceptance can be compared tightly.
     chaos = project.run("-m", "context_scaling", "--endpoint", candidate.url,
-                        "--compare-endpoint", production.url, "--output-tokens", "256", *WIDE,
-                        f"--junitxml={xml}", "-rs")
+                        "--specperf-compare-endpoint", production.url, "--output-tokens", "256",
+                        *WIDE, f"--junitxml={xml}", "-rs")
     truth = httpx.get(f"{candidate.url}/_sim/truth").json()
     reference = [t for t in httpx.get(f"{production.url}/_sim/truth").json()["requests"]
                  if not t["background"]]

@@ -46,7 +46,8 @@ def test_an_undetermined_slope_names_the_context_to_add() -> None:
         "reasoning: step time per 1k context 17.6 ± 0.1 → 17.1 ± 33.4 ms (−2.7%, limit +15%): "
         "contexts 13,20 lie too close together to determine the slope (±92.7 ms per 1k "
         "against a 2.6 ms band), so it is neither a pass nor a fail — add a longer context: "
-        "pytest perf_tests -m context_scaling --text-classes reasoning --contexts 13,20,1663")
+        "pytest perf_tests -m context_scaling --specperf-text-classes reasoning "
+        "--specperf-contexts 13,20,1663")
 
 
 def test_a_determined_slope_passes_or_fails_with_its_error_shown() -> None:
@@ -73,7 +74,7 @@ def test_a_slope_within_its_error_of_the_limit_asks_for_more_repeats() -> None:
         "reasoning: step time per 1k context 17.6 ± 0.1 → 20.0 ± 0.3 ms (+13.7%, limit +15%): "
         "the slope sits within its uncertainty (±0.9 ms per 1k) of the limit, so it is "
         "neither a pass nor a fail — measure again with more repeats: pytest perf_tests -m "
-        "context_scaling --text-classes reasoning --repeats 10")
+        "context_scaling --specperf-text-classes reasoning --specperf-repeats 10")
 
 
 def test_an_uncertain_baseline_slope_asks_for_a_wider_baseline() -> None:
@@ -83,8 +84,8 @@ def test_an_uncertain_baseline_slope_asks_for_a_wider_baseline() -> None:
     assert verdict.message.endswith(
         ": the baseline's slope is too uncertain (±33.4 ms per 1k) to judge against a 2.6 ms "
         "band, so it is neither a pass nor a fail — write a baseline with more repeats over "
-        "the default contexts: pytest perf_tests -m context_scaling --update-baselines "
-        "--baseline-repeats 20")
+        "the default contexts: pytest perf_tests -m context_scaling --specperf-update-baselines "
+        "--specperf-baseline-repeats 20")
 
 
 def test_a_baseline_fit_without_errors_is_judged_on_the_runs_error_alone() -> None:
@@ -105,7 +106,7 @@ def test_one_repeat_per_context_leaves_the_slope_undetermined_and_asks_for_repea
     assert verdict.message.endswith(
         ": one repeat per context gives the slope no error estimate, so it is neither a pass "
         "nor a fail — measure with repeats: pytest perf_tests -m context_scaling "
-        "--text-classes padding --repeats 3")
+        "--specperf-text-classes padding --specperf-repeats 3")
 
 
 def test_a_nearly_flat_slope_is_judged_by_the_step_time_it_adds_not_by_a_hair() -> None:

@@ -163,8 +163,8 @@ def test_fleet_ids_and_single_endpoint_ids(perf_project, tmp_path):
     fleet = _file(tmp_path, '[[endpoint]]\nname = "prod"\nurl = "http://127.0.0.1:1"\n'
                             '[[endpoint]]\nname = "box2"\nurl = "http://127.0.0.1:2"\n')
     result = project.run_inprocess("--collect-only", "-q", "-m", "context_scaling",
-                                   "--contexts=3333", "--text-classes=reasoning", "--endpoints",
-                                   str(fleet))
+                                   "--specperf-contexts=3333", "--specperf-text-classes=reasoning",
+                                   "--endpoints", str(fleet))
     assert result.ret == 0
     assert _ids(result) == ["test_context_scaling[prod-reasoning-ctx3333]",
                             "test_context_fit[prod-reasoning]",
@@ -172,8 +172,8 @@ def test_fleet_ids_and_single_endpoint_ids(perf_project, tmp_path):
                             "test_context_fit[box2-reasoning]"]
     assert "specperf fleet" not in result.stdout.str()  # collecting measures nothing
     one = project.run_inprocess("--collect-only", "-q", "-m", "context_scaling",
-                                "--contexts=3333", "--text-classes=reasoning", "--endpoint",
-                                "http://127.0.0.1:1")
+                                "--specperf-contexts=3333", "--specperf-text-classes=reasoning",
+                                "--endpoint", "http://127.0.0.1:1")
     assert _ids(one) == ["test_context_scaling[reasoning-ctx3333]",
                          "test_context_fit[reasoning]"]
 
@@ -187,9 +187,9 @@ def _ids(result: pytest.RunResult) -> list[str]:
      "ERROR: --dist loadscope would split an endpoint's cases over workers that measure it at "
      "once: run a fleet with -n N alone (specperf then gives each endpoint's cases to one "
      "worker) or --dist loadgroup."),
-    (("--update-baselines",),
-     "ERROR: --update-baselines writes one deployment's baseline and cannot run over a fleet: "
-     "write each endpoint's baseline with its own run, e.g. `pytest perf_tests -m "
+    (("--specperf-update-baselines",),
+     "ERROR: --specperf-update-baselines writes one deployment's baseline and cannot run over a "
+     "fleet: write each endpoint's baseline with its own run, e.g. `pytest perf_tests -m "
      "context_scaling --specperf-endpoint URL --specperf-deployment NAME "
      "--specperf-update-baselines`."),
     (("--endpoint", "a=http://127.0.0.1:3"),

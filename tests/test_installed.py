@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # empty baseline directory makes the outcome fixed: every case measured, then skipped for
 # want of a baseline, exit code 0.
 MAIN_JOB = ("-m", "pytest", "--pyargs", "specperf.perf_tests", "-m", "context_scaling",
-            "--contexts", "13,1663", "--output-tokens", "100", "-q", "-p", "no:cacheprovider",
-            "--sim-time-scale=0.5", "-rs")
+            "--specperf-contexts", "13,1663", "--output-tokens", "100", "-q", "-p",
+            "no:cacheprovider", "--specperf-sim-time-scale=0.5", "-rs")
 READY_PREFIX = "specperf-sim listening on "
 
 
@@ -195,7 +195,7 @@ def test_the_venv_imports_the_wheel_not_the_checkout(installed: Installed) -> No
 @pytest.mark.slow
 def test_the_main_job_runs_from_outside_the_checkout(installed: Installed) -> None:
     reports, no_baselines = installed.work / "reports", installed.work / "no-baselines"
-    done = installed.run("python", *MAIN_JOB, "--report-dir", reports,
+    done = installed.run("python", *MAIN_JOB, "--specperf-report-dir", reports,
                          "--baseline-dir", no_baselines)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
@@ -224,7 +224,7 @@ def test_the_gate_runs_the_shipped_smoke_cases(installed: Installed, sim_url: st
     # still goes the gate's whole way (find the tests, run pytest, read its JUnit XML).
     done = installed.run("specperf", "gate", "--endpoint", sim_url, "--deployment", "installed",
                          "--baseline-dir", installed.work / "no-baselines", "--",
-                         "--report-dir", installed.work / "gate-reports")
+                         "--specperf-report-dir", installed.work / "gate-reports")
     out = done.stdout + done.stderr
     assert done.returncode == 3, out
     [command] = [line for line in done.stdout.splitlines()

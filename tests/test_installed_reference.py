@@ -12,13 +12,13 @@ from test_installed import Installed, installed  # noqa: F401  (the shared venv 
 
 # One short case at the reference's own output length (600 tokens), so it is judged.
 REFERENCE_JOB = ("-m", "pytest", "--pyargs", "specperf.perf_tests", "-m", "context_scaling",
-                 "--contexts", "13", "--text-classes", "padding", "-q", "-p",
-                 "no:cacheprovider", "--sim-time-scale=0.5", "-rs")
+                 "--specperf-contexts", "13", "--specperf-text-classes", "padding", "-q", "-p",
+                 "no:cacheprovider", "--specperf-sim-time-scale=0.5", "-rs")
 
 
 @pytest.mark.slow  # builds a wheel and a venv, then a perf session (README: test commands)
 def test_the_installed_main_job_reads_the_shipped_reference(installed: Installed) -> None:  # noqa: F811
-    done = installed.run("python", *REFERENCE_JOB, "--report-dir", installed.work / "ref")
+    done = installed.run("python", *REFERENCE_JOB, "--specperf-report-dir", installed.work / "ref")
     out = done.stdout + done.stderr
     shipped = installed.site_packages / "specperf" / "baselines" / "reference"
     header = next((line for line in done.stdout.splitlines() if line.startswith("specperf — ")),

@@ -26,7 +26,7 @@ def _start(project_dir: Path, sim_url: str, lock_dir: Path, *extra: str
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
          "-v", "-m", "context_scaling", "--endpoint", sim_url, "--output-tokens=200",
-         "--contexts=13,1663,3333,5553", *extra, "test_context_scaling.py"],
+         "--specperf-contexts=13,1663,3333,5553", *extra, "test_context_scaling.py"],
         cwd=project_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -82,7 +82,7 @@ def test_a_stopped_sweep_keeps_what_it_measured_and_frees_the_lock(pytester, sta
     assert json.loads(history[0])["interrupted"] is True
     # The next run is unaffected (one short case is enough to take the lock, measure, and
     # write its record next to the interrupted one).
-    again = _start(pytester.path, sim.url, lock_dir, "--contexts=13", "--text-classes=padding",
-                   "--output-tokens=64")
+    again = _start(pytester.path, sim.url, lock_dir, "--specperf-contexts=13",
+                   "--specperf-text-classes=padding", "--output-tokens=64")
     tail, _ = again.communicate(timeout=300)
     assert again.returncode == 0, tail

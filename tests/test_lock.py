@@ -130,8 +130,8 @@ def test_timeout_names_holder_and_path(
     assert str(info.value) == (
         f"GPU lock {lock_path} held by {holder.describe()} for longer than the 1 s timeout. "
         "Another specperf run is measuring this endpoint: wait for it to finish, or raise "
-        "--gpu-lock-timeout to wait longer. Do not delete the lock file: the OS frees the lock "
-        "when its holder exits, even if killed."
+        "--specperf-gpu-lock-timeout to wait longer. Do not delete the lock file: the OS frees "
+        "the lock when its holder exits, even if killed."
     )
     assert (info.value.lock_file, info.value.holder) == (str(lock_path), holder.describe())
     assert f"pid {holder_process.pid}" in info.value.holder
@@ -180,7 +180,7 @@ def test_uncreatable_directory_is_a_config_error(tmp_path: Path) -> None:
         GpuLock(directory / "x.lock", timeout_s=0).acquire()
     message = str(info.value)
     assert message.startswith(f"GPU lock directory {directory} cannot be created (Not a directory)")
-    assert "--gpu-lock PATH" in message and "SPECPERF_LOCK_DIR" in message
+    assert "--specperf-gpu-lock PATH" in message and "SPECPERF_LOCK_DIR" in message
     assert isinstance(info.value.__cause__, OSError)
 
 
@@ -221,7 +221,7 @@ def test_lock_path_for(tmp_path: Path, endpoint: str, name: str) -> None:
 
 @pytest.mark.parametrize("endpoint", ["http://host:port", "ftp://host", "http://"])
 def test_lock_path_for_bad_endpoint(tmp_path: Path, endpoint: str) -> None:
-    with pytest.raises(ConfigError, match="--gpu-lock PATH"):
+    with pytest.raises(ConfigError, match="--specperf-gpu-lock PATH"):
         lock_path_for(endpoint, tmp_path)
 
 

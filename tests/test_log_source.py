@@ -1,4 +1,4 @@
-"""The log acceptance source end to end: SGLang decode lines read through --log-command."""
+"""The log acceptance source end to end: SGLang decode lines read through --specperf-log-command."""
 
 from __future__ import annotations
 
@@ -37,10 +37,10 @@ def test_acceptance_from_the_decode_log_matches_the_response_fields(perf_project
     sim = start_sim(profile=str(profile), time_scale=1.0, log_file=log)
     command = f"{sys.executable} -c \"import sys; print(open(sys.argv[1]).read())\" {log} {{since}}"
     result = perf_project().run(
-        "-m", "context_scaling", "--endpoint", sim.url, "--contexts=1663",
-        "--text-classes=padding", "--output-tokens=400", "--repeats=2", "--max-repeats=2",
-        "--warmup=0", "--acceptance-source=log", f"--log-command={command}",
-        "--baseline-dir", str(tmp_path / "b"))
+        "-m", "context_scaling", "--endpoint", sim.url, "--specperf-contexts=1663",
+        "--specperf-text-classes=padding", "--output-tokens=400", "--specperf-repeats=2",
+        "--specperf-max-repeats=2", "--specperf-warmup=0", "--specperf-acceptance-source=log",
+        f"--specperf-log-command={command}", "--baseline-dir", str(tmp_path / "b"))
     out = result.stdout.str()
     assert "acceptance from log" in out, out
     row = [line for line in out.splitlines() if "| padding" in line]

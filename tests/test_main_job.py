@@ -59,7 +59,7 @@ def test_embedded_simulator_runs_the_main_job_and_reports_simulated(embedded):
 
 def test_update_then_compare_passes_and_never_overwrites(perf_project, tmp_path):
     project = perf_project()
-    first = project.run("-m", "context_scaling", "--update-baselines", "--baseline-dir",
+    first = project.run("-m", "context_scaling", "--specperf-update-baselines", "--baseline-dir",
                         str(tmp_path))
     first.stdout.fnmatch_lines(["specperf: wrote baseline */sim-kimi-k26-ddtree/v1.json",
                                 "  first baseline of sim-kimi-k26-ddtree: 4 cases*"])
@@ -74,7 +74,7 @@ def test_update_then_compare_passes_and_never_overwrites(perf_project, tmp_path)
     assert outcomes.get("passed", 0) >= 4 and "failed" not in outcomes, outcomes
     skips = [line for line in second.stdout.lines if line.startswith("SKIPPED")]
     assert all("neither a pass nor a fail" in line for line in skips), skips
-    third = project.run("-m", "context_scaling", "--update-baselines", "--baseline-dir",
+    third = project.run("-m", "context_scaling", "--specperf-update-baselines", "--baseline-dir",
                         str(tmp_path))
     third.stdout.fnmatch_lines(["specperf: wrote baseline */sim-kimi-k26-ddtree/v2.json"])
     assert (tmp_path / "sim-kimi-k26-ddtree" / "v1.json").read_bytes() == v1
@@ -139,18 +139,18 @@ def _faulty(sim, **faults):
     ({"malformed_rate": 1.0}, (),
      "*MalformedResponse: http://127.0.0.1:*/generate answered HTTP 200 with a body that is "
      "not JSON*"),
-    ({"omit_spec_fields": True}, ("--acceptance-source", "response"),
-     "*AcceptanceUnavailable: --acceptance-source response was asked for, but the server does "
-     "not provide it*"),
-    ({"hang_s": 5.0}, ("--request-timeout", "1"),
+    ({"omit_spec_fields": True}, ("--specperf-acceptance-source", "response"),
+     "*AcceptanceUnavailable: --specperf-acceptance-source response was asked for, but the "
+     "server does not provide it*"),
+    ({"hang_s": 5.0}, ("--specperf-request-timeout", "1"),
      "*EndpointTimeout: POST http://127.0.0.1:*/generate gave no complete answer within 1 s*"),
 ])
 def test_server_faults_are_errors_with_one_clear_sentence(perf_project, sim, faults, args,
                                                           expected):
     _faulty(sim, **faults)
     project = perf_project()
-    result = project.run("-m", "context_scaling", "--endpoint", sim.url, "--text-classes",
-                         "padding", "--contexts", "13", *args)
+    result = project.run("-m", "context_scaling", "--endpoint", sim.url, "--specperf-text-classes",
+                         "padding", "--specperf-contexts", "13", *args)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(errors=2)  # the case and its class's fit
     result.stdout.fnmatch_lines([expected])
@@ -159,8 +159,8 @@ def test_server_faults_are_errors_with_one_clear_sentence(perf_project, sim, fau
 
 def test_context_beyond_the_servers_length_is_an_error(perf_project):
     project = perf_project()
-    result = project.run("-m", "context_scaling", "--contexts", "300000",
-                         "--text-classes", "padding")
+    result = project.run("-m", "context_scaling", "--specperf-contexts", "300000",
+                         "--specperf-text-classes", "padding")
     result.stdout.fnmatch_lines(["*ConfigError: context 300000 + 64 output tokens = 300064 "
                                  "exceeds the server's context length *"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -169,7 +169,7 @@ def test_context_beyond_the_servers_length_is_an_error(perf_project):
 @pytest.mark.parametrize("api", ["openai", "openai-chat"])
 def test_openai_routes_measure_at_the_exact_context(perf_project, api, tmp_path):
     project = perf_project()
-    result = project.run("-m", "context_scaling", "--api", api, "--contexts=1663",
+    result = project.run("-m", "context_scaling", "--specperf-api", api, "--specperf-contexts=1663",
                          "--baseline-dir", str(tmp_path))
     result.assert_outcomes(skipped=4)  # measured; no baseline for these
     assert "acceptance from response" in result.stdout.str()
@@ -181,9 +181,9 @@ def test_openai_routes_measure_at_the_exact_context(perf_project, api, tmp_path)
 
 
 def test_the_chat_template_cannot_fit_a_tiny_context(perf_project, tmp_path):
-    result = perf_project().run("-m", "context_scaling", "--api", "openai-chat",
-                                "--contexts=13", "--text-classes=padding",
+    result = perf_project().run("-m", "context_scaling", "--specperf-api", "openai-chat",
+                                "--specperf-contexts=13", "--specperf-text-classes=padding",
                                 "--baseline-dir", str(tmp_path))
     result.stdout.fnmatch_lines(["ConfigError: padding-ctx13: the chat template alone takes * "
                                  "tokens of the 13-token context: measure short contexts with "
-                                 "--api sglang or openai, or raise --contexts."])
+                                 "--specperf-api sglang or openai, or raise --specperf-contexts."])

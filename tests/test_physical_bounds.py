@@ -155,7 +155,7 @@ def test_an_over_counting_server_errors_every_case_with_the_bound(perf_project, 
     sim = start_sim()
     httpx.post(f"{sim.url}/_sim/faults", json={"extra_verify_steps": 64}).raise_for_status()
     result = perf_project().run("-m", "context_scaling", "--endpoint", sim.url,
-                                "--text-classes", "padding", "--contexts", "13")
+                                "--specperf-text-classes", "padding", "--specperf-contexts", "13")
     result.assert_outcomes(errors=2)  # the case and its class's fit, never a verdict
     result.stdout.fnmatch_lines([
         "ImpossibleSample: padding-ctx13: * verify steps (spec_verify_ct) for 64 completion "

@@ -15,8 +15,8 @@ from specperf.servers.acceptance import commit_along, conditional_rates, mean_by
 
 pytestmark = pytest.mark.slow
 
-ONE_CASE = ("-m", "context_scaling", "--text-classes", "reasoning", "--contexts", "1663",
-            "--output-tokens", "600")
+ONE_CASE = ("-m", "context_scaling", "--specperf-text-classes", "reasoning", "--specperf-contexts",
+            "1663", "--output-tokens", "600")
 # vLLM started with --per-request-spec-decode-metrics detailed: per_step_accepted per request.
 DETAILED = ('name = "vllm-detailed"\ninherit = "vllm-0.33"\n[flags]\n'
             'per_request_spec_decode_metrics = "detailed"\n')
@@ -52,7 +52,7 @@ def truth_positions(commits: list[list[int]], depth: int | None = None
 # The run is what is tested, not its timing: at time scale 0.05 a loaded box's scheduling
 # jitter is magnified 20x, and the cell's TTFT once spread 0.34 (relative MAD) over 8 repeats
 # at load 10, past the default 0.10, so the run errored as unstable and drew no report.
-SPREAD = "--max-spread=0.6"
+SPREAD = "--specperf-max-spread=0.6"
 
 
 def late_fall(start_sim: Any, factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
@@ -67,12 +67,12 @@ def late_fall(start_sim: Any, factory: pytest.TempPathFactory) -> tuple[Path, di
         project = perf_dir(folder / "project")
         args = (*ONE_CASE, "--endpoint", sim.url, "--baseline-dir", str(folder / "b"),
                 "--deployment", "along", SPREAD)
-        run_perf(project, *args, "--update-baselines", "--report-dir", str(folder / "r1")
-                 ).fnmatch_lines(["specperf: wrote baseline *"])
+        run_perf(project, *args, "--specperf-update-baselines", "--specperf-report-dir",
+                 str(folder / "r1")).fnmatch_lines(["specperf: wrote baseline *"])
         httpx.post(f"{sim.url}/_sim/faults", json={"late_accept_mult": 0.4, "late_after": 300},
                    timeout=30).raise_for_status()
         before = len(truth_commits(sim))
-        second = run_perf(project, *args, "-rA", "--report-dir", str(folder / "r2"))
+        second = run_perf(project, *args, "-rA", "--specperf-report-dir", str(folder / "r2"))
         return {"run": kept(second), "commits": truth_commits(sim)[before:]}
 
     return once(factory, "late-fall", produce)
@@ -116,8 +116,8 @@ def test_sglang_positions_come_from_the_accept_histogram(perf_project, start_sim
     sim = start_sim(time_scale=0.05)
     project = perf_project()
     result = project.run(*ONE_CASE, "--endpoint", sim.url, "--baseline-dir",
-                         str(tmp_path / "b"), "--deployment", "pos", "--update-baselines",
-                         "--report-dir", str(tmp_path / "r"))
+                         str(tmp_path / "b"), "--deployment", "pos", "--specperf-update-baselines",
+                         "--specperf-report-dir", str(tmp_path / "r"))
     result.stdout.fnmatch_lines(["specperf: wrote baseline *"])
     doc = results(tmp_path / "r")
     shape = doc["acceptance_shapes"]["reasoning-ctx1663"]

@@ -112,8 +112,8 @@ def test_the_sentence_comes_before_any_case_runs(serve, perf_project) -> None:
     url = serve(Quiet)
     # In process: the run stops at the probe, before any measuring.
     project = perf_project()
-    result = project.run_inprocess("-m", "context_scaling", "--text-classes", "padding",
-                                "--contexts", "13", "--endpoint", url)
+    result = project.run_inprocess("-m", "context_scaling", "--specperf-text-classes", "padding",
+                                "--specperf-contexts", "13", "--endpoint", url)
     out = result.stdout.str()
     result.assert_outcomes(errors=2)  # the case and the fit, both at setup
     result.stdout.fnmatch_lines([

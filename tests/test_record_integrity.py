@@ -64,8 +64,8 @@ def test_a_regressed_gate_records_the_samples_its_verdict_judged(pytester, clean
     sim = clean_sim
     _project(pytester, "test_context_scaling.py", "test_smoke.py")
     base = ("--endpoint", sim.url, "--baseline-dir", str(tmp_path / "b"), "--deployment", "d",
-            "--contexts=13,3333")
-    first = _run(pytester, tmp_path, "-m", "context_scaling", *base, "--update-baselines")
+            "--specperf-contexts=13,3333")
+    first = _run(pytester, tmp_path, "-m", "context_scaling", *base, "--specperf-update-baselines")
     first.stdout.fnmatch_lines(["specperf: wrote baseline */d/v1.json"])
     httpx.post(f"{sim.url}/_sim/faults", json={"step_time_mult": 1.3}).raise_for_status()
     before = {p.name for p in (pytester.path / "reports").glob("2*")}
@@ -177,7 +177,7 @@ def test_require_baseline_without_one_is_recorded_as_no_baseline(pytester, clean
     sim = clean_sim
     _project(pytester, "test_context_scaling.py")
     result = _run(pytester, tmp_path, "-m", "context_scaling", "--endpoint", sim.url,
-                  "--baseline-dir", str(tmp_path / "none"), "--require-baseline")
+                  "--baseline-dir", str(tmp_path / "none"), "--specperf-require-baseline")
     result.assert_outcomes(errors=6)
     [doc] = _records(pytester.path)
     assert doc["run"]["stopped_by"] == "no-baseline" and doc["run"]["outage"] is False
@@ -191,7 +191,7 @@ def test_a_context_beyond_the_servers_limit_is_a_usage_error_not_an_outage(pytes
     sim = clean_sim
     _project(pytester, "test_context_scaling.py")
     result = _run(pytester, tmp_path, "-m", "context_scaling", "--endpoint", sim.url,
-                  "--contexts=500000", "--text-classes=padding")
+                  "--specperf-contexts=500000", "--specperf-text-classes=padding")
     assert result.ret != pytest.ExitCode.OK
     [doc] = _records(pytester.path)
     assert doc["measurements"] == {}
@@ -207,7 +207,7 @@ def test_a_gpu_lock_timeout_is_recorded_as_such(pytester, clean_sim, tmp_path):
     _project(pytester, "test_context_scaling.py")
     with GpuLock(lock_path_for(sim.url, tmp_path / "locks"), timeout_s=5):
         result = _run(pytester, tmp_path, "-m", "context_scaling", "--endpoint", sim.url,
-                      "--gpu-lock-timeout=1")
+                      "--specperf-gpu-lock-timeout=1")
     assert result.ret != pytest.ExitCode.OK
     [doc] = _records(pytester.path)
     assert doc["run"]["stopped_by"] == "lock-timeout", (doc["run"], result.stdout.str())
@@ -220,8 +220,8 @@ def test_an_unstable_case_keeps_every_sample_it_took(pytester, clean_sim, tmp_pa
     sim = clean_sim
     _project(pytester, "test_context_scaling.py")
     result = _run(pytester, tmp_path, "-v", "-m", "context_scaling", "--endpoint", sim.url,
-                  "--text-classes=padding", "--contexts=13", "--max-spread=0.0001",
-                  "--max-repeats=4")
+                  "--specperf-text-classes=padding", "--specperf-contexts=13",
+                  "--specperf-max-spread=0.0001", "--specperf-max-repeats=4")
     result.stdout.fnmatch_lines(["*UnstableMeasurement*"])
     [doc] = _records(pytester.path)
     assert results.validate(doc, results.schema()) == []
@@ -247,7 +247,7 @@ def test_an_interrupted_case_keeps_the_samples_it_took(pytester, start_sim, tmp_
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "-m",
          "context_scaling", "--endpoint", sim.url, "--output-tokens=200",
-         "--contexts=13,1663", "test_context_scaling.py"],
+         "--specperf-contexts=13,1663", "test_context_scaling.py"],
         cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     seen: list[str] = []

@@ -20,7 +20,8 @@ import pytest
 # Whole perf sessions against a simulator: the slow set (pytest -m slow).
 pytestmark = pytest.mark.slow
 
-ARGS = ("-m", "context_scaling", "--text-classes", "reasoning", "--contexts", "13,1663")
+ARGS = ("-m", "context_scaling", "--specperf-text-classes", "reasoning", "--specperf-contexts",
+        "13,1663")
 LINE = "unexplained by the model: "
 _ITEM = re.compile(r'<li data-case="[^"]*"><b>([^<]*)</b>: ([^<]*)</li>')
 
@@ -49,7 +50,7 @@ def test_unexplained_lines_are_the_same_in_every_view_with_and_without_xdist(
     sim = start_sim(time_scale=0.5)
     project = perf_project()
     where = ("--endpoint", sim.url, "--baseline-dir", str(tmp_path / "baselines"))
-    written = project.run(*ARGS, *where, "--update-baselines",
+    written = project.run(*ARGS, *where, "--specperf-update-baselines",
                           env={"SPECPERF_REPORT_DIR": str(tmp_path / "r0")})
     assert written.ret == 0, written.stdout.str()
     httpx.post(f"{sim.url}/_sim/faults", json={"hang_s": 0.3}).raise_for_status()

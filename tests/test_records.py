@@ -68,13 +68,13 @@ def test_nightly_command_without_a_baseline_errors_before_any_request(perf_proje
     base = tmp_path / "baselines"
     before = _finished_requests(sim.url)
     result = project.run("-m", "context_scaling", "--endpoint", sim.url, "--baseline-dir",
-                         str(base), "--require-baseline")
+                         str(base), "--specperf-require-baseline")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(errors=6)
     result.stdout.fnmatch_lines([
-        "BaselineError: --require-baseline: no baseline for deployment 'sim-kimi-k26-ddtree' in "
-        f"{base}, so no case can be judged: create one with `pytest --pyargs "
-        f"specperf.perf_tests -m context_scaling --specperf-endpoint {sim.url} "
+        "BaselineError: --specperf-require-baseline: no baseline for deployment "
+        f"'sim-kimi-k26-ddtree' in {base}, so no case can be judged: create one with `pytest "
+        f"--pyargs specperf.perf_tests -m context_scaling --specperf-endpoint {sim.url} "
         "--specperf-deployment "
         f"sim-kimi-k26-ddtree --specperf-baseline-dir "
         f"{base} --specperf-output-tokens 64 --specperf-update-baselines`."])
@@ -90,12 +90,13 @@ def test_a_baseline_missing_some_cases_names_them_before_any_request(perf_projec
     sim = clean_sim
     project = perf_project()
     args = ("--endpoint", sim.url, "--baseline-dir", str(tmp_path / "b"), "--deployment", "d")
-    first = project.run("-m", "context_scaling", "--contexts=13", *args, "--update-baselines")
+    first = project.run("-m", "context_scaling", "--specperf-contexts=13", *args,
+                        "--specperf-update-baselines")
     first.stdout.fnmatch_lines(["specperf: wrote baseline */d/v1.json"])
     before = _finished_requests(sim.url)
-    result = project.run("-m", "context_scaling", *args, "--require-baseline")
+    result = project.run("-m", "context_scaling", *args, "--specperf-require-baseline")
     result.stdout.fnmatch_lines([
-        "BaselineError: --require-baseline: baseline d v1 has no padding-ctx1663, "
+        "BaselineError: --specperf-require-baseline: baseline d v1 has no padding-ctx1663, "
         "reasoning-ctx1663 at 64 output tokens and no padding, reasoning context fit: write a "
         "new version with `pytest --pyargs specperf.perf_tests -m context_scaling "
         "--specperf-endpoint * "
@@ -122,14 +123,14 @@ def test_a_corrupt_baseline_is_replaced_by_update_baselines_and_kept(perf_projec
         "--specperf-deployment d "
         f"--specperf-baseline-dir {tmp_path / 'b'} "
         "--specperf-output-tokens 64 --specperf-update-baselines`."])
-    fixed = project.run(*args, "--update-baselines")
+    fixed = project.run(*args, "--specperf-update-baselines")
     assert fixed.ret == 0, fixed.stdout.str()
     fixed.stdout.fnmatch_lines([f"specperf: wrote baseline {folder / 'v2.json'}",
                                 "  it replaces an unreadable version, kept as it was: baseline "
                                 f"{folder / 'v1.json'} is not valid JSON (*)."])
     assert (folder / "v1.json").read_text() == '{"schema_version": 1, "cases": {'
     # The new version loads: nothing errors (pass or fail is the verdicts' business).
-    loaded = project.run(*args, "--require-baseline", BUSY_CLIENT_SPREAD)
+    loaded = project.run(*args, "--specperf-require-baseline", BUSY_CLIENT_SPREAD)
     assert loaded.parseoutcomes().get("errors", 0) == 0, loaded.stdout.str()
 
 
@@ -138,7 +139,7 @@ def test_update_baselines_that_wrote_nothing_exits_non_zero(perf_project, clean_
     sim = clean_sim
     project = perf_project()
     result = project.run("-m", "context_scaling", "-k", "padding-ctx13", "--endpoint", sim.url,
-                         "--baseline-dir", str(tmp_path / "b"), "--update-baselines")
+                         "--baseline-dir", str(tmp_path / "b"), "--specperf-update-baselines")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
         "specperf: baseline NOT updated: 3 planned cases were not measured (padding-ctx1663, "

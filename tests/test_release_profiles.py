@@ -55,16 +55,16 @@ def test_main_job_per_release_profile(perf_project: Any, tmp_path: Path, name: s
     server, source, notes = CASES[name]
     project = perf_project()
     # One text class: which source each release gives does not depend on the text.
-    args = ("-m", "context_scaling", "--sim-profile", _profile(name, tmp_path),
-            "--text-classes", "reasoning", "--baseline-dir", str(tmp_path / "baselines"),
+    args = ("-m", "context_scaling", "--specperf-sim-profile", _profile(name, tmp_path),
+            "--specperf-text-classes", "reasoning", "--baseline-dir", str(tmp_path / "baselines"),
             # Slower than the default 0.05 so a loaded 2-core box cannot spread 64-token
             # requests past the stability bound (the two-point estimate doubles the noise),
             # and a wider bound: this test is about which source each release gives, and a CI
             # box once spread two 64-token two-point cases past 0.10. For the same reason wide
             # timing limits: the load of a shared box between the two runs is not under test.
-            "--sim-time-scale", "0.25", "--max-spread", "0.3",
-            "--tolerances", "tok_s=0.5,step_ms=0.5,decode_tok_s=0.5,ttft_ms=1.0,slope=0.5")
-    first = project.run(*args, "--update-baselines")
+            "--specperf-sim-time-scale", "0.25", "--specperf-max-spread", "0.3",
+            "--specperf-tolerances", "tok_s=0.5,step_ms=0.5,decode_tok_s=0.5,ttft_ms=1.0,slope=0.5")
+    first = project.run(*args, "--specperf-update-baselines")
     assert first.parseoutcomes().get("errors", 0) == 0, first.stdout.str()[-2000:]
     second = project.run(*args, "-rs")
     # Both cases pass; the slope passes or, when a loaded box leaves its error wider than

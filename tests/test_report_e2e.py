@@ -75,7 +75,7 @@ def scenario(start_sim, tmp_path_factory) -> Scenario:
         reports, html = project / "reports", project / "pytest-html" / "index.html"
         args = ("-m", "context_scaling", "--endpoint", sim.url, "--baseline-dir",
                 str(project / "baselines"), "--deployment", "test-dep")
-        runs = [_run(project, reports, *args, "--update-baselines")]
+        runs = [_run(project, reports, *args, "--specperf-update-baselines")]
         httpx.post(f"{sim.url}/_sim/faults", json={"acceptance_mult": 0.6}).raise_for_status()
         runs.append(_run(project, reports, *args, f"--html={html}", "--self-contained-html",
                          env={"SPECPERF_API_KEY_ENV": "MYKEY", "MYKEY": KEY}))

@@ -143,8 +143,8 @@ def test_item6_version_gaps_spec_fields_and_model_info(client: Any, start_sim: A
     snap = acceptance.MetricsSnapshot(1.0, 1.0, 1.0, 0.0, 0.0)
     assert release_notes(detected, comp, snap, "openai", ())[1] == (
         "no per-request step count: SGLang 0.5.14 has no sglext.spec_tokens_details on the "
-        "OpenAI routes (added in 0.5.19); acceptance comes from the /metrics counters; --api "
-        "sglang reads meta_info.spec_verify_ct.")
+        "OpenAI routes (added in 0.5.19); acceptance comes from the /metrics counters; "
+        "--specperf-api sglang reads meta_info.spec_verify_ct.")
 
 
 def test_item6_no_verify_counter_means_no_metrics_source() -> None:
@@ -153,8 +153,8 @@ def test_item6_no_verify_counter_means_no_metrics_source() -> None:
                                                  "finish_reason": {"type": "length"}}})
     notes = release_notes(Detected("sglang", "0.5.11"), comp, snap, "sglang", ())
     assert ("/metrics has no sglang:spec_verify_calls_total (SGLang added it in 0.5.14): the "
-            "metrics acceptance source is unavailable; use --acceptance-source response or "
-            "log.") in notes
+            "metrics acceptance source is unavailable; use --specperf-acceptance-source response "
+            "or log.") in notes
 
 
 def test_item7_vllm_names_the_thinking_reasoning(vllm: Any) -> None:

@@ -60,6 +60,7 @@ def test_the_simulator_is_known_by_its_header_and_a_foreign_one_is_not_rescaled(
 
 def test_a_bad_profile_is_one_usage_sentence(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--sim-profile", "no-such-profile")
-    result.stderr.fnmatch_lines(["*--sim-profile = 'no-such-profile' is not valid:*"])
+    result = pytester.runpytest_inprocess(*NO_HYPOTHESIS, "--specperf-sim-profile",
+                                          "no-such-profile")
+    result.stderr.fnmatch_lines(["*--specperf-sim-profile = 'no-such-profile' is not valid:*"])
     assert "Traceback" not in result.stderr.str()

@@ -66,7 +66,7 @@ def test_an_event_that_is_not_json_is_malformed_naming_it():
 
 
 def test_stream_errors_are_translated_like_plain_requests():
-    with pytest.raises(BadStatus, match="answered HTTP 404.*check --endpoint and --api"):
+    with pytest.raises(BadStatus, match="answered HTTP 404.*check --endpoint and --specperf-api"):
         mock_client([b'{"error": "no"}'], status=404).stream_json("/generate", {})
     closed = Client("http://127.0.0.1:9", retries=0)  # the discard port: nothing listens
     with pytest.raises(EndpointUnreachable, match="cannot connect to http://127.0.0.1:9"):

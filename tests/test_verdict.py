@@ -97,7 +97,7 @@ def test_improvement_passes_with_refresh_hint() -> None:
     assert status == "improved"
     assert message == ("tok/s 54.5 → 65.0 (+19.3%, limit −10%); avg commit 7.85 → 7.85; "
                        "step time 144 → 120 ms — faster than the baseline: refresh it with "
-                       "--update-baselines if this is intended.")
+                       "--specperf-update-baselines if this is intended.")
 
 
 def test_step_time_alone_breaks_its_limit() -> None:

@@ -41,8 +41,8 @@ def test_xdist_lock_is_held_by_the_controller(perf_project, start_sim, tmp_path)
     held.acquire()
     try:
         result = project.run("-n", "2", "-m", "context_scaling", "--endpoint", sim.url,
-                             "--contexts=13", "--baseline-dir", str(tmp_path),
-                             "--gpu-lock-timeout", "1")
+                             "--specperf-contexts=13", "--baseline-dir", str(tmp_path),
+                             "--specperf-gpu-lock-timeout", "1")
     finally:
         held.release()
     outcomes = result.parseoutcomes()
@@ -54,9 +54,9 @@ def test_xdist_lock_is_held_by_the_controller(perf_project, start_sim, tmp_path)
 
 
 def test_update_baselines_refuses_to_run_split_over_workers(perf_project, tmp_path):
-    result = perf_project().run("-n", "2", "-m", "context_scaling", "--update-baselines",
+    result = perf_project().run("-n", "2", "-m", "context_scaling", "--specperf-update-baselines",
                                 "--baseline-dir", str(tmp_path))
     assert result.ret == 4  # pytest's usage error
-    result.stderr.fnmatch_lines(["*--update-baselines needs the whole sweep in one process: "
-                                 "run it without -n*"])
+    result.stderr.fnmatch_lines(["*--specperf-update-baselines needs the whole sweep in one "
+                                 "process: run it without -n*"])
     assert not any(tmp_path.iterdir())

@@ -48,17 +48,17 @@ def run_suite(project: PerfProject, url: str, report_dir: Path, baseline_dir: Pa
     # -c: pytest picks its rootdir from the existing paths among the arguments (the baseline
     # directory of an earlier run), which would leave this ini unread.
     return project.run("-c", str(ini), "-m", "context_scaling", "--endpoint", url,
-                       f"--contexts={CONTEXTS}",
-                       f"--output-tokens={OUTPUT}", "--report-dir", str(report_dir),
+                       f"--specperf-contexts={CONTEXTS}",
+                       f"--output-tokens={OUTPUT}", "--specperf-report-dir", str(report_dir),
                        "--baseline-dir", str(baseline_dir), "--deployment", "tiny-llama",
-                       "--max-repeats=20",
+                       "--specperf-max-repeats=20",
                        *args, timeout=timeout)
 
 
 # The concurrency tier's case: the short context at each level, with the main job's output
 # length (a 64-token request lasts ~40 ms on the tiny model: its tok/s moved 50 % between
 # runs); a -np 4 server's burst of 4 still lasts well under a second on 2 cores.
-CONCURRENCY = ("--concurrency-class", "reasoning", "--concurrency-context", "16")
+CONCURRENCY = ("--specperf-concurrency-class", "reasoning", "--specperf-concurrency-context", "16")
 CONCURRENCY_OUTPUT = OUTPUT
 
 
@@ -78,8 +78,8 @@ def run_concurrency(project: PerfProject, url: str, report_dir: Path, baseline_d
     project.pytester.path.joinpath("test_concurrency.py").write_text(
         (ROOT / "perf_tests" / "test_concurrency.py").read_text())
     return project.run("-c", str(ini), "-m", "concurrency_scaling", "--endpoint", url,
-                       "--concurrency-levels", levels, *CONCURRENCY,
-                       f"--output-tokens={CONCURRENCY_OUTPUT}", "--report-dir",
+                       "--specperf-concurrency-levels", levels, *CONCURRENCY,
+                       f"--output-tokens={CONCURRENCY_OUTPUT}", "--specperf-report-dir",
                        str(report_dir), "--baseline-dir", str(baseline_dir), "--deployment",
                        "tiny-llama", *args, timeout=timeout)
 

@@ -69,7 +69,7 @@ def recorded(url: str, report_dir: Path, run: Callable[[str, Path], pytest.RunRe
 
 # Three contexts, so the residual of the context fit says something (the step-time-rises test
 # reads it); 2000 is where attention costs as much as the tiny model's weights.
-MAIN_CONTEXTS = "--contexts=16,500,2000"
+MAIN_CONTEXTS = "--specperf-contexts=16,500,2000"
 MAIN_CASES = frozenset(f"{c}-ctx{n}" for c in ("padding", "reasoning") for n in (16, 500, 2000))
 
 
@@ -79,7 +79,7 @@ class MainJob:
     against that baseline, both recorded. The baseline is the acceptance regression's too."""
 
     baseline_dir: Path
-    first: RecordedRun  # --update-baselines
+    first: RecordedRun  # --specperf-update-baselines
     second: RecordedRun  # judged against the first's baseline
 
 
@@ -90,7 +90,7 @@ def run_main_job(project: Callable[[], PerfProject], server: LlamaServer, root: 
     baseline = root / "b"
 
     def first(url: str, report_dir: Path) -> pytest.RunResult:
-        return run_suite(perf, url, report_dir, baseline, "--update-baselines", "-v",
+        return run_suite(perf, url, report_dir, baseline, "--specperf-update-baselines", "-v",
                          MAIN_CONTEXTS)
 
     def second(url: str, report_dir: Path) -> pytest.RunResult:

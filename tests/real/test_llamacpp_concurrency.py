@@ -95,7 +95,8 @@ def levels(llama_shared, perf_project, llama_pool, tiny, tmp_path_factory) -> Le
 
         def first(url, report_dir):
             return run_concurrency(project, url, report_dir, root / "b", every,
-                                   "--update-baselines", "--acceptance-source", "metrics")
+                                   "--specperf-update-baselines", "--specperf-acceptance-source",
+                                   "metrics")
 
         def second(url, report_dir):
             return run_concurrency(project, url, report_dir, root / "b", every, "-rA")

@@ -58,7 +58,7 @@ def test_a_foreign_request_during_a_measured_one_is_caught(perf_project, llama_p
     with Intruder(server.url) as intruder:
         # one long case, so the foreign request always lands inside the measured one
         result = run_suite(perf_project(), server.url, tmp_path / "r", tmp_path / "b",
-                           "--contexts=2000", "--text-classes=reasoning",
+                           "--specperf-contexts=2000", "--specperf-text-classes=reasoning",
                            "--output-tokens=256", "-k", "ctx2000", "-rE")
     out = result.stdout.str()
     assert intruder.sent >= 4, out[-2000:]

@@ -18,7 +18,7 @@ from .helpers import run_suite
 pytestmark = pytest.mark.real_server
 
 # One short case: the point is the fingerprint, not the verdicts.
-SHORT = ("--contexts=16", "--text-classes=padding")
+SHORT = ("--specperf-contexts=16", "--specperf-text-classes=padding")
 
 
 def test_the_fingerprint_says_the_draft_model_is_not_reported(llama_pool, tiny):
@@ -38,7 +38,7 @@ def test_a_declared_drafter_swap_is_named_in_the_fingerprint_differences(
     project = perf_project()
     before = llama_pool.get(tiny.target, draft=tiny.draft)
     after = llama_pool.get(tiny.target, draft=tiny.noisy)
-    run_suite(project, before.url, tmp_path / "r1", tmp_path / "b", "--update-baselines",
+    run_suite(project, before.url, tmp_path / "r1", tmp_path / "b", "--specperf-update-baselines",
               *SHORT, f"--specperf-fingerprint=draft_model={tiny.draft.name}"
               ).stdout.fnmatch_lines(["specperf: wrote baseline *"])
     written = json.loads((tmp_path / "b" / "tiny-llama" / "v1.json").read_text())

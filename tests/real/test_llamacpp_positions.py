@@ -27,7 +27,7 @@ pytestmark = pytest.mark.real_server
 
 # One short context: the dialled rates do not depend on the context (a second case, ctx500,
 # only repeated the same sentence, at several times the cost, and spread widest in step time).
-CONTEXTS = ("--contexts=16", "--text-classes=padding")
+CONTEXTS = ("--specperf-contexts=16", "--specperf-text-classes=padding")
 CASES = ("padding-ctx16",)
 BASE = "0.9,0.8,0.7"  # conditionally 0.90, 0.89, 0.88
 # Acceptance is what is judged here, and it is deterministic (the seed): timing only has to
@@ -65,7 +65,7 @@ def run_against(project, llama_pool, tiny, rates, tmp_path, name):
 def test_the_verdict_names_the_draft_position_that_fell(perf_project, llama_pool, tiny,
                                                          tmp_path):
     project = perf_project()
-    suite_against(project, llama_pool, tiny, BASE, tmp_path / "r0", "--update-baselines"
+    suite_against(project, llama_pool, tiny, BASE, tmp_path / "r0", "--specperf-update-baselines"
                   ).stdout.fnmatch_lines(["specperf: wrote baseline *"])
     # Only the deepest position's acceptance falls: 0.7 → 0.1 unconditionally.
     located(run_against(project, llama_pool, tiny, "0.9,0.8,0.1", tmp_path, "deep"),

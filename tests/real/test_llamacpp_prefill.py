@@ -3,10 +3,10 @@
 A server with a smaller physical batch (``-ub 32``: the prompt is processed 32 tokens at a
 time) fails as a prefill regression against the same model with the default batch, with step
 time and acceptance unchanged. The two run side by side in the suite's A/B mode
-(``--compare-endpoint``), their requests interleaved one by one: on a shared 2-core machine the
-load moves by 2x within minutes, and a baseline taken before the restart once read 695 ms
-against a loaded run whose -ub 32 prefill fell from 1200 to 700 ms as the load lifted (no
-cache: every answer had ``cache_n`` 0, and llama.cpp re-evaluates an identical prompt when
+(``--specperf-compare-endpoint``), their requests interleaved one by one: on a shared 2-core
+machine the load moves by 2x within minutes, and a baseline taken before the restart once read
+695 ms against a loaded run whose -ub 32 prefill fell from 1200 to 700 ms as the load lifted
+(no cache: every answer had ``cache_n`` 0, and llama.cpp re-evaluates an identical prompt when
 ``cache_prompt`` is false). Interleaved, load drift lands on both arms alike.
 Each target drafts for itself, so every draft is accepted on both sides (avg commit is the
 draft length + 1) and the verify step is a 4-token batch either way: only prompt processing
@@ -32,7 +32,7 @@ from .helpers import run_suite
 
 pytestmark = pytest.mark.real_server
 
-CONTEXTS = ("--contexts=40,1500", "--text-classes=padding", "--output-tokens=512")
+CONTEXTS = ("--specperf-contexts=40,1500", "--specperf-text-classes=padding", "--output-tokens=512")
 LONG = "padding-ctx1500"
 
 
@@ -51,7 +51,7 @@ def test_a_smaller_prompt_batch_fails_as_a_prefill_regression(
     production = llama_pool.get(tiny.target, draft=tiny.target)
     candidate = llama_pool.get(tiny.target, draft=tiny.target, extra=("-ub", "32"))
     result = run_suite(perf_project(), candidate.url, tmp_path / "r", tmp_path / "none", "-rA",
-                       "--compare-endpoint", production.url, *CONTEXTS)
+                       "--specperf-compare-endpoint", production.url, *CONTEXTS)
     out = result.stdout.str()
     doc = results_of(tmp_path / "r")
     for case_id in sorted(doc["measurements"]):
@@ -82,13 +82,13 @@ def test_pinned_acceptance_judges_step_time_only(perf_project, llama_pool, tiny,
     """With ``--spec-synth-len`` the acceptance is a dial: turned from 2 to 3 tokens per step,
     tok/s moves with it, yet nothing fails on acceptance: it is not judged, step time is."""
     project = perf_project()
-    # --max-spread: the same kind of dialled server spread 0.30-0.35 (relative MAD) in step
+    # --specperf-max-spread: the same kind of dialled server spread 0.30-0.35 (relative MAD) in step
     # time at ctx500 on a loaded box (test_llamacpp_positions) and errored as unstable; this
     # test asserts what is judged, not a pass.
-    contexts = ("--contexts=40,1000", "--text-classes=padding", "--output-tokens=128",
-                "--max-spread=0.6")
+    contexts = ("--specperf-contexts=40,1000", "--specperf-text-classes=padding",
+                "--output-tokens=128", "--specperf-max-spread=0.6")
     before = llama_pool.get(tiny.target, draft=tiny.draft, extra=("--spec-synth-len", "2"))
-    run_suite(project, before.url, tmp_path / "r1", tmp_path / "b", "--update-baselines",
+    run_suite(project, before.url, tmp_path / "r1", tmp_path / "b", "--specperf-update-baselines",
               *contexts).stdout.fnmatch_lines(["specperf: wrote baseline *"])
     after = llama_pool.get(tiny.target, draft=tiny.draft, extra=("--spec-synth-len", "3"))
     result = run_suite(project, after.url, tmp_path / "r2", tmp_path / "b", "-rA", *contexts)

@@ -19,9 +19,9 @@ pytestmark = pytest.mark.real_server
 # model's greedy output on prose now and then falls into a loop that the guard rightly refuses
 # to judge. The acceptance regression runs at the main job's contexts, against its baseline
 # (conftest.main_job); the step-time one takes shorter contexts (less prefill, quicker runs).
-ACCEPTANCE_CONTEXTS = (MAIN_CONTEXTS, "--text-classes=padding")
+ACCEPTANCE_CONTEXTS = (MAIN_CONTEXTS, "--specperf-text-classes=padding")
 ACCEPTANCE_CASES = ("padding-ctx16", "padding-ctx500", "padding-ctx2000")
-CONTEXTS = ("--contexts=16,500,1000", "--text-classes=padding")
+CONTEXTS = ("--specperf-contexts=16,500,1000", "--specperf-text-classes=padding")
 CASES = ("padding-ctx16", "padding-ctx500", "padding-ctx1000")
 
 
@@ -58,7 +58,8 @@ def baseline_then_run(project, before, after, tmp_path):
     """Write a baseline against ``before`` (a started llama-server), then run the suite
     against ``after`` (another) with that baseline: its result."""
     run_suite(project, before.url, tmp_path / "r1", tmp_path / "b",
-              "--update-baselines", *CONTEXTS).stdout.fnmatch_lines(["specperf: wrote baseline *"])
+              "--specperf-update-baselines", *CONTEXTS
+              ).stdout.fnmatch_lines(["specperf: wrote baseline *"])
     return run_suite(project, after.url, tmp_path / "r2", tmp_path / "b", "-rA", *CONTEXTS)
 
 
@@ -74,7 +75,7 @@ def test_a_worse_draft_fails_every_case_as_an_acceptance_regression(
     # The same prompts as the baseline's: one request per case names the prompts whose
     # verify steps changed, with no statistics needed.
     once = run_suite(project, worse.url, tmp_path / "r3", main_job.baseline_dir, "-rA",
-                     "--repeats=1", "--max-repeats=1", *ACCEPTANCE_CONTEXTS)
+                     "--specperf-repeats=1", "--specperf-max-repeats=1", *ACCEPTANCE_CONTEXTS)
     found = regressions(once.stdout.str())
     assert set(found) == set(ACCEPTANCE_CASES), once.stdout.str()[-3000:]
     for sentence in found.values():

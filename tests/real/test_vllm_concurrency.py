@@ -24,7 +24,7 @@ LEVELS = (1, 2)
 OUTPUT = 64
 # The padding class, as the vLLM tier's main job: a random-weight model's greedy prose now and
 # then loops, and the degenerate-output guard refuses it.
-ARGS = ("--concurrency-class", "padding", "--concurrency-context", "13",
+ARGS = ("--specperf-concurrency-class", "padding", "--specperf-concurrency-context", "13",
         f"--output-tokens={OUTPUT}", "--deployment=tiny-vllm")
 # A baseline-writing run judges nothing; a burst's spread only decides whether it errors as
 # unstable, which on 2 cores shared with other work says nothing about the counts asserted.
@@ -74,7 +74,7 @@ def test_per_request_steps_are_the_servers_counters_over_every_burst(
         perf_project, vllm_draft, tmp_path):
     with Recorder(vllm_draft.url) as rec:
         result = run_concurrency(perf_project(), rec.url, tmp_path / "r", tmp_path / "b",
-                                 ",".join(str(c) for c in LEVELS), "--update-baselines",
+                                 ",".join(str(c) for c in LEVELS), "--specperf-update-baselines",
                                  *ARGS, ini_text=SPREAD_FREE)
     out = result.stdout.str()
     assert "errors" not in result.parseoutcomes() and result.ret == 0, out[-3000:]

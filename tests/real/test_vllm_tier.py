@@ -37,8 +37,8 @@ pytestmark = pytest.mark.real_vllm
 # Contexts and length of the issue's runs. Three repeats per case, baselines included:
 # acceptance is compared exactly (the baseline's prompts re-sent), and the timing limits below
 # are wide; the suite's default repeat bound.
-ARGS = ("--contexts=13,1500", "--output-tokens=200", "--deployment=tiny-vllm",
-        "--baseline-repeats=3", "--max-repeats=8")
+ARGS = ("--specperf-contexts=13,1500", "--output-tokens=200", "--deployment=tiny-vllm",
+        "--specperf-baseline-repeats=3", "--specperf-max-repeats=8")
 CASES = {"padding-ctx13", "padding-ctx1500", "reasoning-ctx13", "reasoning-ctx1500"}
 K = 4  # num_speculative_tokens of every config (tests/real/vllm.py)
 # vLLM on the CPU takes 8-16 ms a step, and its engine core spins OMP threads on both cores:
@@ -57,7 +57,7 @@ VLLM_TOLERANCES = tier_ini(spread=1.0, timing=TIMING) + f"    ttft_ms = {TIMING:
 # loops (the guard refuses it). Failing cells take twice the minimum repeats to confirm: the
 # suite's bound for them, no more (a noisy draft's request takes 5 times the steps).
 NOISY_TOLERANCES = tier_ini(spread=1.0)
-NOISY_ARGS = (*ARGS, "--text-classes=padding", "--max-repeats=6")
+NOISY_ARGS = (*ARGS, "--specperf-text-classes=padding", "--specperf-max-repeats=6")
 # A noisy draft takes avg commit from 4.2-4.9 to 1.0 (a log drop of 1.4-1.6); a step time that
 # the server saw rise by less than this has under a sixth of the tok/s drop's log share, far
 # from the quarter at which the verdict names step time too.
@@ -88,7 +88,7 @@ def draft_baseline(shared_runs: dict[str, Any], perf_project: Any, vllm_draft: A
         # through a recorder, as the rerun: the same path to the server for both
         with Recorder(vllm_draft.url) as first:
             result = run_suite(perf_project(), first.url, where / "r", where / "b",
-                               "--update-baselines", *ARGS, ini_text=VLLM_TOLERANCES)
+                               "--specperf-update-baselines", *ARGS, ini_text=VLLM_TOLERANCES)
         result.stdout.fnmatch_lines(["specperf: wrote baseline */tiny-vllm/v1.json"])
         shared_runs["draft baseline"] = BaselineRun(where / "b", result.stdout.str())
     run: BaselineRun = shared_runs["draft baseline"]
@@ -205,7 +205,7 @@ def test_a_noisy_draft_fails_as_an_acceptance_regression(perf_project, draft_bas
 
 def test_avg_commit_stays_possible_on_an_ngram_server(perf_project, vllm_ngram, tmp_path):
     result = run_suite(perf_project(), vllm_ngram.url, tmp_path / "r", tmp_path / "b",
-                       "--update-baselines", *ARGS, ini_text=VLLM_TOLERANCES)
+                       "--specperf-update-baselines", *ARGS, ini_text=VLLM_TOLERANCES)
     out = result.stdout.str()
     assert "errors" not in result.parseoutcomes(), out[-3000:]
     data = results_of(tmp_path / "r")

@@ -54,8 +54,8 @@ def test_a_five_percent_step_rise_fails_the_sweep_with_its_sentence() -> None:
     assert verdict.message.startswith(
         "step time rose 5.0% across the sweep (95% CI +3.1% to +6.9%, every context) — "
         "step-time regression: check the kernels, attention backend and KV cache. Would have "
-        "caught a 5% step-time rise with probability 0.76, a 5% acceptance fall with 0.95 on "
-        "padding and 0.95 on reasoning (0 extra requests, 0 s; false alarms ≤ 2.5% per sweep at "
+        "caught a 5% step-time rise with probability 0.73, a 5% acceptance fall with 0.95 on "
+        "padding and 0.95 on reasoning (0 extra requests, 0 s; false alarms ≤ 2% per sweep at "
         "a change of the 2% sweep tolerance; run-to-run prior ±0.0 %: no history yet).")
 
 
@@ -83,8 +83,8 @@ def test_a_six_percent_shift_beyond_the_tolerance_fails() -> None:
     assert verdict.fails() == (
         "step time rose 6.0% across the sweep (95% CI +4.1% to +7.9%, every context) — "
         "step-time regression: check the kernels, attention backend and KV cache. Would have "
-        "caught a 5% step-time rise with probability 0.34, a 5% acceptance fall with 0.95 on "
-        "padding and 0.95 on reasoning (0 extra requests, 0 s; false alarms ≤ 2.5% per sweep at "
+        "caught a 5% step-time rise with probability 0.30, a 5% acceptance fall with 0.95 on "
+        "padding and 0.95 on reasoning (0 extra requests, 0 s; false alarms ≤ 2% per sweep at "
         "a change of the 3% sweep tolerance; run-to-run prior ±0.0 %: no history yet).")
 
 

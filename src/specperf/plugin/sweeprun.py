@@ -23,11 +23,12 @@ from ..plan.workload import Case
 from .runstate import RunState
 
 TOP_UPS_PER_CASE = 4  # the sweep test's budget: at most this many extra requests per case
-# ... but never less than 64 per sweep: the precision a test needs is a total over its cases,
-# so a small subset (the gate's 3-case smoke) needs more requests per case to catch a 5 %
-# step-time rise 95 % of the time (docs/benchmarks.md §6). A sweep without a change
-# seldom takes any (the SPRT rules it out first).
-MIN_TOP_UPS = 64
+# ... but never less than 128 per sweep: the precision a test needs is a total over its
+# cases, so a small subset (the gate's 4 cases against its same-night reference) needs more
+# requests per case to catch a 5 % step-time rise 95 % of the time (benchmarks/sweep_power.py,
+# docs/benchmarks.md). A sweep without a change seldom takes any (the SPRT rules it out
+# first), and a nightly one stops where the run-to-run noise leaves requests nothing to decide.
+MIN_TOP_UPS = 128
 # Sweeps judged during their test's setup (:func:`prepare`), taken by the test body's
 # :func:`judge`: a case or a top-up that errors is then the test's error, not its failure.
 _PREPARED: WeakKeyDictionary[RunState, dict[tuple[str, tuple[str, ...]],

@@ -116,4 +116,4 @@ def test_without_stored_requests_the_median_rule_stays() -> None:
 
 def test_a_small_subset_may_take_as_many_top_ups_as_the_default_sweep() -> None:
     assert budget(3) == budget(8) == MIN_TOP_UPS > 8 * TOP_UPS_PER_CASE
-    assert budget(20) == 20 * TOP_UPS_PER_CASE > MIN_TOP_UPS
+    assert budget(40) == 40 * TOP_UPS_PER_CASE > MIN_TOP_UPS

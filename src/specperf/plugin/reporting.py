@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import pytest
 from pytest_html import extras as html_extras
 
+from ..baselines import shipped
 from ..baselines.store import Baseline
 from ..core.errors import SpecperfError
 from ..core.version import __version__
@@ -150,6 +151,10 @@ def endpoint_document(run: results.RunInfo, state: RunState, found: summary.Coll
         concurrency_baseline=found.concurrency_baseline if found.concurrency else None)
     doc["interrupted"] = interrupted
     doc["run"] = kind.to_dict()
+    if doc["baseline"] is not None:  # which directory it came from (the closing block says)
+        where = shipped.directory(state.settings, doc["baseline"]["deployment"])
+        doc["baseline"]["directory"] = str(where.resolve())
+        doc["baseline"]["shipped"] = shipped.is_reference(where)
     return doc
 
 

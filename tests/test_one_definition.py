@@ -158,7 +158,7 @@ def test_require_baseline_checks_the_baseline_runstate_loaded(tmp_path, no_sessi
     _write(tmp_path / "b", "box", 0.2)
     state = _state(tmp_path, deployment="box", require_baseline=True, baseline_version=1)
     state.judged = preflight.Judged((Case("padding", 13, 600), Case("code", 13, 600)))
-    with pytest.raises(BaselineError, match=r"--require-baseline: baseline box v1 has no "
+    with pytest.raises(BaselineError, match=r"--specperf-require-baseline: baseline box v1 has no "
                                             r"code-ctx13 at 600 output tokens"):
         state._require_baseline()
     assert state._baselines["box"][0] is not None  # loaded once, kept for the verdicts

@@ -27,7 +27,7 @@ from ..settings.config import Settings
 from ..settings.hints import create_hint, update_command
 from .store import Baseline, BaselineStore
 
-REQUIRED = "--require-baseline"
+REQUIRED = "--specperf-require-baseline"
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,9 @@ def _cost(measurement: str | None) -> tuple[int, float]:
 
 def _no_baseline(message: str) -> bool:
     """Only for a run that left no record: the JUnit XML keeps no error's kind but its words."""
-    return message.startswith("BaselineError: --require-baseline:")
+    # The option by either of its names (the label was unprefixed before flags were prefixed).
+    return message.startswith(("BaselineError: --specperf-require-baseline:",
+                               "BaselineError: --require-baseline:"))
 
 
 # -- reading the record (results.json) --------------------------------------------------------

@@ -113,7 +113,9 @@ def test_step_time_regression_blocks_with_exit_1_attributed_to_step_time(start_s
                                                                          baseline_dir, lock_dir):
     sim = start_sim(time_scale=SIM_SCALE)
     _inject(sim.url, step_time_mult=1.3)
-    result = gate(lock_dir, *_args(sim.url, baseline_dir))
+    # The simulator's run-to-run noise stated: with the 3 % prior the 30 % step fault's
+    # ctx3333 cases were sometimes undetermined (skips); the prior is tested in test_sweep.py.
+    result = gate(lock_dir, *_args(sim.url, baseline_dir), "--specperf-run-noise=0.005")
     assert result.returncode == 1, result.stdout + result.stderr
     _lines(result).fnmatch_lines([
         "  FAIL  reasoning-ctx3333: tok/s * → * (−*%, limit −10%): step time * → * ms (+*%) "

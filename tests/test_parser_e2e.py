@@ -89,11 +89,14 @@ def test_slow_parser_fails_the_chat_stream_naming_post_processing(perf_project, 
     assert "decode regression" not in out and "decodes slower" not in out
     found = verdicts(xml)
     # The per-chunk cost touches only the chat stream: the non-streaming chat route and the
-    # native streams are unaffected.
-    assert found["reasoning-ctx3333 chat vs native"]["status"] == "pass"
-    for case in ("reasoning-ctx3333", "padding-ctx3333"):
-        assert found[f"{case} stream vs non-stream"]["status"] == "pass"
-        assert "within tolerance" in found[f"{case} stream vs non-stream"]["message"]
+    # native streams are unaffected, within tolerance (six rounds can be sure of a 1 % gap
+    # between two paths: "noted", the contract's pass with a sure change inside the tolerance).
+    unaffected = ["reasoning-ctx3333 chat vs native",
+                  *(f"{case} stream vs non-stream" for case in ("reasoning-ctx3333",
+                                                                 "padding-ctx3333"))]
+    for case_id in unaffected:
+        assert found[case_id]["status"] in ("pass", "noted"), found[case_id]
+        assert "within tolerance" in found[case_id]["message"], found[case_id]
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)

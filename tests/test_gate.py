@@ -208,7 +208,7 @@ def test_no_baseline_is_exit_3_before_any_generation_request(start_sim, baseline
                f"--specperf-baseline-dir {baseline_dir} --specperf-output-tokens 200 "
                "--specperf-update-baselines")
     _lines(result).fnmatch_lines([
-        f"  ERROR reasoning-ctx3333: BaselineError: --require-baseline: no baseline for "
+        f"  ERROR reasoning-ctx3333: BaselineError: --specperf-require-baseline: no baseline for "
         f"deployment '{name}' in {baseline_dir}, so no case can be judged: create one with "
         f"`{command}`.",
         "  ERROR padding-ctx3333: the same as above",

@@ -244,3 +244,10 @@ def test_a_change_beyond_the_tolerance_is_never_said_to_be_inside_it() -> None:
                     result.estimate.factor.name == "step":
                 assert high <= 0.02, verdict.message
         assert verdict.status in ("fail", "undetermined", "pass"), verdict.message
+
+
+def test_a_factor_no_case_moved_the_bad_way_says_so() -> None:
+    """Once printed "0 of 8 cases: )"."""
+    message = judge_sweep(_rated(rise=-0.04), "sweep").verdict().message
+    assert "0 of" not in message and "cases: )" not in message
+    assert "no case moved the bad way" in message

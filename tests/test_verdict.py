@@ -289,3 +289,16 @@ def test_every_metric_beyond_its_limit_is_named() -> None:
         "beyond its limit: prefill (TTFT) 500 → 980 ms (+96.0%, limit +25%) — prefill "
         "regression: check prompt processing (the batch size, e.g. llama.cpp -ub; chunked "
         "prefill; the prefix and attention kernels).")
+
+
+def test_an_undetermined_tok_s_is_never_said_to_stay_within_its_limit() -> None:
+    from specperf.core.noise import NoiseModel
+    base = CaseBaseline("reasoning", 1663, 600, {
+        "tok_s": summarize([72.4] * 5), "avg_commit": summarize([2.9] * 5),
+        "step_ms": summarize([62.0] * 5)}, {})
+    now = {"tok_s": summarize([65.0] * 3), "avg_commit": summarize([2.9] * 3),
+           "step_ms": summarize([90.0] * 3)}
+    verdict = judge_case("c", now, base, {}, noise=NoiseModel.prior(0.03))
+    assert verdict.status == "fail"
+    assert "stayed within its limit" not in verdict.message
+    assert "is undetermined (its interval straddles the limit)" in verdict.message

@@ -462,6 +462,8 @@ def _where(est: Estimate) -> str:
     worse = [cid for cid, d in est.per_case.items() if d > 0]
     if len(worse) == len(est.per_case):
         return "every context" if est.factor.name == "step" else "every case"
+    if not worse:
+        return "no case moved the bad way"
     return f"{len(worse)} of {len(est.per_case)} cases: {', '.join(worse)}"
 
 

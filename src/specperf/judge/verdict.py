@@ -360,6 +360,9 @@ _CHECKS = {n: hint.split(": check ", 1)[1] for n, hint in _CAUSE_HINTS.items()}
 def _while_tok_s(moves: Mapping[str, Move]) -> str:
     if "tok_s" not in moves:
         return ""
+    if moves["tok_s"].undetermined:  # its interval straddles the limit: not "within" it
+        return (f" while {moves['tok_s'].text(limit=True)} is undetermined (its interval "
+                f"straddles the limit)")
     return f" while {moves['tok_s'].text()} stayed within its limit"
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import time
 from xml.etree import ElementTree
 
 import httpx
@@ -38,15 +37,15 @@ def test_every_data_event_is_decoded_with_its_receive_time():
     assert 0 <= reply.events[0].at_s <= reply.events[1].at_s <= reply.elapsed_s
 
 
-def test_the_per_event_cost_stays_far_below_a_verify_step():
-    """A verify step takes 30-150 ms on the real box; the client's per-event cost is µs."""
+def test_a_long_stream_keeps_every_event_in_order():
+    """5000 events arrive whole and in order, each stamped no earlier than the one before.
+    (How fast the client reads them is a timing: that belongs in benchmarks/, not here.)"""
     n = 5000
     client = mock_client([EVENT] * n + [b"data: [DONE]\n\n"])
-    start = time.perf_counter()
     reply = client.stream_json("/generate", {})
-    per_event_s = (time.perf_counter() - start) / n
     assert len(reply.events) == n
-    assert per_event_s < 1e-3, f"{1e6 * per_event_s:.0f} µs per event"  # measured ~4 µs
+    stamps = [e.at_s for e in reply.events]
+    assert stamps == sorted(stamps) and stamps[-1] <= reply.elapsed_s
 
 
 def test_a_stream_cut_before_done_is_malformed_and_retried():

@@ -33,7 +33,7 @@ from ..core.errors import BaselineError, ConfigError
 from ..core.limits import DEFAULT_TOLERANCES, MINUS, format_percent, format_value, tolerance
 from ..core.model import ContextFit, attribute, predict_tok_s
 from ..core.noise import NoiseModel
-from ..core.stats import MEDIAN_SE_FACTOR
+from ..core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR
 from ..measure.sample import mean_context
 from .reconcile import base_rest
 
@@ -41,7 +41,6 @@ EXIT_OK, EXIT_REGRESSION = 0, 1
 Z = 1.96  # two-sided 95 % interval of the prediction
 # A context further outside the fitted range than this share of the range is extrapolated.
 FAR_OUTSIDE = 0.25
-MAD_TO_SD = 1.4826
 NIGHTLY = "run the nightly job against this deployment"
 STEP_ADVICE = ("a step-time regression: check the kernels, attention backend and KV cache "
                f"({NIGHTLY})")
@@ -173,7 +172,8 @@ def _rel_se(case: CaseBaseline, metric: str) -> float:
     summary = case.metrics.get(metric)
     if summary is None or summary.n < 2 or not summary.median:
         return 0.0
-    return MEDIAN_SE_FACTOR * MAD_TO_SD * summary.mad / abs(summary.median) / math.sqrt(summary.n)
+    rel_sd = MAD_TO_SIGMA * summary.mad / abs(summary.median)
+    return MEDIAN_SE_FACTOR * rel_sd / math.sqrt(summary.n)
 
 
 def _commit_at(cases: Sequence[CaseBaseline], x: float) -> tuple[float, float, str]:

@@ -70,7 +70,7 @@ def sweep(url: str, base_dir: Path, repeats: int, *, update: bool = False,
     try:
         if not exact:
             state.started_session()
-            state._plan = PromptPlan()  # today's random nonces: statistics only
+            state.prompts.plan = PromptPlan()  # today's random nonces: statistics only
         for case in state.cases:
             try:
                 measured = state.measure(case, state.tolerances_for(case, {}))

@@ -10,7 +10,8 @@ import pytest
 from inprocess import NO_HYPOTHESIS
 from specperf.core.errors import ConfigError
 from specperf.measure.session import PerfSession
-from specperf.settings.config import OPTIONS, resolve
+from specperf.settings.config import resolve
+from specperf.settings.options import OPTIONS
 
 
 def test_defaults_are_the_incident_experiment():

@@ -27,11 +27,12 @@ from specperf.measure import lock as gpulock
 from specperf.measure import paths
 from specperf.measure.session import PerfSession
 from specperf.plan.workload import Case, load_text_classes
-from specperf.plugin import XdistController
 from specperf.plugin.fixtures import _marker_tolerances
 from specperf.plugin.runstate import RunState
+from specperf.plugin.xdistcontroller import XdistController
 from specperf.servers import acceptance
-from specperf.settings.config import OPTIONS, Settings, resolve
+from specperf.settings.config import Settings, resolve
+from specperf.settings.options import OPTIONS
 
 # -- 1. /metrics: one parser, one error -------------------------------------------------------
 SUMS = """\
@@ -161,7 +162,7 @@ def test_require_baseline_checks_the_baseline_runstate_loaded(tmp_path, no_sessi
     with pytest.raises(BaselineError, match=r"--specperf-require-baseline: baseline box v1 has no "
                                             r"code-ctx13 at 600 output tokens"):
         state._require_baseline()
-    assert state._baselines["box"][0] is not None  # loaded once, kept for the verdicts
+    assert state.baselines.loaded["box"][0] is not None  # loaded once, kept for the verdicts
 
 
 def test_one_load_serves_require_baseline_the_verdicts_and_the_tolerances(tmp_path,
@@ -204,7 +205,7 @@ def test_the_session_and_the_xdist_controller_lock_one_path(tmp_path, monkeypatc
         def acquire(self) -> float:
             return 0.0
 
-    monkeypatch.setattr("specperf.plugin.GpuLock", Recording)
+    monkeypatch.setattr("specperf.plugin.xdistcontroller.GpuLock", Recording)
     controller = XdistController(types.SimpleNamespace(), settings)  # type: ignore[arg-type]
     controller.pytest_sessionstart(None)  # type: ignore[arg-type]
     want = gpu_lock or gpulock.lock_path_for("http://127.0.0.1:30000")

@@ -18,8 +18,9 @@ from specperf import cli
 from specperf.baselines.diff import _small_percent
 from specperf.core.errors import ConfigError
 from specperf.measure.loop import Sample
-from specperf.plugin import _StopOnce
-from specperf.settings.config import OPTIONS, OPTIONS_BY_NAME, resolve
+from specperf.plugin.signals import StopOnce
+from specperf.settings.config import resolve
+from specperf.settings.options import OPTIONS, OPTIONS_BY_NAME
 from specperf.views.summary import sample_line
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -236,7 +237,7 @@ def test_help_is_plain_text_and_a_subcommand_shows_its_own_usage(capsys):
 
 
 def test_only_the_first_stop_signal_interrupts(capfd):
-    stop = _StopOnce()
+    stop = StopOnce()
     with pytest.raises(KeyboardInterrupt, match="specperf: stopped by signal 2"):
         stop(signal.SIGINT, None)
     stop(signal.SIGINT, None)  # as `timeout -s INT` sends it again: acknowledged, no raise

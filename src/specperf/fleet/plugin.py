@@ -25,10 +25,10 @@ import pytest
 
 from ..baselines.preflight import Judged
 from ..core.errors import ConfigError
-from ..plugin import write_line
 from ..plugin.fixtures import FLEET, FLEET_REQUEST, LOCK_LINES, STATE, FleetRequest
 from ..plugin.reporting import HtmlHooks
 from ..plugin.runstate import RunState
+from ..plugin.terminal import write_line
 from ..settings.endpoints import check_combination, endpoint_settings
 from .record import FLEET_COLLECTOR, FleetCollector
 

@@ -1,9 +1,11 @@
 """The pytest plugin: registers options, ini keys, markers and fixtures, and wires the hooks.
 
-Real work lives in the rooms before this one; this file only connects pytest to them, with
+Real work lives in the rooms before this one; this file holds only the hooks that connect
+pytest to them, with ``flags`` (how each option reads on the command line), ``markers``,
 ``fixtures`` and ``sweepfixtures`` (what perf tests receive), ``runstate`` (one run's state:
-cases, baseline, verdicts), ``sweeprun`` (the sweep-level test) and ``reporting`` (writing
-the record and the report at the end of the run).
+cases, baseline, verdicts), ``sweeprun`` (the sweep-level test), ``reporting`` (writing the
+record and the report at the end of the run), ``xdistcontroller`` (the session's GPU lock
+under xdist), ``signals`` (stopping on SIGTERM) and ``terminal`` (progress lines).
 
 May import: core, settings, plan, servers, measure, baselines, judge, record, views
 """
@@ -21,12 +23,12 @@ import pytest
 
 from ..baselines.preflight import Judged
 from ..core.errors import ConfigError, SpecperfError
-from ..measure.lock import GpuLock, LockMode, lock_path
-from ..measure.loop import Sample
+from ..measure.lock import LockMode
 from ..plan.workload import Case, load_text_classes
 from ..servers import simulated
 from ..settings import endpoints
-from ..settings.config import OPTIONS, Option, Settings, for_baseline, resolve
+from ..settings.config import for_baseline, resolve
+from ..settings.options import OPTIONS
 from ..views import summary
 from ..views.report import report_dir
 from . import reporting
@@ -55,104 +57,21 @@ from .fixtures import (  # noqa: F401  (fixtures are registered by being importa
     specperf_settings,
     stream_paths,
 )
+from .flags import GROUP, SPELLED, help_text, option_kwargs, registered_flags
+from .markers import MARKERS
 from .runstate import RunState
+from .signals import StopOnce, has_line
 from .sweepfixtures import specperf_sweep  # noqa: F401  (the sweep-level test's fixture)
+from .terminal import show_sample, write_line
+from .xdistcontroller import XdistController
 
-MARKERS = (
-    "context_scaling: step time and acceptance across context lengths (the main job)",
-    "concurrency_scaling: tok/s per user and aggregate, acceptance and step time across "
-    "concurrency levels (bursts of C concurrent requests)",
-    "text_class: acceptance per text class at equal context",
-    "smoke: the short deploy-gate subset",
-    "parser: the chat route with reasoning and tool-call parsers engaged",
-    "streaming: streaming measured against non-streaming",
-    "tolerance(**limits): per-test tolerance overrides, e.g. tolerance(step_ms=0.15)",
-    "perf_cases(*(text_class, context)): measure these cases instead of the planned matrix",
-)
 _PREVIOUS_SIGTERM = pytest.StashKey[Any]()
-GROUP = "specperf"
-
-
-class _ValueRequired(argparse.Action):
-    """An option whose value may start with '-' (``--specperf-contexts -5,13``): argparse
-    takes such a word for an option and leaves the flag without a value; say how to write it
-    instead of argparse's bare 'expected one argument'."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        if values is None:
-            flag = option_string or self.dest
-            raise argparse.ArgumentError(self, (
-                f"expected one value. A value that starts with '-' reads as an option: attach "
-                f"it with '=', e.g. {flag}=-5,13 (not {flag} -5,13)"))
-        setattr(namespace, self.dest, values)
-        _note_spelling(namespace, self.dest, option_string)
-
-
-# The flags given by an old unprefixed name, by setting: an error names what was typed.
-_SPELLED = "specperf_spelled"
-
-
-def _note_spelling(namespace: argparse.Namespace, dest: str, option_string: str | None) -> None:
-    if option_string is not None and not option_string.startswith("--specperf-"):
-        spelled = dict(getattr(namespace, _SPELLED, None) or {})
-        spelled[dest.removeprefix("specperf_")] = option_string
-        setattr(namespace, _SPELLED, spelled)
-
-
-class _Store(argparse.Action):
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, values)
-        _note_spelling(namespace, self.dest, option_string)
-
-
-class _Flag(argparse.Action):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs["nargs"] = 0
-        super().__init__(*args, **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, True)
-        _note_spelling(namespace, self.dest, option_string)
-
-
-class _Append(argparse.Action):
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, [*(getattr(namespace, self.dest, None) or []), values])
-        _note_spelling(namespace, self.dest, option_string)
-
-
-def _option_kwargs(opt: Option) -> dict[str, Any]:
-    """How argparse reads one option (the same for its prefixed name and its alias)."""
-    dest = f"specperf_{opt.name}"
-    if opt.flag_only:
-        return {"action": _Flag, "default": None, "dest": dest}
-    kwargs: dict[str, Any] = {"default": None, "dest": dest, "metavar": opt.name.upper(),
-                              "action": _Store}
-    if opt.name == "endpoint":  # given more than once (NAME=URL): a fleet (specperf.fleet)
-        kwargs["action"] = _Append
-    elif opt.name == "contexts":  # "-5,13" looks like an option to argparse
-        kwargs.update(nargs="?", action=_ValueRequired)
-    return kwargs
-
-
-def _help(opt: Option) -> str:
-    default = f" Default: {opt.default}." if opt.default and not opt.flag_only else ""
-    text = opt.help
-    if opt.name == "endpoint":
-        text += " Given more than once as NAME=URL: a fleet (see --specperf-endpoints)."
-    also = f"; old name {opt.alias}" if opt.alias else ""
-    # argparse expands %-formats in help ("3 %" would end --help with a TypeError).
-    return f"{text}{default} [env {opt.env}, ini {opt.ini}{also}]".replace("%", "%%")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup(GROUP, "specperf: speculative-decoding performance")
     for opt in OPTIONS:
-        group.addoption(opt.flag, help=_help(opt), **_option_kwargs(opt))
+        group.addoption(opt.flag, help=help_text(opt), **option_kwargs(opt))
         if opt.lines:  # one item per line, or a TOML list (specperf_tolerances)
             parser.addini(opt.ini, help=opt.help, type="linelist", default=[])
         else:
@@ -166,19 +85,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     only where no other plugin or conftest registered the same flag: theirs wins, and ours
     stays reachable by its prefixed name (pytest refuses to start on a duplicate flag)."""
     yield  # the initial conftests have now registered their options
-    taken = _registered_flags(parser)
+    taken = registered_flags(parser)
     group = parser.getgroup(GROUP)
     for opt in OPTIONS:
         if opt.alias is not None and opt.alias not in taken:
-            group.addoption(opt.alias, help=argparse.SUPPRESS, **_option_kwargs(opt))
-
-
-def _registered_flags(parser: pytest.Parser) -> set[str]:
-    """Every flag registered with pytest so far. pytest lists its options only privately
-    (``Parser._anonymous`` and ``Parser._groups``, stable since pytest 3)."""
-    groups = [getattr(parser, "_anonymous", None), *getattr(parser, "_groups", [])]
-    return {name for group in groups if group is not None
-            for option in group.options for name in option.names()}
+            group.addoption(opt.alias, help=argparse.SUPPRESS, **option_kwargs(opt))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -192,7 +103,7 @@ def pytest_configure(config: pytest.Config) -> None:
     held = bool(workerinput and workerinput.get("specperf_lock_held"))
     lock_mode: LockMode = "case" if held else "session"
     try:
-        spelled = getattr(config.option, _SPELLED, None) or {}
+        spelled = getattr(config.option, SPELLED, None) or {}
         settings = for_baseline(resolve(cli, os.environ, ini, spelled))
         if settings.endpoint is None:
             simulated.check_profile(settings.sim_profile,
@@ -205,7 +116,7 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[STATE] = RunState(
                 settings, classes,
                 progress=lambda line: write_line(config, line),
-                on_sample=lambda s, total: _progress(config, s, total), lock_mode=lock_mode)
+                on_sample=lambda s, total: show_sample(config, s, total), lock_mode=lock_mode)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     if settings.update_baselines and (workerinput is not None
@@ -222,57 +133,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if workerinput is None and config.pluginmanager.hasplugin("xdist") \
             and config.getoption("dist", "no") != "no" and settings.endpoint is not None:
         config.pluginmanager.register(XdistController(config, settings), "specperf-xdist")
-
-
-class XdistController:
-    """Under pytest-xdist the controller holds the endpoint's session GPU lock.
-
-    Taken at session start, before any worker measures, released when the session ends.
-    Workers are told (``workerinput``) and serialise among themselves per case. Only for a
-    configured endpoint: with the embedded simulator each worker runs its own simulator.
-    """
-
-    def __init__(self, config: pytest.Config, settings: Settings) -> None:
-        self.config = config
-        self.settings = settings
-        self.lock: GpuLock | None = None
-
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        assert self.settings.endpoint is not None
-        lock = GpuLock(lock_path(self.settings), timeout_s=self.settings.gpu_lock_timeout,
-                       endpoint=self.settings.endpoint,
-                       progress=lambda line: write_line(self.config, line))
-        try:
-            lock.acquire()
-        except SpecperfError as exc:
-            pytest.exit(f"{type(exc).__name__}: {exc}", returncode=pytest.ExitCode.INTERNAL_ERROR)
-        self.lock = lock
-
-    def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput["specperf_lock_held"] = self.lock is not None
-
-    def pytest_sessionfinish(self) -> None:
-        if self.lock is not None:
-            self.lock.release()
-
-
-def write_line(config: pytest.Config, line: str) -> None:
-    """One line to the terminal, past pytest's capture, while a case runs."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    if reporter is None:
-        return
-    if capture is None:
-        reporter.write_line(line)
-        return
-    # Progress must reach the terminal while the case runs, past pytest's capture.
-    with capture.global_and_fixture_disabled():
-        reporter.write_line(line)
-
-
-def _progress(config: pytest.Config, sample: Sample, total: int) -> None:
-    if config.get_verbosity() >= 1:
-        write_line(config, "  " + summary.sample_line(sample, total))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -328,26 +188,6 @@ def pytest_runtest_makereport(item: pytest.Item,
     return report
 
 
-class _StopOnce:
-    """SIGTERM (a cancelled CI job, `kill`) and SIGINT end the run like Ctrl-C: pytest then
-    finishes the session, so the lock is released and what was measured is written out.
-
-    Only the first signal interrupts. `timeout -s INT` signals the process and then its whole
-    group, so a second one arrives while the session is closing; raising again there would
-    abort the cleanup with a long traceback. Later ones are acknowledged and ignored.
-    """
-
-    def __init__(self) -> None:
-        self.stopping = False
-
-    def __call__(self, signum: int, frame: object) -> None:
-        if not self.stopping:
-            self.stopping = True
-            raise KeyboardInterrupt(f"specperf: stopped by signal {signum}")
-        os.write(2, b"specperf: already stopping: releasing the GPU lock and writing the "
-                    b"report (SIGKILL ends it at once)\n")
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
@@ -357,7 +197,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             "pytest11 entry point specperf_fleet): reinstall specperf (pip install .) or add "
             "-p specperf.fleet.plugin.")
     if threading.current_thread() is threading.main_thread():
-        handler = _StopOnce()
+        handler = StopOnce()
         session.config.stash[_PREVIOUS_SIGTERM] = [
             (signum, signal.signal(signum, handler)) for signum in (signal.SIGTERM,
                                                                      signal.SIGINT)]
@@ -371,14 +211,7 @@ def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> N
     pytest's report of the KeyboardInterrupt then dies with a TypeError and a second
     traceback, and the run ends with exit 1 instead of 2 (interrupted).
     """
-    excinfo.traceback = excinfo.traceback.filter(_has_line)
-
-
-def _has_line(entry: Any) -> bool:
-    try:
-        return entry.lineno is not None
-    except TypeError:  # tb_lineno is None: ``lineno`` is tb_lineno - 1
-        return False
+    excinfo.traceback = excinfo.traceback.filter(has_line)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -400,7 +233,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         except SpecperfError as exc:
             lines = [f"specperf: baseline NOT updated: {exc}"]
         collected.footer.extend(lines)
-        if state.baseline_written is None and session.exitstatus == pytest.ExitCode.OK:
+        if state.baselines.written is None and session.exitstatus == pytest.ExitCode.OK:
             # Asked to write a baseline and wrote none: that run did not do its job.
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     state.close_session()

@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
-from .config import OPTIONS_BY_NAME, Settings, _url
+from .config import Settings
+from .options import OPTIONS_BY_NAME
+from .parsers import http_url
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -126,7 +128,7 @@ def _entry(path: Path, index: int, entry: Any, env: Mapping[str, str]) -> Endpoi
 
 def _checked_url(where: str, url: Any) -> str:
     try:
-        return _url(url) if isinstance(url, str) else _url("")
+        return http_url(url) if isinstance(url, str) else http_url("")
     except ValueError:
         raise ConfigError(f"{where} has url {url!r}: expected an http(s) URL such as "
                           "http://127.0.0.1:30000.") from None

@@ -10,7 +10,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from .config import OPTIONS_BY_NAME, Settings
+from .config import Settings
+from .options import OPTIONS_BY_NAME
 
 
 def _default(name: str) -> str | None:

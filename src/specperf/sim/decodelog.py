@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TextIO
 
 from specperf.sim.metrics import SimMetrics
+from specperf.sim.observer import PrefillReport, StepReport
 from specperf.sim.request import SimRequest
-from specperf.sim.scheduler import PrefillReport, StepReport
 from specperf.sim.vllm_metrics import VllmMetrics
 
 _MAX_TOTAL_TOKENS = 1_000_000  # KV pool size behind "token usage"

@@ -31,9 +31,10 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from specperf.sim.observer import PrefillReport, StepReport
 from specperf.sim.profile import Profile
 from specperf.sim.request import SimRequest
-from specperf.sim.scheduler import PrefillReport, Scheduler, StepReport
+from specperf.sim.scheduler import Scheduler
 
 _LABELS = ("model_name", "engine_type", "tp_rank", "pp_rank")
 _LATENCY_BUCKETS = (

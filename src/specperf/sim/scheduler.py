@@ -30,11 +30,11 @@ import uuid
 from array import array
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from specperf.sim.cache import PrefixCache
 from specperf.sim.faults import Faults
+from specperf.sim.observer import PrefillReport, SchedulerObserver, StepReport
 from specperf.sim.physics import (
     Draws,
     build_vocabulary,
@@ -52,38 +52,6 @@ _MAX_LAG_S = 0.25  # beyond this the loop stops trying to catch up (e.g. after a
 _MAX_ARRIVAL_CREDIT_S = 0.1  # how far back an idle loop may start a prefill (see _wake_up)
 _BACKGROUND_PROMPT = 256
 _BACKGROUND_OUTPUT = 2000
-
-
-@dataclass(frozen=True)
-class StepReport:
-    """One verify step as observers (metrics, decode log) see it."""
-
-    batch: Sequence[SimRequest]
-    committed: int
-    wall_s: float
-    context_tokens: int
-    queued: int
-
-
-@dataclass(frozen=True)
-class PrefillReport:
-    """One prefill batch as observers see it, after its forward pass.
-
-    ``running_before``: requests that were decoding when the batch was formed (SGLang's
-    PrefillStats.num_running_reqs counts the running batch without the new requests);
-    ``queued``: requests still waiting afterwards.
-    """
-
-    batch: Sequence[SimRequest]
-    running_before: int
-    queued: int
-
-
-class SchedulerObserver(Protocol):
-    def on_prefill(self, report: PrefillReport) -> None: ...
-    def on_step(self, report: StepReport) -> None: ...
-    def on_first_token(self, request: SimRequest) -> None: ...
-    def on_finish(self, request: SimRequest) -> None: ...
 
 
 def request_seed(seed: int, spec: GenerationSpec, arrival: int) -> list[int]:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from specperf.sim.observer import PrefillReport, StepReport
 from specperf.sim.request import SimRequest
-from specperf.sim.scheduler import PrefillReport, Scheduler, StepReport
+from specperf.sim.scheduler import Scheduler
 
 _LABELS = ("model_name", "engine")
 # vLLM 0.32.0's buckets of vllm:iteration_tokens_total (captured from its /metrics)

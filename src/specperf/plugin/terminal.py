@@ -1,0 +1,28 @@
+"""Lines to the terminal while a case runs, past pytest's capture."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..measure.loop import Sample
+from ..views import summary
+
+
+def write_line(config: pytest.Config, line: str) -> None:
+    """One line to the terminal, past pytest's capture, while a case runs."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None:
+        return
+    if capture is None:
+        reporter.write_line(line)
+        return
+    # Progress must reach the terminal while the case runs, past pytest's capture.
+    with capture.global_and_fixture_disabled():
+        reporter.write_line(line)
+
+
+def show_sample(config: pytest.Config, sample: Sample, total: int) -> None:
+    """One finished request's line, at -v and above."""
+    if config.get_verbosity() >= 1:
+        write_line(config, "  " + summary.sample_line(sample, total))

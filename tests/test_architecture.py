@@ -241,7 +241,7 @@ def test_only_the_adapter_knows_the_simulators_private_routes() -> None:
                      and re.search(r"/_sim/|sim_time_scale", p.read_text(encoding="utf-8"))
                      and p != SIM_ADAPTER)
     # settings declares the option that sets the embedded simulator's time scale
-    assert knowing == ["settings/config.py"]
+    assert knowing == ["settings/config.py", "settings/options.py"]
 
 
 def test_the_top_floor_keeps_at_most_ten_modules() -> None:

@@ -203,8 +203,8 @@ def test_the_reference_subset_is_the_smoke_subsets_grid():
 def test_phase_1_writes_tonights_run_alone_into_the_reference_directory(tmp_path):
     assert reference.measure_flags(tmp_path) == [
         "--specperf-baseline-dir", str(tmp_path), "--specperf-contexts=13,3333",
-        "--specperf-text-classes=padding,reasoning", "--specperf-baseline-runs=1",
-        "--specperf-update-baselines"]
+        "--specperf-text-classes=padding,reasoning", "--specperf-baseline-repeats=12",
+        "--specperf-baseline-runs=1", "--specperf-update-baselines"]
 
 
 def test_phase_2_judges_exactly_that_version_the_same_night(tmp_path):

@@ -37,6 +37,11 @@ DEFAULT_MAX_AGE_H = 4.0
 SUBSET_MARKER = "context_scaling"
 SUBSET_CONTEXTS = (13, 3333)
 SUBSET_CLASSES = ("padding", "reasoning")
+# Requests per reference case. Same night, the run terms cancel and the reference's request
+# spread is the comparison's floor (top-ups shrink only tonight's side): at the baseline's 10
+# a 5 % step rise was caught in 95 % of gates, at 12 in 97 % for ~70 GPU s more per deploy
+# (benchmarks/sweep_power.py --configs "same-night gate 3%" --baseline-repeats 12, seed 11).
+REFERENCE_REPEATS = 12
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -86,13 +91,15 @@ def save_command(directory: Path, endpoint: str, deployment: str | None,
 
 # -- phase 1 ---------------------------------------------------------------------------------
 def measure_flags(directory: Path) -> list[str]:
-    """The pytest flags of phase 1 (with ``SUBSET_MARKER``): the subset's grid, written as a
-    new baseline version into ``directory`` from tonight's run alone (never merged with
-    runs of other nights, whatever ``baseline_runs`` the ini or environment sets)."""
+    """The pytest flags of phase 1 (with ``SUBSET_MARKER``): the subset's grid, at least
+    ``REFERENCE_REPEATS`` requests per case, written as a new baseline version into
+    ``directory`` from tonight's run alone (never merged with runs of other nights, whatever
+    ``baseline_runs`` the ini or environment sets)."""
     return ["--specperf-baseline-dir", str(directory),
             f"--specperf-contexts={','.join(map(str, SUBSET_CONTEXTS))}",
             f"--specperf-text-classes={','.join(SUBSET_CLASSES)}",
-            "--specperf-baseline-runs=1", "--specperf-update-baselines"]
+            f"--specperf-baseline-repeats={REFERENCE_REPEATS}", "--specperf-baseline-runs=1",
+            "--specperf-update-baselines"]
 
 
 def baseline_files(directory: Path) -> set[Path]:

@@ -48,7 +48,7 @@ from typing import Any
 import drift_cusum
 import numpy as np
 
-from specperf.core import drift
+from specperf import DRIFT_SCAN, drift_series, scan_drift
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CELLS = [f"{c}-ctx{x}" for c in ("padding", "reasoning") for x in (13, 1663, 3333, 5553)]
@@ -81,14 +81,14 @@ def history(rng: np.random.Generator, nights: int, noise: float, shift: float, s
 
 
 def night_z(cells: dict[str, list[float | None]], per_case: bool, key: str | None = None,
-            window: int | None = drift.WINDOW, before: int = 0) -> np.ndarray:
+            window: int | None = DRIFT_SCAN.window, before: int = 0) -> np.ndarray:
     """Per watched night, the largest decision z over the series (only ``key`` when given),
     the level from the boundary at ``before``, the noise across it; ``window`` None: the
     previous scan's, the best of every candidate start."""
-    chosen = [s for s in drift.series(cells, per_case=per_case) if key in (None, s.key)]
+    chosen = [s for s in drift_series(cells, per_case=per_case) if key in (None, s.key)]
     nights = chosen[0].logs.shape[1]
     cuts = [before] if before else []
-    return np.array([max(drift.scan_night(s, before, t, window, cuts)[0] for s in chosen)
+    return np.array([max(scan_drift(s, before, t, window, cuts)[0] for s in chosen)
                      for t in range(before, nights)])
 
 
@@ -101,7 +101,7 @@ def cusum_nights(cells: dict[str, list[float | None]], key: str | None = None
                  ) -> dict[str, list[drift_cusum.CusumNight]]:
     """Every factor's (or only ``key``'s) CUSUM; h is applied afterwards, so one pass serves
     every setting."""
-    return {s.key: drift_cusum.cusum(s) for s in drift.series(cells) if key in (None, s.key)}
+    return {s.key: drift_cusum.cusum(s) for s in drift_series(cells) if key in (None, s.key)}
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -143,11 +143,11 @@ def draw(args: argparse.Namespace, common: float) -> dict[str, list[Any]]:
         cells = history(rng, args.nights, args.noise, 0.0, args.nights, common, before=before)
         got["null_f"].append(night_z(cells, False, before=before))
         got["null_c"].append(night_z(cells, True, before=before))
-        start = int(rng.integers(drift.MIN_REFERENCE, args.nights - 3))
+        start = int(rng.integers(DRIFT_SCAN.min_reference, args.nights - 3))
         moved = history(rng, args.nights, args.noise, args.shift, start, common, before=before)
         got["starts"].append(start)
         got["shifted"].append(night_z(moved, False, "step", before=before))
-        case, one_start = CELLS[i % len(CELLS)], int(rng.integers(drift.MIN_REFERENCE,
+        case, one_start = CELLS[i % len(CELLS)], int(rng.integers(DRIFT_SCAN.min_reference,
                                                                    args.nights - 3))
         alone = history(rng, args.nights, args.noise, args.case_shift, one_start, common, case,
                         before)
@@ -165,7 +165,7 @@ def draw(args: argparse.Namespace, common: float) -> dict[str, list[Any]]:
 def run(args: argparse.Namespace, common: float) -> dict[str, Any]:
     """One noise setting's shares, at drift.py's thresholds and at the others listed."""
     g = draw(args, common)
-    fac, case = drift.FACTOR_THRESHOLD, drift.CASE_THRESHOLD
+    fac, case = DRIFT_SCAN.factor_threshold, DRIFT_SCAN.case_threshold
     out: dict[str, Any] = {
         "histories": args.histories, "nights": args.nights, "noise": args.noise,
         "common": common, "shift": args.shift, "case_shift": args.case_shift,
@@ -232,9 +232,9 @@ def bound(args: argparse.Namespace, cells: int = len(CELLS)) -> dict[str, float]
 
     rng = np.random.default_rng([args.seed, 7])
     sd = args.noise / math.sqrt(cells)  # one night's mean over cells
-    starts = range(drift.MIN_REFERENCE, args.nights - 3)
+    starts = range(DRIFT_SCAN.min_reference, args.nights - 3)
     mean_z = [math.log(1 + args.shift) / (sd * math.sqrt(1 / 4 + 1 / s)) for s in starts]
-    ends = np.arange(drift.MIN_REFERENCE + 3, args.nights)  # the window's last night
+    ends = np.arange(DRIFT_SCAN.min_reference + 3, args.nights)  # the window's last night
     x = sd * rng.standard_normal((20000, args.nights))
     c = np.hstack([np.zeros((len(x), 1)), np.cumsum(x, axis=1)])
     window = (c[:, ends + 1] - c[:, ends - 3]) / 4
@@ -313,13 +313,13 @@ def main() -> None:
     print(f"{args.histories} histories of {args.before} + {args.nights} nights per kind "
           f"(a boundary between), {args.noise:.0%} "
           f"night-to-night noise, step shift {args.shift:.0%} (one case: "
-          f"{args.case_shift:.0%}); scan thresholds factor {drift.FACTOR_THRESHOLD}, case "
-          f"{drift.CASE_THRESHOLD}; [95 % interval]")
+          f"{args.case_shift:.0%}); scan thresholds factor {DRIFT_SCAN.factor_threshold}, case "
+          f"{DRIFT_SCAN.case_threshold}; [95 % interval]")
     for r in rows:
         report(r, args.compare)
     b = bound(args)
     print(f"bound: night sd {b['night_sd']:.4f}; pooled z after 4 nights {b['z_min']:.2f} "
-          f"(start night {drift.MIN_REFERENCE}) to {b['z_max']:.2f}, mean {b['z_mean']:.2f}; "
+          f"(start night {DRIFT_SCAN.min_reference}) to {b['z_max']:.2f}, mean {b['z_mean']:.2f}; "
           f"≤ 1 % scan threshold {b['threshold']:.2f}, ceiling {b['ceiling']:.3f}; with a "
           f"third of the 1 % {b['threshold_third']:.2f}, ceiling {b['ceiling_third']:.3f}; "
           f"night mean's σ measured (t-test): ceiling {b['ceiling_t']:.3f}, with a third "

@@ -37,10 +37,10 @@ only). Modes (the columns, ``--configs``):
   reference writes the grid's four cases, the gate judges three).
 
 Each case: a warm-up, then repeats until ``decide_repeats`` stops (3–8), ``judge_case``; then
-:func:`specperf.judge.sweep.judge_sweep` on the same requests with its sequential top-ups
-(``sweeprun.budget``). A run **fails** when any case or the sweep test regresses. When
-``judge_sweep`` takes ``noise=`` (core/noise.py), the judge gets the model it would have on
-the box: nightly, :func:`specperf.core.noise.from_history` over ``--history`` (20) simulated
+:func:`specperf.judge_sweep` on the same requests with its sequential top-ups
+(:func:`specperf.sweep_budget`). A run **fails** when any case or the sweep test regresses.
+The judge gets the noise model (core/noise.py) it would have on
+the box: nightly, :func:`specperf.noise_from_history` over ``--history`` (20) simulated
 nights of history lines (per-cell medians of 5 requests under the same noises, with their
 standard errors as ``cell_se``; the baseline's night is the last of them); same-night,
 ``NoiseModel.same_night()``. Before that the judge saw only the requests (the BEFORE
@@ -61,7 +61,6 @@ Writes benchmarks/results/sweep_power_seed<seed>[_<tag>].json.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import math
 import time
@@ -77,20 +76,18 @@ from specperf import (
     DEFAULT_TOLERANCES,
     Case,
     CaseBaseline,
+    NoiseModel,
     Settings,
+    SweepCase,
     decide_repeats,
     judge_case,
+    judge_sweep,
+    median_se,
+    noise_from_history,
+    pair_decider,
     summarize,
+    sweep_budget,
 )
-from specperf.core.stats import MEDIAN_SE_FACTOR
-from specperf.judge.ab import pair_decider
-from specperf.judge.sweep import CaseData, judge_sweep
-from specperf.plugin import sweeprun
-
-try:  # the run-to-run noise model (issue 33); absent before it lands: the BEFORE table
-    from specperf.core import noise as noise_model
-except ImportError:  # pragma: no cover - depends on the checkout
-    noise_model = None  # type: ignore[assignment]
 
 RESULTS = Path(__file__).resolve().parent / "results"
 A_MS, B_MS, PREFILL_MS_PER_TOKEN, TOKENS = 27.25, 0.01772, 0.15, 600
@@ -238,12 +235,8 @@ def baseline(source: Stream, case: Case, repeats: int) -> tuple[CaseBaseline, fl
         sum(s["wall_s"] for s in got) * (1 + WARMUP / len(got))
 
 
-# -- the judge, with the noise model when it has one --------------------------------------------
-def takes_noise(fn: Callable[..., Any]) -> bool:
-    return "noise" in inspect.signature(fn).parameters
-
-
-JUDGE_NOISE = [noise_model is not None and takes_noise(judge_sweep)]
+# -- the judge, with the noise model unless --judge-noise off -----------------------------------
+JUDGE_NOISE = [True]
 
 
 def history(box: Box, nights: int, base_night: Mapping[str, np.ndarray],
@@ -263,7 +256,7 @@ def history(box: Box, nights: int, base_night: Mapping[str, np.ndarray],
     wall = np.array([ph.prefill_s for ph in full])[None, :, None] + (TOKENS - 1) / c * s / 1000
     got = {"tok_s": TOKENS / wall, "decode_tok_s": 1000 * c / s, "step_ms": s, "avg_commit": c}
     median = {m: np.median(v, axis=2) for m, v in got.items()}
-    se = {m: MEDIAN_SE_FACTOR * np.std(np.log(v), axis=2, ddof=1) / math.sqrt(HISTORY_MEDIAN_OF)
+    se = {m: median_se(np.std(np.log(v), axis=2, ddof=1), HISTORY_MEDIAN_OF)
           for m, v in got.items()}
     ids = [ph.case.id for ph in full]
     return [{"label": LABEL, "kind": "full", "run_id": f"night{n:03d}",
@@ -278,19 +271,18 @@ def history(box: Box, nights: int, base_night: Mapping[str, np.ndarray],
 
 def judge_noise(mode: str, box: Box, nights: int, base_night: Mapping[str, np.ndarray],
                 rng: np.random.Generator) -> Any:
-    """The NoiseModel the judge would have (None before core/noise.py)."""
-    if not JUDGE_NOISE[0] or noise_model is None:
+    """The NoiseModel the judge would have (None with --judge-noise off)."""
+    if not JUDGE_NOISE[0]:
         return None
     if mode == "same-night":
-        return noise_model.NoiseModel.same_night()
-    return noise_model.from_history(history(box, nights, base_night, rng), LABEL)
+        return NoiseModel.same_night()
+    return noise_from_history(history(box, nights, base_night, rng), LABEL)
 
 
 def case_verdict(ph: Physics, run: Sequence[dict[str, float]], base: CaseBaseline,
                  noise: Any) -> str:
     summaries = {m: summarize(v) for m, v in values(run).items()}
-    extra = {"noise": noise} if noise is not None and takes_noise(judge_case) else {}
-    return judge_case(ph.case.id, summaries, base, DEFAULT_TOLERANCES, **extra).status
+    return judge_case(ph.case.id, summaries, base, DEFAULT_TOLERANCES, noise=noise).status
 
 
 @dataclass(frozen=True)
@@ -328,7 +320,7 @@ def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
         cost = sum(s["wall_s"] for s in got) / len(got)
         gpu += (WARMUP + len(got)) * cost + (base_gpu if reference else 0.0)
         requests_ += WARMUP + len(got) + (WARMUP + len(base.values["tok_s"]) if reference else 0)
-        data.append((CaseData(ph.case, values(got), dict(base.metrics), None, cost,
+        data.append((SweepCase(ph.case, values(got), dict(base.metrics), None, cost,
                               base_requests=dict(base.values)), now))
     if setup.mode == "same-night":
         more = (WARMUP + setup.baseline_repeats) * len(REFERENCE_ONLY)
@@ -359,17 +351,17 @@ def ab_trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any
         cost = sum(s["wall_s"] for s in a + b) / len(a)
         gpu += (WARMUP + len(a)) * cost
         requests_ += 2 * (WARMUP + len(a))
-        data.append((CaseData(ph.case, values(a), dict(base.metrics), values(b), cost),
+        data.append((SweepCase(ph.case, values(a), dict(base.metrics), values(b), cost),
                      (cand, prod)))
     return conclude(data, fails, gpu, len(setup.cases), requests_, noise)
 
 
-def conclude(data: list[tuple[CaseData, Any]], fails: int, gpu: float, cases: int,
+def conclude(data: list[tuple[SweepCase, Any]], fails: int, gpu: float, cases: int,
              requests_: int, noise: Any) -> dict[str, Any]:
     """The sweep test on the cases' requests, with top-ups drawn from the same streams."""
     sources = {d.case.id: src for d, src in data}
 
-    def more(d: CaseData) -> None:
+    def more(d: SweepCase) -> None:
         src = sources[d.case.id]
         if isinstance(src, tuple):
             extend(d.run, next(src[0]))
@@ -377,8 +369,7 @@ def conclude(data: list[tuple[CaseData, Any]], fails: int, gpu: float, cases: in
         else:
             extend(d.run, next(src))
 
-    extra = {"noise": noise} if noise is not None else {}
-    result = judge_sweep([d for d, _ in data], "sweep", more, sweeprun.budget(cases), **extra)
+    result = judge_sweep([d for d, _ in data], "sweep", more, sweep_budget(cases), noise=noise)
     status = result.verdict().status
     paired = any(d.base_values is not None for d, _ in data)
     return {"today": fails > 0, "sweep_only": result.regressed,
@@ -443,7 +434,8 @@ def main() -> None:
     parser.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
                         help="comma list of: nightly full|gate 0%%|1%%|3%%, same-night gate 3%%, "
                              "A/B gate 3%%")
-    parser.add_argument("--rows", default=",".join(ROWS), help=f"comma list of: {', '.join(ROWS)}")
+    parser.add_argument("--rows", default=",".join(ROWS),  # argparse reads % in help
+                        help=f"comma list of: {', '.join(ROWS)}".replace("%", "%%"))
     parser.add_argument("--request-noise", type=float, default=0.03)
     parser.add_argument("--step-noise", type=float, default=0.01)
     parser.add_argument("--commit-sd", type=float, default=COMMIT_SD)

@@ -1,7 +1,7 @@
 """The sweep-level test on real simulator runs, beside today's per-case rule, across nights.
 
 A few runs through the suite's own path (RunState: measure, judge_case, then
-sweeprun.judge with its top-ups) against simulator processes with per-request step noise
+judge_run_sweep with its top-ups) against simulator processes with per-request step noise
 (``request_noise``). Baseline mode: a baseline written by --update-baselines (the setting's
 repeats) into a temporary directory, then a run with the injected change judged against it.
 Between the two a **run-to-run offset**: the simulator's ``step_time_mult`` is a fresh draw
@@ -41,10 +41,10 @@ from specperf import (
     NotJudged,
     RunState,
     SimProcess,
+    judge_run_sweep,
     load_text_classes,
     resolve,
 )
-from specperf.plugin import sweeprun
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SWEEP = [("padding", x) for x in (13, 1663, 3333, 5553)] + \
@@ -74,7 +74,7 @@ def judged(state: RunState, cases: Sequence[tuple[str, int]]) -> dict[str, Any]:
         gpu += sum(s.wall_s for s in measured.samples)
         if state.comparison is not None:
             gpu += sum(s.wall_s for s in state.comparison.references[case.id].samples)
-    result = sweeprun.judge(state, chosen, "sweep")
+    result = judge_run_sweep(state, chosen, "sweep")
     if isinstance(result, NotJudged):  # undetermined: a skip, neither a pass nor a fail
         spent = re.search(r"\((\d+) extra requests, (\d+) s;", result.reason)
         extra, extra_s = (int(spent[1]), float(spent[2])) if spent else (0, 0.0)

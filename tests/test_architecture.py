@@ -36,10 +36,6 @@ TOP_FLOOR_LIMIT = 10
 
 # Benchmarks that import private modules, and why.
 PRIVATE_BENCHMARKS = {
-    # TODO(lead): the lead's three benchmarks move to the public API (issue 33), then go.
-    "sweep_power.py": "the lead's, moving to the public API",
-    "sweep_sim_check.py": "the lead's, moving to the public API",
-    "drift_power.py": "the lead's, moving to the public API",
     # Benchmarks of one private piece itself, below any API:
     "sim_cost.py": "measures the simulator's scheduler step, which has no HTTP route",
     "drift_cusum.py": "compares an alternative with core/drift.py's own constants and series",

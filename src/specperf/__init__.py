@@ -53,12 +53,23 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "attribute": ("core.model", "attribute"),
     "predict_tok_s": ("core.model", "predict_tok_s"),
     "summarize": ("core.stats", "summarize"),
+    "median_se": ("core.stats", "median_se"),
+    # run-to-run noise (a night, a neighbour) and drift across nights
+    "NoiseModel": ("core.noise", "NoiseModel"),
+    "noise_from_history": ("core.noise", "from_history"),
+    "DRIFT_SCAN": ("core.drift", "DRIFT_SCAN"),
+    "drift_series": ("core.drift", "series"),
+    "scan_drift": ("core.drift", "scan_night"),
     # verdicts
     "DEFAULT_TOLERANCES": ("core.limits", "DEFAULT_TOLERANCES"),
     "Verdict": ("judge.verdict", "Verdict"),
     "NotJudged": ("judge.verdict", "NotJudged"),
     "judge_case": ("judge.verdict", "judge_case"),
     "judge_fit": ("judge.verdict", "judge_fit"),
+    "pair_decider": ("judge.ab", "pair_decider"),
+    "SweepCase": ("judge.sweep", "CaseData"),
+    "SweepResult": ("judge.sweep", "SweepResult"),
+    "judge_sweep": ("judge.sweep", "judge_sweep"),
     # baselines, the record and its report
     "Baseline": ("baselines.store", "Baseline"),
     "CaseBaseline": ("baselines.store", "CaseBaseline"),
@@ -70,6 +81,8 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "render_report": ("views.page", "render"),
     # the plugin's run, driven outside pytest (benchmarks, tools): plan, measure, judge
     "RunState": ("plugin.runstate", "RunState"),
+    "judge_run_sweep": ("plugin.sweeprun", "judge"),
+    "sweep_budget": ("plugin.sweeprun", "budget"),
     # errors (infrastructure problems; a regression is a verdict, never an exception)
     "SpecperfError": ("core.errors", "SpecperfError"),
     "ConfigError": ("core.errors", "ConfigError"),
@@ -81,11 +94,13 @@ __all__ = [  # the names of _PUBLIC, spelled out for linters and type checkers
     "__version__", "Settings", "resolve", "Case", "TextClass", "load_text_classes", "plan",
     "generate_text", "PromptPlan", "PerfSession", "Measurement", "Sample", "step_repeats",
     "decide_repeats", "RepeatDecision", "SimProcess", "parse_metrics", "ContextFit",
-    "fit_context", "fit_repeats", "attribute", "predict_tok_s", "summarize",
-    "DEFAULT_TOLERANCES", "Verdict", "NotJudged", "judge_case", "judge_fit", "Baseline",
-    "CaseBaseline", "BaselineStore", "RunInfo", "build_results", "write_results",
-    "load_results", "render_report", "RunState", "SpecperfError", "ConfigError",
-    "EndpointError", "BaselineError",
+    "fit_context", "fit_repeats", "attribute", "predict_tok_s", "summarize", "median_se",
+    "NoiseModel", "noise_from_history", "DRIFT_SCAN", "drift_series", "scan_drift",
+    "DEFAULT_TOLERANCES", "Verdict", "NotJudged", "judge_case", "judge_fit", "pair_decider",
+    "SweepCase", "SweepResult", "judge_sweep", "Baseline", "CaseBaseline", "BaselineStore",
+    "RunInfo", "build_results", "write_results", "load_results", "render_report", "RunState",
+    "judge_run_sweep", "sweep_budget", "SpecperfError", "ConfigError", "EndpointError",
+    "BaselineError",
 ]
 
 
@@ -105,10 +120,18 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .baselines.store import Baseline, BaselineStore, CaseBaseline
+    from .core.drift import DRIFT_SCAN
+    from .core.drift import scan_night as scan_drift
+    from .core.drift import series as drift_series
     from .core.errors import BaselineError, ConfigError, EndpointError, SpecperfError
     from .core.limits import DEFAULT_TOLERANCES
     from .core.model import ContextFit, attribute, fit_context, fit_repeats, predict_tok_s
-    from .core.stats import summarize
+    from .core.noise import NoiseModel
+    from .core.noise import from_history as noise_from_history
+    from .core.stats import median_se, summarize
+    from .judge.ab import pair_decider
+    from .judge.sweep import CaseData as SweepCase
+    from .judge.sweep import SweepResult, judge_sweep
     from .judge.verdict import NotJudged, Verdict, judge_case, judge_fit
     from .measure.loop import Measurement, Sample, step_repeats
     from .measure.repeats import RepeatDecision, decide_repeats
@@ -117,6 +140,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .plan.workload import Case, TextClass, load_text_classes, plan
     from .plan.workload import generate as generate_text
     from .plugin.runstate import RunState
+    from .plugin.sweeprun import budget as sweep_budget
+    from .plugin.sweeprun import judge as judge_run_sweep
     from .record.files import write as write_results
     from .record.results import RunInfo
     from .record.results import build as build_results

@@ -74,6 +74,19 @@ SIGMA_NIGHTS = 90
 
 
 @dataclass(frozen=True)
+class DriftScan:
+    """The scan's settings as ``specperf trend`` runs it, read by whoever simulates it."""
+
+    factor_threshold: float  # z a factor's window must reach to raise a flag
+    case_threshold: float  # z a single case's residual must reach
+    window: int  # nights the decision compares with every night before them
+    min_reference: int  # nights since the last boundary before a start can be judged
+
+
+DRIFT_SCAN = DriftScan(FACTOR_THRESHOLD, CASE_THRESHOLD, WINDOW, MIN_REFERENCE)
+
+
+@dataclass(frozen=True)
 class Series:
     """One factor's (or one case's) cells: log nightly medians, NaN where a night lacks one."""
 

@@ -21,6 +21,11 @@ MAD_TO_SIGMA = 1.0 / NormalDist().inv_cdf(0.75)
 MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)
 
 
+def median_se(sd: float, n: int) -> float:
+    """The standard error of a median of ``n`` samples whose spread is ``sd`` (normal data)."""
+    return MEDIAN_SE_FACTOR * sd / math.sqrt(n)
+
+
 @lru_cache(maxsize=1024)
 def t_quantile(p: float, df: float) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom: P(T ≤ q) = p.

@@ -15,7 +15,7 @@ import pytest
 
 from sim_fixtures import SimProcess
 from specperf.cli import explain as cli
-from specperf.judge import explain as judge
+from specperf.judge import prediction
 from specperf.servers.livemetrics import NO_TRAFFIC
 
 BASELINES = Path(__file__).resolve().parents[1] / "baselines"
@@ -48,8 +48,8 @@ def test_incident_offline_is_what_the_deployment_does(capsys: pytest.CaptureFixt
 
 
 def test_prediction_is_the_judges_model() -> None:
-    baseline, _ = judge.load(BASELINES, REAL_BOX)
-    pred = judge.predict(baseline, "reasoning", 3500)
+    baseline, _ = prediction.load(BASELINES, REAL_BOX)
+    pred = prediction.predict(baseline, "reasoning", 3500)
     fit = baseline.fits["padding"]
     assert pred.step_ms.value == pytest.approx(fit.predict_step_ms(3500 + 300))
     assert pred.avg_commit.value == pytest.approx(2.9)
@@ -182,9 +182,9 @@ def test_concurrency_without_its_baseline_is_said(capsys: pytest.CaptureFixture[
 
 
 def test_live_class_is_the_nearest_by_avg_commit() -> None:
-    baseline, _ = judge.load(BASELINES, "sim-kimi-k26-ddtree")
-    assert judge.closest_class(baseline, 3500, 600, 2.95)[0] == "reasoning"
-    assert judge.closest_class(baseline, 3500, 600, 7.5) == (
+    baseline, _ = prediction.load(BASELINES, "sim-kimi-k26-ddtree")
+    assert prediction.closest_class(baseline, 3500, 600, 2.95)[0] == "reasoning"
+    assert prediction.closest_class(baseline, 3500, 600, 7.5) == (
         "padding", "class padding: its avg commit at this context (7.88) is the nearest to the "
                    "observed 7.50 (--class to choose)")
 

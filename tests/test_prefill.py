@@ -18,7 +18,8 @@ import pytest
 from specperf.baselines.store import Baseline, CaseBaseline
 from specperf.core.limits import DEFAULT_TOLERANCES, DIRECTION
 from specperf.core.stats import Summary
-from specperf.judge.verdict import PINNED_REASON, PREFILL_HINT, STEP_HINT, judge_case
+from specperf.judge.hints import PREFILL_HINT, STEP_HINT
+from specperf.judge.verdict import PINNED_REASON, judge_case
 from specperf.measure.repeats import decide_repeats
 from specperf.measure.sample import Sample, sample_values
 from specperf.servers.fingerprint import pinned_line

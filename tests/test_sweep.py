@@ -112,7 +112,8 @@ def test_beyond_the_tolerance_at_95_percent_but_not_at_its_level_is_undetermined
 
 
 def test_a_spread_from_few_requests_widens_the_sequential_test() -> None:
-    from specperf.judge.sweep import Factor, tests_for
+    from specperf.judge.factor import Factor
+    from specperf.judge.factortest import tests_for
 
     test = tests_for([Factor("step", "step_ms", +1, "", ("a",))])["step"]
     assert test.widen(4) > test.widen(30) > test.widen(10_000) == pytest.approx(1.0, abs=1e-3)
@@ -172,7 +173,7 @@ def test_false_alarms_per_sweep_stay_below_alpha_on_noise() -> None:
 
 def test_without_commits_the_sweep_tests_step_time_alone() -> None:
     # a run with pinned (synthetic) acceptance hands the sweep no commits (plugin/sweeprun.py)
-    from specperf.judge.sweep import factors
+    from specperf.judge.factor import factors
 
     cases = _sweep(rise=0.05)
     for c in cases:

@@ -25,7 +25,8 @@ from typing import Any
 import pytest
 
 from specperf.core.limits import DEFAULT_TOLERANCES
-from specperf.judge.verdict import ACCEPTANCE_HINT, PINNED_REASON, PREFILL_HINT, STEP_HINT
+from specperf.judge.hints import ACCEPTANCE_HINT, PREFILL_HINT, STEP_HINT
+from specperf.judge.verdict import PINNED_REASON
 
 from .conftest import results_of
 from .helpers import run_suite

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from specperf.judge.verdict import ACCEPTANCE_HINT, STEP_HINT
+from specperf.judge.hints import ACCEPTANCE_HINT, STEP_HINT
 
 from .helpers import run_suite
 from .llama_shared import MAIN_CONTEXTS

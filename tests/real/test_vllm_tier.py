@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from specperf.judge.verdict import ACCEPTANCE_HINT, PREFILL_HINT, STEP_HINT
+from specperf.judge.hints import ACCEPTANCE_HINT, PREFILL_HINT, STEP_HINT
 
 from .conftest import results_of
 from .helpers import run_suite, table_rows, tier_ini

@@ -24,8 +24,8 @@ from ..measure.repeats import RepeatDecision, decide_repeats
 from ..measure.session import PerfSession
 from ..plan.workload import Case
 from ..servers.fingerprint import fingerprint_differences
+from .outcome import NotJudged, Verdict
 from .positions import Shape
-from .verdict import NotJudged, Verdict
 
 # Every figure in the message reads reference → measured: production → candidate.
 PREFIX = "production → candidate: "

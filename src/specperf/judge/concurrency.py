@@ -21,15 +21,10 @@ from ..core.limits import ARROW, Move, format_percent, tolerance
 from ..core.model import ContextFit, t95
 from ..core.noise import NoiseModel
 from ..core.stats import Summary
-from .verdict import (
-    REFRESH_HINT,
-    STEP_HINT,
-    NotJudged,
-    Verdict,
-    case_se,
-    judge_case,
-    slope_limit_text,
-)
+from .fit import slope_limit_text
+from .hints import REFRESH_HINT, STEP_HINT
+from .outcome import NotJudged, Verdict
+from .verdict import case_se, judge_case
 
 AGGREGATE = "aggregate tok/s"
 BATCH_HINT = ("batching regression: step time grows faster with batch size than in the "

@@ -36,7 +36,7 @@ from ..measure.determinism import (
     deterministic,
     records,
 )
-from .verdict import Verdict
+from .outcome import Verdict
 
 if TYPE_CHECKING:
     from ..measure.loop import Measurement, Sample

@@ -28,7 +28,7 @@ from ..core.limits import ARROW, MINUS, Move, format_percent, format_value
 from ..core.model import CASE_DRIFT, t95
 from ..core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, Summary
 from ..measure.paths import Figures, Parsers
-from .verdict import Verdict
+from .outcome import Verdict
 
 PARSER_HINT = "parser regression: check the reasoning and tool-call parsers, not the drafter"
 CHAT_DECODE_HINT = ("decode regression on the chat route, not post-processing: check what the "

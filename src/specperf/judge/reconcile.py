@@ -33,7 +33,7 @@ from ..core.contract import EXPLAINED, IMPROVED, NOTED, PASS, REGRESSION, UNDETE
 from ..core.limits import format_percent, format_value
 from ..core.model import ContextFit, predict_tok_s, rel_se, rest_ratio, t95
 from ..measure.sample import mean_context, sample_values
-from .verdict import Verdict
+from .outcome import Verdict
 
 if TYPE_CHECKING:
     from ..baselines.store import CaseBaseline

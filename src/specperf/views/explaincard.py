@@ -21,6 +21,8 @@ from ..core.errors import ConfigError
 from ..core.limits import LABELS, format_percent, format_value
 from ..core.noise import NoiseModel
 from ..judge import explain as judge
+from ..judge import prediction
+from ..judge.observation import Observation
 from ..servers import livemetrics
 from ..servers.client import Client
 from . import plots, template
@@ -46,12 +48,12 @@ def offline(root: Path, deployment: str, text_class: str, context: float, tok_s:
             avg_commit: float | None = None, concurrency: float = 1.0,
             output_tokens: int | None = None, noise: NoiseModel | None = None) -> Outcome:
     """Explain figures a dashboard showed (``--observed-tok-s``, ``--observed-commit``)."""
-    baseline, conc = judge.load(root, deployment)
+    baseline, conc = prediction.load(root, deployment)
     sources = {"tok_s": "--observed-tok-s", "context": "--context"}
     if avg_commit is not None:
         sources["avg_commit"] = "--observed-commit"
-    obs = judge.Observation(text_class, context, tok_s, avg_commit, None, output_tokens,
-                            concurrency, sources)
+    obs = Observation(text_class, context, tok_s, avg_commit, None, output_tokens, concurrency,
+                      sources)
     return Outcome(judge.explain(baseline, obs, noise=noise, conc=conc))
 
 
@@ -59,9 +61,10 @@ def live(root: Path, deployment: str, endpoint: str, window_s: float, *,
          text_class: str | None = None, context: float | None = None,
          noise: NoiseModel | None = None, poll_s: float = 1.0) -> Outcome:
     """Read the server's /metrics over ``window_s`` and explain what production did."""
-    baseline, conc = judge.load(root, deployment)
+    baseline, conc = prediction.load(root, deployment)
     if text_class is not None:
-        judge.class_cases(baseline, text_class)  # an unknown class before the window, not after
+        # an unknown class before the window, not after
+        prediction.class_cases(baseline, text_class)
     client = Client(endpoint, retries=0)
     try:
         seen = livemetrics.observe(client, window_s, poll_s=poll_s, context=context)
@@ -74,13 +77,13 @@ def live(root: Path, deployment: str, endpoint: str, window_s: float, *,
     output = None if math.isnan(seen.output_tokens) else max(2, round(seen.output_tokens))
     notes: list[str] = []
     if text_class is None:
-        text_class, why = judge.closest_class(baseline, ctx, output or 600, seen.avg_commit)
+        text_class, why = prediction.closest_class(baseline, ctx, output or 600, seen.avg_commit)
         notes.append(why)
     sources = dict(seen.sources)
     if context is not None:
         sources["context"] = "--context"
-    obs = judge.Observation(text_class, ctx, seen.tok_s, seen.avg_commit, seen.step_ms,
-                            output, seen.concurrency, sources)
+    obs = Observation(text_class, ctx, seen.tok_s, seen.avg_commit, seen.step_ms, output,
+                      seen.concurrency, sources)
     return Outcome(judge.explain(baseline, obs, noise=noise, conc=conc), seen, tuple(notes))
 
 
@@ -108,7 +111,7 @@ _BADGES = {contract.PASS: "pass", contract.NOTED: "pass", contract.IMPROVED: "im
            contract.REGRESSION: "fail", contract.UNDETERMINED: "error"}
 
 
-def _row(label: str, factor: dict[str, Any] | None, predicted: judge.Figure, metric: str,
+def _row(label: str, factor: dict[str, Any] | None, predicted: prediction.Figure, metric: str,
          unit: str = "") -> list[Cell]:
     low, high = predicted.bounds()
     band = f"{format_value(metric, low)}–{format_value(metric, high)}{unit}"

@@ -21,7 +21,7 @@ from . import figures, template
 from .figures import base_median
 from .template import Cell, Span, Table, num
 
-# How judge/sweep.py opens its power clause (SweepResult._power_clause).
+# How judge/sweepverdict.py opens its power clause (SweepResult._power_clause).
 POWER_SENTENCE = "Would have caught "
 TEMPLATE = "run.html.j2"
 SECTIONS_TEMPLATE = "run_parts.html.j2"

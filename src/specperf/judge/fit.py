@@ -1,0 +1,148 @@
+"""The context fit's verdict: does step time grow faster with context than in the baseline?
+
+The slope b of step time over context (:class:`specperf.core.model.ContextFit`) carries its
+standard error, so its change is judged as an interval by the contract
+(:mod:`specperf.core.contract`): a regression only when the whole interval is past the limit;
+an interval that straddles it is undetermined, and the sentence says what would decide it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ..core import contract
+from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
+from ..core.limits import ARROW, format_percent
+from ..core.model import ContextFit, t95
+from ..core.noise import NoiseModel
+from .hints import REFRESH_HINT
+from .outcome import Verdict
+
+
+def _change(base: float, new: float) -> float:
+    return new / base - 1.0 if base else 0.0
+
+
+def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
+              slope_tolerance: float, contexts: Sequence[int] = (),
+              step_tolerance: float | None = None, far: float = 0.0,
+              noise: NoiseModel | None = None, base_runs: int = 1) -> Verdict:
+    """Compare the context slope b (step time per 1k context) with the baseline's, judged
+    against both slopes' standard errors and, with ``noise``, the run-to-run noise: a night
+    that slows every step by a factor scales the slope by it too (the part common to the
+    cases; each case's own part is in the fits' residuals already).
+
+    With z the 95 % t quantile of the run's repeats, the interval b ± z·se is judged by the
+    contract (:func:`specperf.core.contract.status`): fail when b − z·se is past the limit,
+    improved when b + z·se is below the lower bound, pass when b + z·se is within the limit
+    (noted when the interval also excludes the baseline's slope). Anything else is
+    "undetermined" (never a pass or a fail): the errors are wider than the tolerance band (the
+    contexts lie too close together) or straddle the limit; its message says which contexts
+    to add, or to take more repeats.
+
+    The limit is ``slope_tolerance``, or what moves the baseline's step time at the farthest
+    context measured (``far``, in the fit's tokens) by ``step_tolerance`` when that is wider
+    (:func:`specperf.core.contract.slope_limit`): a nearly flat slope is not judged by a hair.
+    """
+    case_id = f"{text_class}-fit"
+    old, new = base.b_ms_per_1k, current.b_ms_per_1k
+    if old <= 0:
+        return Verdict(case_id, UNDETERMINED,
+                       f"{text_class}: the baseline's step time does not grow with context "
+                       f"({old:.1f} ms per 1k), so its slope cannot be compared — write a new "
+                       f"version with --specperf-update-baselines.", reason=contract.NO_BASELINE)
+    change = _change(old, new)
+    limit = contract.slope_limit(slope_tolerance, base.b_ms_per_token,
+                                 base.predict_step_ms(far), far, step_tolerance)
+    se_new, se_old = current.b_se_ms_per_1k or 0.0, base.b_se_ms_per_1k or 0.0
+    run_sd = 0.0 if noise is None else \
+        noise.of("step_ms").parts(base_runs)[0] ** 0.5 * old
+    margin = t95(current.dof) * math.hypot(se_new, (1.0 + limit) * se_old, run_sd) \
+        if current.b_se_ms_per_token is not None else 0.0
+    head = (f"{text_class}: step time per 1k context {_pm(old, base.b_se_ms_per_1k)} {ARROW} "
+            f"{_pm(new, current.b_se_ms_per_1k)} ms ({format_percent(change)}, limit "
+            f"{slope_limit_text(limit, slope_tolerance, step_tolerance, f'context {far:.0f}')})")
+    details = {"slope": {"base": old, "new": new, "change": change, "limit": limit,
+                         "base_se": se_old, "new_se": se_new, "margin": margin,
+                         "run_sd": run_sd}}
+    found = contract.status(_slope_change(old, new, margin, current), -1, limit)
+    if noise is not None:
+        head = f"{head[:-1]}; {noise.of('step_ms').text()})"
+    if found == REGRESSION:
+        return Verdict(case_id, REGRESSION, f"{head} — attention scaling regression: step time "
+                       f"grows faster with context than in the baseline.", None, details)
+    if found == IMPROVED:
+        return Verdict(case_id, IMPROVED, f"{head} — flatter than the baseline: "
+                       f"{REFRESH_HINT}.", None, details)
+    if found == NOTED:
+        return Verdict(case_id, NOTED, f"{head} — a change beyond its uncertainty but within "
+                       f"tolerance: noted.", None, details)
+    if found == PASS:
+        return Verdict(case_id, PASS, f"{head} — within tolerance.", None, details)
+    why = _undetermined(text_class, margin, old * limit, se_new, se_old, contexts)
+    return Verdict(case_id, UNDETERMINED, f"{head}: {why}", None, details)
+
+
+def slope_limit_text(limit: float, slope_tolerance: float, step_tolerance: float | None,
+                where: str) -> str:
+    """The slope's limit as the sentence shows it, saying why when the step tolerance set it."""
+    text = f"+{round(100 * limit, 1):g}%"
+    if limit > slope_tolerance and step_tolerance is not None:
+        text += (f": the step-time tolerance {round(100 * step_tolerance, 1):g}% at {where}, "
+                 f"wider than the slope's {round(100 * slope_tolerance, 1):g}%")
+    return text
+
+
+def _slope_change(old: float, new: float, margin: float, current: ContextFit) -> contract.Change:
+    """The slope's relative change with its interval; a point when the fit states no error."""
+    if current.b_se_ms_per_token is None:
+        return contract.Change(_change(old, new))
+    return contract.Change(_change(old, new), (new - margin) / old - 1.0,
+                           (new + margin) / old - 1.0)
+
+
+def _pm(value: float, se: float | None) -> str:
+    if se is None:
+        return f"{value:.1f}"
+    return f"{value:.1f} ± {se:.1f}" if se >= 0.05 else f"{value:.1f} ± {se:.2f}"
+
+
+def _undetermined(text_class: str, margin: float, band: float, se_new: float, se_old: float,
+                  contexts: Sequence[int]) -> str:
+    """Why a slope cannot be judged, and the command that would judge it."""
+    if math.isinf(margin):
+        return (f"one repeat per context gives the slope no error estimate, so it is neither "
+                f"a pass nor a fail — measure with repeats: pytest perf_tests -m "
+                f"context_scaling --specperf-text-classes {text_class} --specperf-repeats 3")
+    if margin <= band:
+        return (f"the slope sits within its uncertainty (±{margin:.1f} ms per 1k) of the "
+                f"limit, so it is neither a pass nor a fail — measure again with more repeats: "
+                f"pytest perf_tests -m context_scaling --specperf-text-classes {text_class} "
+                f"--specperf-repeats 10")
+    if se_old > se_new:
+        return (f"the baseline's slope is too uncertain (±{se_old:.1f} ms per 1k) to judge "
+                f"against a {band:.1f} ms band, so it is neither a pass nor a fail — write a "
+                f"baseline with more repeats over the default contexts: pytest perf_tests -m "
+                f"context_scaling --specperf-update-baselines --specperf-baseline-repeats 20")
+    wanted = _wider(contexts, margin / band)
+    listed = ",".join(str(c) for c in contexts)
+    return (f"contexts {listed} lie too close together to determine the slope (±{margin:.1f} "
+            f"ms per 1k against a {band:.1f} ms band), so it is neither a pass nor a fail — "
+            f"add a longer context: pytest perf_tests -m context_scaling --specperf-text-classes "
+            f"{text_class} --specperf-contexts {','.join(str(c) for c in wanted)}")
+
+
+def _wider(contexts: Sequence[int], shrink: float) -> list[int]:
+    """The contexts plus one far enough out for the slope's error to fit the band.
+
+    A slope's error falls with the spread of the contexts; aim for twice the needed span
+    (errors are themselves estimates), in whole hundreds, between the defaults 1663 and 5553
+    (the incident's longest context, which determines a slope at ordinary noise).
+    """
+    if not contexts:
+        return [13, 1663]
+    low, high = min(contexts), max(contexts)
+    span = max(high - low, 1) * shrink * 2.0
+    far = min(5553, max(1663, int(math.ceil((low + span) / 100.0)) * 100))
+    return sorted({*contexts, far})

@@ -29,7 +29,8 @@ of the history needs for ≤ 1 % false alarms, with σ known and with σ measure
 means (a t-test: what common noise forces; see docs/benchmarks.md §6).
 
     python benchmarks/drift_power.py [--histories 1000] [--seed 2026] [--commons 0,0.5,1]
-        [--before 60] [--factor-threshold Z] [--case-threshold Z]
+        [--before 60] [--nights 30] [--noise 0.03] [--shift 0.03] [--case-shift 0.03]
+        [--compare --before 0]
 
 Tune on seeds 1..9; report on seed 2026.
 

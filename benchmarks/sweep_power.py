@@ -32,9 +32,11 @@ only). Modes (the columns, ``--configs``):
   as --update-baselines writes it, with its requests), the full sweep (8 cases) or the gate
   subset (3 cases), at each night level: the night terms of both runs stay in the comparison;
 - **same-night** (the gate's two phases): the reference is written from the running deployment
-  just before the deploy, on the same night as the candidate, so the run terms cancel; its
-  requests count in the GPU seconds (it is paid on every deploy), reasoning-ctx13 too (the
-  reference writes the grid's four cases, the gate judges three).
+  just before the deploy, on the same night as the candidate, so the run terms cancel; it
+  holds ``REFERENCE_REPEATS`` (12) requests per case, as ``specperf gate --save-reference``
+  measures it, whatever ``--baseline-repeats`` says; its requests count in the GPU seconds
+  (it is paid on every deploy), reasoning-ctx13 too (the reference writes the grid's four
+  cases, the gate judges three).
 
 Each case: a warm-up, then repeats until ``decide_repeats`` stops (3–8), ``judge_case``; then
 :func:`specperf.judge_sweep` on the same requests with its sequential top-ups
@@ -46,14 +48,15 @@ standard errors as ``cell_se``; the baseline's night is the last of them); same-
 ``NoiseModel.same_night()``. Before that the judge saw only the requests (the BEFORE
 table, docs/benchmarks.md §9: the package at 3f3c08f with this script at 41c4afe).
 ``--judge-noise off`` passes no model: today's judge then uses its stated prior, as on a
-box with no history yet.
+box with no history yet; ``--judge-noise oracle`` hands it the true run term, known exactly:
+the ceiling of any estimate of the noise, with the same single-night baseline.
 
 GPU seconds count every request at the incident's physics (time scale 1), warm-ups, top-ups
 and a same-night reference included; a nightly baseline is not counted (it is paid once).
 Rates carry 95 % Wilson intervals. Tune on seeds 1..9; report on ``--seed 2026``.
 
     python benchmarks/sweep_power.py [--trials 2000] [--seed 2026] [--configs ...]
-        [--rows ...] [--night-metrics step_ms] [--common-share 0.5] [--judge-noise off]
+        [--rows ...] [--night-metrics step_ms] [--common-share 0.5] [--judge-noise off|oracle]
 
 Writes benchmarks/results/sweep_power_seed<seed>[_<tag>].json.
 """
@@ -77,6 +80,7 @@ from specperf import (
     Case,
     CaseBaseline,
     NoiseModel,
+    RunNoise,
     Settings,
     SweepCase,
     decide_repeats,
@@ -236,7 +240,16 @@ def baseline(source: Stream, case: Case, repeats: int) -> tuple[CaseBaseline, fl
 
 
 # -- the judge, with the noise model unless --judge-noise off -----------------------------------
-JUDGE_NOISE = [True]
+# What the judge is told of the run-to-run noise: "auto" (what it would estimate from the box's
+# history), "off" (nothing: its stated prior) or "oracle" (the model's true σ, exactly known:
+# the ceiling any estimate of the noise could reach).
+JUDGE_NOISE = ["auto"]
+# The same-night reference's requests per case (`specperf gate --save-reference`,
+# cli/reference.py REFERENCE_REPEATS); a nightly baseline has --baseline-repeats.
+REFERENCE_REPEATS = 12
+# The metrics a night term on step time or on avg commit moves.
+MOVED_BY = {"step_ms": ("step_ms", "tok_s", "decode_tok_s"),
+            "avg_commit": ("avg_commit", "tok_s", "decode_tok_s")}
 
 
 def history(box: Box, nights: int, base_night: Mapping[str, np.ndarray],
@@ -272,11 +285,23 @@ def history(box: Box, nights: int, base_night: Mapping[str, np.ndarray],
 def judge_noise(mode: str, box: Box, nights: int, base_night: Mapping[str, np.ndarray],
                 rng: np.random.Generator) -> Any:
     """The NoiseModel the judge would have (None with --judge-noise off)."""
-    if not JUDGE_NOISE[0]:
+    if JUDGE_NOISE[0] == "off":
         return None
     if mode == "same-night":
         return NoiseModel.same_night()
+    if JUDGE_NOISE[0] == "oracle":
+        return oracle(box)
     return noise_from_history(history(box, nights, base_night, rng), LABEL)
+
+
+def oracle(box: Box) -> Any:
+    """The box's true run term per metric, known exactly (infinite degrees of freedom)."""
+    common = box.night * box.common_share
+    own = box.night * math.sqrt(1 - box.common_share**2)
+    metrics = {m for moved in box.night_metrics for m in MOVED_BY[moved]}
+    return NoiseModel({m: RunNoise(m, common if m in metrics else 0.0,
+                                   own if m in metrics else 0.0, math.inf, 0, "history")
+                       for m in (*MOVED_BY["step_ms"], "avg_commit", "ttft_ms")})
 
 
 def case_verdict(ph: Physics, run: Sequence[dict[str, float]], base: CaseBaseline,
@@ -395,7 +420,8 @@ def configs(box: Box, base_r: int, history_nights: int) -> dict[str, Setup]:
                                                   history_nights=history_nights)
         out[f"nightly gate {night:.0%}"] = Setup("nightly", gate, b, base_r,
                                                   history_nights=history_nights)
-    out["same-night gate 3%"] = Setup("same-night", gate, replace(box, night=0.03), base_r)
+    out["same-night gate 3%"] = Setup("same-night", gate, replace(box, night=0.03),
+                                      REFERENCE_REPEATS)
     out["nightly full 0%"] = Setup("nightly", full, replace(box, night=0.0), base_r,
                                    history_nights=history_nights)
     out["nightly gate 0%"] = Setup("nightly", gate, replace(box, night=0.0), base_r,
@@ -440,18 +466,18 @@ def main() -> None:
     parser.add_argument("--step-noise", type=float, default=0.01)
     parser.add_argument("--commit-sd", type=float, default=COMMIT_SD)
     parser.add_argument("--common-share", type=float, default=0.5,
-                        help="share of the night variance common to every case of a run")
+                        help="share of the night noise's σ common to every case of a run")
     parser.add_argument("--night-metrics", default="step_ms",
                         help="the metrics a night moves: step_ms, or step_ms,avg_commit")
     parser.add_argument("--baseline-repeats", type=int, default=Settings().baseline_repeats)
     parser.add_argument("--history", type=int, default=20, help="history nights for the judge")
-    parser.add_argument("--judge-noise", choices=("auto", "off"), default="auto",
+    parser.add_argument("--judge-noise", choices=("auto", "off", "oracle"), default="auto",
                         help="off: pass the judge no noise model (today's judge then uses its "
-                             "prior, as on a box without history)")
+                             "prior, as on a box without history); oracle: the true run term, "
+                             "known exactly (the ceiling of any estimate)")
     parser.add_argument("--tag", default="", help="suffix of the results file")
     args = parser.parse_args()
-    if args.judge_noise == "off":
-        JUDGE_NOISE[0] = False
+    JUDGE_NOISE[0] = args.judge_noise
     box = Box(args.request_noise, args.step_noise, args.commit_sd, 0.0, args.common_share,
               tuple(args.night_metrics.split(",")))
     table = configs(box, args.baseline_repeats, args.history)

@@ -56,6 +56,7 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "median_se": ("core.stats", "median_se"),
     # run-to-run noise (a night, a neighbour) and drift across nights
     "NoiseModel": ("core.noise", "NoiseModel"),
+    "RunNoise": ("core.noise", "RunNoise"),
     "noise_from_history": ("core.noise", "from_history"),
     "DRIFT_SCAN": ("core.drift", "DRIFT_SCAN"),
     "drift_series": ("core.drift", "series"),
@@ -95,7 +96,7 @@ __all__ = [  # the names of _PUBLIC, spelled out for linters and type checkers
     "generate_text", "PromptPlan", "PerfSession", "Measurement", "Sample", "step_repeats",
     "decide_repeats", "RepeatDecision", "SimProcess", "parse_metrics", "ContextFit",
     "fit_context", "fit_repeats", "attribute", "predict_tok_s", "summarize", "median_se",
-    "NoiseModel", "noise_from_history", "DRIFT_SCAN", "drift_series", "scan_drift",
+    "NoiseModel", "RunNoise", "noise_from_history", "DRIFT_SCAN", "drift_series", "scan_drift",
     "DEFAULT_TOLERANCES", "Verdict", "NotJudged", "judge_case", "judge_fit", "pair_decider",
     "SweepCase", "SweepResult", "judge_sweep", "Baseline", "CaseBaseline", "BaselineStore",
     "RunInfo", "build_results", "write_results", "load_results", "render_report", "RunState",
@@ -126,7 +127,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .core.errors import BaselineError, ConfigError, EndpointError, SpecperfError
     from .core.limits import DEFAULT_TOLERANCES
     from .core.model import ContextFit, attribute, fit_context, fit_repeats, predict_tok_s
-    from .core.noise import NoiseModel
+    from .core.noise import NoiseModel, RunNoise
     from .core.noise import from_history as noise_from_history
     from .core.stats import median_se, summarize
     from .judge.ab import pair_decider

@@ -30,7 +30,7 @@ from .fit import judge_fit
 from .hints import REFRESH_HINT
 from .outcome import NotJudged, Verdict
 
-if TYPE_CHECKING:  # baseline imports this module's tables, so only a type-time import here
+if TYPE_CHECKING:  # only its type is needed here
     from ..baselines.store import CaseBaseline
 
 __all__ = ["PINNED_METRICS", "PINNED_REASON", "REQUEST_SD_FLOOR", "NotJudged", "Verdict",

@@ -14,7 +14,8 @@ from specperf.core.limits import DEFAULT_TOLERANCES
 from specperf.core.stats import Summary
 from specperf.judge.positions import Shape, along_sentence, position_sentence
 from specperf.judge.verdict import judge_case
-from specperf.servers import acceptance, vllm
+from specperf.servers import positions as draft_positions
+from specperf.servers import vllm
 
 TOL = dict(DEFAULT_TOLERANCES, avg_commit=0.15)
 
@@ -42,7 +43,7 @@ def vllm_text(drafts: int, per_pos: list[int]) -> str:
 
 
 def test_conditional_rates_from_unconditional_llamacpp_counters() -> None:
-    counts = acceptance.positions_from_metrics(LLAMA_BEFORE, LLAMA_AFTER)
+    counts = draft_positions.positions_from_metrics(LLAMA_BEFORE, LLAMA_AFTER)
     assert counts is not None
     assert counts.accepted == (67, 54, 8) and counts.drafts == 69
     assert counts.conditional() == pytest.approx([67 / 69, 54 / 67, 8 / 54])
@@ -51,7 +52,7 @@ def test_conditional_rates_from_unconditional_llamacpp_counters() -> None:
 
 
 def test_vllm_counters_are_deltas_over_the_bracket() -> None:
-    counts = acceptance.positions_from_metrics(vllm_text(100, [90, 80, 70]),
+    counts = draft_positions.positions_from_metrics(vllm_text(100, [90, 80, 70]),
                                                vllm_text(150, [135, 100, 71]))
     assert counts is not None and counts.accepted == (45, 20, 1) and counts.drafts == 50
     assert counts.conditional() == pytest.approx([0.9, 20 / 45, 1 / 20])
@@ -59,28 +60,29 @@ def test_vllm_counters_are_deltas_over_the_bracket() -> None:
 
 def test_a_first_miss_removes_every_deeper_acceptance() -> None:
     # Unconditional 0.5, 0.45, 0.4 per position: conditionally only position 1 is low.
-    assert acceptance.conditional_rates([50, 45, 40], 100) == pytest.approx([0.5, 0.9, 40 / 45])
-    assert acceptance.conditional_rates([10, 0, 0], 20) == [0.5, 0.0, None]
+    assert draft_positions.conditional_rates([50, 45, 40], 100) == pytest.approx(
+        [0.5, 0.9, 40 / 45])
+    assert draft_positions.conditional_rates([10, 0, 0], 20) == [0.5, 0.0, None]
 
 
 def test_no_per_position_counters_give_none() -> None:
     plain = "# TYPE llamacpp:spec_decode_num_drafts_total counter\n" \
             "llamacpp:spec_decode_num_drafts_total 5\n"
-    assert acceptance.positions_from_metrics(plain, plain) is None
-    assert acceptance.positions_from_metrics("", LLAMA_AFTER) is None
+    assert draft_positions.positions_from_metrics(plain, plain) is None
+    assert draft_positions.positions_from_metrics("", LLAMA_AFTER) is None
 
 
 def test_counts_no_chain_can_give_are_an_error() -> None:
     with pytest.raises(MalformedResponse, match=r"accepted drafts per position \[5, 9\] over "
                                                 r"10 drafting steps"):
-        acceptance.positions_from_metrics(vllm_text(0, [0, 0]), vllm_text(10, [5, 9]))
+        draft_positions.positions_from_metrics(vllm_text(0, [0, 0]), vllm_text(10, [5, 9]))
 
 
 def test_histograms_give_positions() -> None:
     # SGLang spec_correct_drafts_histogram: index = drafts accepted in a step, value = steps
-    counts = acceptance.positions_from_histogram([2, 3, 5], "accept histogram")
+    counts = draft_positions.positions_from_histogram([2, 3, 5], "accept histogram")
     assert counts is not None and counts.accepted == (8, 5) and counts.drafts == 10
-    assert acceptance.positions_from_histogram([], "h") is None
+    assert draft_positions.positions_from_histogram([], "h") is None
     spec = {"acceptance_histogram": [1, 0, 2, 7], "per_step_accepted": [3, 2, 3]}
     found = vllm.positions_of(spec, "case")
     assert found is not None and found.accepted == (9, 9, 7) and found.drafts == 10
@@ -89,9 +91,9 @@ def test_histograms_give_positions() -> None:
 
 def test_commit_along_the_output() -> None:
     # the first token comes from prefill; each step counts where its first token falls
-    assert acceptance.commit_along([4] * 25 + [1] * 100) == [4.0, 1.0, 1.0]
-    assert acceptance.commit_along([2] * 150) == [2.0, 2.0, 2.0]
-    assert acceptance.mean_by_index([[1.0, None, 3.0], [3.0, 4.0]]) == [2.0, 4.0, 3.0]
+    assert draft_positions.commit_along([4] * 25 + [1] * 100) == [4.0, 1.0, 1.0]
+    assert draft_positions.commit_along([2] * 150) == [2.0, 2.0, 2.0]
+    assert draft_positions.mean_by_index([[1.0, None, 3.0], [3.0, 4.0]]) == [2.0, 4.0, 3.0]
 
 
 def test_the_deepest_position_is_located() -> None:
@@ -215,8 +217,8 @@ def test_a_position_this_run_is_unsure_of_is_undetermined() -> None:
         "Draft position 1 (conditional acceptance) fell from 0.90 to 0.50 (−44.4%, limit "
         "−15%); position 2 undetermined (0.30 → 0.26 ± 0.28).")
     rows = [[0.5, 0.1], [0.5, 0.5]]
-    assert acceptance.half_width_by_index(rows) == pytest.approx([0.0, 12.706 * 0.2], rel=1e-3)
-    assert acceptance.half_width_by_index([[0.5]]) == [None]
+    assert draft_positions.half_width_by_index(rows) == pytest.approx([0.0, 12.706 * 0.2], rel=1e-3)
+    assert draft_positions.half_width_by_index([[0.5]]) == [None]
 
 
 def test_production_in_ab_mode_keeps_its_shape_as_the_baseline() -> None:

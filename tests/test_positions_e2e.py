@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from slowb_runs import kept, once, perf_dir, ran, run_perf
-from specperf.servers.acceptance import commit_along, conditional_rates, mean_by_index
+from specperf.servers.positions import commit_along, conditional_rates, mean_by_index
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,7 @@ from ..core.model import ContextFit
 from ..core.stats import Summary
 from ..measure import determinism
 from ..measure.loop import METRICS, Measurement, sample_values
-from ..servers import acceptance
+from ..servers.positions import case_shape
 from ..settings.hints import perf_command
 from .versions import REPAIR, Versions
 
@@ -122,7 +122,7 @@ class Baseline:
                                          determinism.records(m.samples) if prompt_seed else {},
                                          determinism.deterministic(m.samples),
                                          sample_values(m.measured),
-                                         *acceptance.case_shape(s.raw for s in m.measured))
+                                         *case_shape(s.raw for s in m.measured))
                  for m in measurements}
         created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         return cls(deployment, version, created, suite_version, git_revision, dict(fingerprint),

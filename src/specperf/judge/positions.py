@@ -28,7 +28,7 @@ from ..core import contract
 from ..core.contract import IMPROVED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import MINUS, Move, format_percent, tolerance
 from ..core.stats import Summary
-from ..servers.acceptance import ALONG_TOKENS, half_width_by_index, mean_by_index, shape_rows
+from ..servers.positions import ALONG_TOKENS, half_width_by_index, mean_by_index, shape_rows
 
 if TYPE_CHECKING:
     from ..baselines.store import CaseBaseline

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..core.errors import IgnoreEosNotHonoured, MalformedResponse
 from ..plan.workload import Case
-from ..servers import acceptance, routes, vllm
+from ..servers import positions, routes, vllm
 from ..servers.acceptance import MetricsSnapshot
 from ..servers.routes import Completion, RouteOptions
 from .sample import StepFigures, check_possible
@@ -163,13 +163,13 @@ def acceptance_shape(reply: Reply, where: str) -> dict[str, Any]:
     """
     comp = reply.comp
     spec = vllm.spec_of(comp)
-    counts = acceptance.positions_from_histogram(comp.histogram, "accept histogram", where) \
+    counts = positions.positions_from_histogram(comp.histogram, "accept histogram", where) \
         if comp.histogram else vllm.positions_of(spec, where)
     if counts is None and reply.retries == 0:
-        counts = acceptance.positions_from_metrics(reply.before_text, reply.after_text, where)
+        counts = positions.positions_from_metrics(reply.before_text, reply.after_text, where)
     out: dict[str, Any] = counts.raw() if counts is not None else {}
     commits = vllm.step_commits(spec)
     if commits is not None:
-        out.update(commit_along=[round(v, 4) for v in acceptance.commit_along(commits)],
+        out.update(commit_along=[round(v, 4) for v in positions.commit_along(commits)],
                    along_from="per_step_accepted")
     return out

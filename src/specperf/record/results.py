@@ -26,8 +26,8 @@ from ..baselines.store import Baseline
 from ..core.contract import REGRESSION
 from ..core.model import ContextFit, fit_repeats
 from ..judge import reconcile
-from ..servers import acceptance
 from ..servers.fingerprint import fingerprint_differences
+from ..servers.positions import ALONG_TOKENS, case_shape
 from .files import HISTORY_METRICS, history_entry, run_fields, write
 from .readers import baseline_metrics, mean_context, median
 from .schema import SCHEMA_NAME, SCHEMA_VERSION, load, schema, validate
@@ -114,14 +114,14 @@ def acceptance_shapes(measurements: Mapping[str, Any],
     out: dict[str, Any] = {}
     for cid, data in sorted(measurements.items()):
         raws = [s.get("raw") or {} for s in data.get("samples", []) if not s.get("warmup")]
-        positions, along = acceptance.case_shape(raws)
+        positions, along = case_shape(raws)
         entry = baseline.cases.get(cid) if baseline is not None else None
         out[cid] = {"positions": positions, "along": along,
                     "base_positions": list(entry.positions) if entry else [],
                     "base_along": list(entry.along) if entry else [],
                     "positions_from": _first(raws, "positions_from"),
                     "along_from": _first(raws, "along_from"),
-                    "along_tokens": acceptance.ALONG_TOKENS}
+                    "along_tokens": ALONG_TOKENS}
     return out
 
 

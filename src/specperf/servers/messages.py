@@ -40,7 +40,7 @@ class Completion:
     # num_spec_steps 0), read by specperf.servers.vllm
     spec: Mapping[str, Any] | None = None
     # SGLang: the per-request accept histogram as sent (index = drafts accepted in a step,
-    # value = steps), read by specperf.servers.acceptance.positions_from_histogram
+    # value = steps), read by specperf.servers.positions.positions_from_histogram
     histogram: tuple[int, ...] | None = None
 
 

@@ -50,8 +50,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import ImpossibleSample, MalformedResponse
-from .acceptance import PositionCounts, metric_samples, metric_sums, positions_from_histogram
+from .acceptance import metric_samples, metric_sums
 from .messages import LIMIT_FROM_KEY, LIMIT_KEY, Completion
+from .positions import PositionCounts, positions_from_histogram
 
 ITERATIONS = "vllm:iteration_tokens_total"
 REQUESTS = "vllm:request_success_total"

@@ -10,7 +10,7 @@ Spec fields per profile switch ``spec_fields``:
   to S). As in SGLang (managers/schedule_batch.py ``update_spec_correct_drafts_histogram``)
   the histogram grows with use: its length is the largest index seen plus one. It is the
   one per-position record SGLang gives (specperf reads accepted drafts per position off it,
-  servers/acceptance.py ``positions_from_histogram``): its tokenizer manager
+  servers/positions.py ``positions_from_histogram``): its tokenizer manager
   (managers/tokenizer_manager.py ``_calculate_spec_decoding_metrics``) writes it, and every
   other spec field, into ``meta_info`` only when the request finished, so a stream's
   intermediate chunks carry no per-step commits, here as there.

@@ -66,6 +66,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -305,9 +306,28 @@ def oracle(box: Box) -> Any:
 
 
 def case_verdict(ph: Physics, run: Sequence[dict[str, float]], base: CaseBaseline,
-                 noise: Any) -> str:
+                 noise: Any, base_runs: int = 1) -> str:
     summaries = {m: summarize(v) for m, v in values(run).items()}
-    return judge_case(ph.case.id, summaries, base, DEFAULT_TOLERANCES, noise=noise).status
+    return judge_case(ph.case.id, summaries, base, DEFAULT_TOLERANCES, noise=noise,
+                      base_runs=base_runs).status
+
+
+def merged_baseline(sources: Sequence[Stream], case: Case, repeats: int) -> CaseBaseline:
+    """``--specperf-baseline-runs N`` as baselines/merge.py writes it, one run per source (a
+    night each): per metric and request slot the median over the runs, the case's median of
+    those, the MAD the median of the runs' own MADs, n the number of slots."""
+    runs = [baseline(source, case, repeats)[0] for source in sources]
+    if len(runs) == 1:
+        return runs[0]
+    vals, metrics = {}, {}
+    for m in METRICS:
+        per_run = [r.values[m] for r in runs]
+        slots = [statistics.median(v[k] for v in per_run if k < len(v))
+                 for k in range(max(map(len, per_run)))]
+        mad = statistics.median(r.metrics[m].mad for r in runs)
+        vals[m] = slots
+        metrics[m] = replace(summarize(slots), mad=mad, n=len(slots))
+    return CaseBaseline(case.text_class, case.context, TOKENS, metrics, {}, values=vals)
 
 
 @dataclass(frozen=True)
@@ -320,6 +340,7 @@ class Setup:
     baseline_repeats: int
     repeats: int = MIN_R
     history_nights: int = 20
+    base_runs: int = 1  # nightly: the baseline merged from this many nights' runs
 
 
 def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
@@ -329,6 +350,7 @@ def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
     rng = np.random.default_rng([*seed, 99])
     base_night = night_terms(setup.box, len(SWEEP), rng)
     today = base_night if setup.mode == "same-night" else night_terms(setup.box, len(SWEEP), rng)
+    earlier = [night_terms(setup.box, len(SWEEP), rng) for _ in range(setup.base_runs - 1)]
     noise = judge_noise(setup.mode, setup.box, setup.history_nights, base_night, rng)
     data, fails, gpu, requests_ = [], 0, 0.0, 0
     for ph in setup.cases:
@@ -337,11 +359,16 @@ def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
                         np.random.default_rng([*seed, i, 0]))
         now = stream(ph, today, i, change, setup.box, np.random.default_rng([*seed, i, 1]))
         base, base_gpu = baseline(before, ph.case, setup.baseline_repeats)
+        if earlier:  # the merged baseline: this night's run and the earlier nights'
+            base = merged_baseline([before, *(stream(ph, n, i, NO_CHANGE, setup.box,
+                                                     np.random.default_rng([*seed, i, 2, k]))
+                                              for k, n in enumerate(earlier))],
+                                   ph.case, setup.baseline_repeats)
         reference = setup.mode == "same-night"
         got = take(now, lambda v, b=base: decide_repeats(  # type: ignore[misc]
             v, b, DEFAULT_TOLERANCES, min_repeats=setup.repeats, max_repeats=MAX_R).action,
             setup.repeats, MAX_R)
-        fails += case_verdict(ph, got, base, noise) == "fail"
+        fails += case_verdict(ph, got, base, noise, setup.base_runs) == "fail"
         cost = sum(s["wall_s"] for s in got) / len(got)
         gpu += (WARMUP + len(got)) * cost + (base_gpu if reference else 0.0)
         requests_ += WARMUP + len(got) + (WARMUP + len(base.values["tok_s"]) if reference else 0)
@@ -351,7 +378,7 @@ def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
         more = (WARMUP + setup.baseline_repeats) * len(REFERENCE_ONLY)
         gpu += sum(GPU_S[c] for c in REFERENCE_ONLY) * (WARMUP + setup.baseline_repeats)
         requests_ += more
-    return conclude(data, fails, gpu, len(setup.cases), requests_, noise)
+    return conclude(data, fails, gpu, len(setup.cases), requests_, noise, setup.base_runs)
 
 
 def ab_trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
@@ -382,7 +409,7 @@ def ab_trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any
 
 
 def conclude(data: list[tuple[SweepCase, Any]], fails: int, gpu: float, cases: int,
-             requests_: int, noise: Any) -> dict[str, Any]:
+             requests_: int, noise: Any, base_runs: int = 1) -> dict[str, Any]:
     """The sweep test on the cases' requests, with top-ups drawn from the same streams."""
     sources = {d.case.id: src for d, src in data}
 
@@ -394,7 +421,8 @@ def conclude(data: list[tuple[SweepCase, Any]], fails: int, gpu: float, cases: i
         else:
             extend(d.run, next(src))
 
-    result = judge_sweep([d for d, _ in data], "sweep", more, sweep_budget(cases), noise=noise)
+    result = judge_sweep([d for d, _ in data], "sweep", more, sweep_budget(cases), noise=noise,
+                         base_runs=base_runs)
     status = result.verdict().status
     paired = any(d.base_values is not None for d, _ in data)
     return {"today": fails > 0, "sweep_only": result.regressed,
@@ -420,6 +448,10 @@ def configs(box: Box, base_r: int, history_nights: int) -> dict[str, Setup]:
                                                   history_nights=history_nights)
         out[f"nightly gate {night:.0%}"] = Setup("nightly", gate, b, base_r,
                                                   history_nights=history_nights)
+        for cases, name in ((full, "full"), (gate, "gate")):  # --specperf-baseline-runs 5
+            out[f"nightly {name} {night:.0%} x5"] = Setup("nightly", cases, b, base_r,
+                                                          history_nights=history_nights,
+                                                          base_runs=5)
     out["same-night gate 3%"] = Setup("same-night", gate, replace(box, night=0.03),
                                       REFERENCE_REPEATS)
     out["nightly full 0%"] = Setup("nightly", full, replace(box, night=0.0), base_r,
@@ -458,8 +490,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2026,
                         help="2026 reports; tune on 1..9 only")
     parser.add_argument("--configs", default=",".join(DEFAULT_CONFIGS),
-                        help="comma list of: nightly full|gate 0%%|1%%|3%%, same-night gate 3%%, "
-                             "A/B gate 3%%")
+                        help="comma list of: nightly full|gate 0%%|1%%|3%%, nightly full|gate "
+                             "1%%|3%% x5 (the baseline merged from 5 nights' runs), "
+                             "same-night gate 3%%, A/B gate 3%%")
     parser.add_argument("--rows", default=",".join(ROWS),  # argparse reads % in help
                         help=f"comma list of: {', '.join(ROWS)}".replace("%", "%%"))
     parser.add_argument("--request-noise", type=float, default=0.03)

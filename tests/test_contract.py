@@ -16,6 +16,7 @@ from specperf.core.contract import (
     Change,
     combine,
     inside,
+    median_status,
     status,
 )
 
@@ -39,6 +40,24 @@ TOL = 0.10
 ])
 def test_the_contract_truth_table(change, direction, want):
     assert status(change, direction, TOL) == want
+
+
+@pytest.mark.parametrize(("change", "direction", "want"), [
+    # A case's medians with their interval: the median's side of the tolerance, the interval
+    # says whether sure.
+    (Change(-0.15, -0.18, -0.12), +1, REGRESSION),
+    (Change(-0.12, -0.16, -0.08), +1, UNDETERMINED),  # beyond on the bad side, not surely
+    (Change(-0.08, -0.12, -0.04), +1, NOTED),  # a median inside: no skip for its interval
+    (Change(+0.15, +0.12, +0.18), +1, IMPROVED),
+    # Beyond on the good side, not surely (as a real llama.cpp A/B: +45.6 %, 95 % +29.9 % to
+    # +63.2 % against a 40 % limit): surely no regression, never a skip for more repeats.
+    (Change(+0.15, +0.08, +0.22), +1, NOTED), (Change(-0.15, -0.22, -0.08), -1, NOTED),
+    (Change(+0.12, -0.01, +0.25), +1, PASS),  # and no sure change at all
+    (Change(+0.01, -0.02, +0.04), +1, PASS),
+])
+def test_a_median_is_undetermined_only_beyond_the_tolerance_on_its_bad_side(change, direction,
+                                                                              want):
+    assert median_status(change, direction, TOL) == want
 
 
 def test_a_sequential_decision_decides_beyond_the_tolerance_the_interval_the_rest():

@@ -65,9 +65,11 @@ def test_a_smaller_prompt_batch_fails_as_a_prefill_regression(
     assert verdict["message"].startswith("production → candidate: prefill (TTFT) "), verdict
     assert PREFILL_HINT in verdict["message"], verdict["message"]
     assert ACCEPTANCE_HINT not in out and STEP_HINT not in out, out[-3000:]
-    # -ub 32 still holds a 40-token prompt in one batch: nothing to fail there. "noted" is a
-    # move inside the limits (a loaded box moved production's 40-token TTFT 18 -> 12 ms).
-    assert _verdict(doc, "padding-ctx40")["status"] in ("pass", "noted"), doc["verdicts"]
+    # -ub 32 still holds a 40-token prompt in one batch: nothing to fail there. A loaded box
+    # moves a 40-token case a lot between the two servers (production's TTFT 18 -> 12 ms, tok/s
+    # +46 %): noted, or undetermined when a move on the bad side is not sure; never a failure.
+    assert _verdict(doc, "padding-ctx40")["status"] in ("pass", "noted", "undetermined"), \
+        doc["verdicts"]
     details = verdict["details"]
     assert details["ttft_ms"]["change"] > 2 * DEFAULT_TOLERANCES["ttft_ms"], details  # +120 %
     # The tier's own limits (helpers.TOLERANCES): step time 40 %, acceptance 15 %.

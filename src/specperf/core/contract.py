@@ -191,8 +191,11 @@ def median_status(change: Change, direction: int, tolerance: float) -> str:
     spread and the run-to-run noise): what the contract's "pass" means for a point estimate.
 
     A regression (or an improvement) needs the whole interval beyond the tolerance; a median
-    beyond the tolerance whose interval reaches back inside it is undetermined (noise could
-    have put it there); a median inside the tolerance is a pass — noted when the interval
+    beyond the tolerance on the bad side whose interval reaches back inside it is undetermined
+    (noise could have put it there); one beyond it on the good side is noted (sure of the
+    change when the interval excludes none, sure it is no regression, not sure it is beyond
+    the tolerance: more repeats could only tell an improvement from a noted move, which
+    decides nothing); a median inside the tolerance is a pass — noted when the interval
     excludes no change. Unlike :func:`status`, an interval that merely reaches past the
     tolerance from a median inside it is not undetermined: a case is many times noisier
     than the sweep, whose pooled test (judge/sweep.py) judges the small changes.
@@ -205,6 +208,6 @@ def median_status(change: Change, direction: int, tolerance: float) -> str:
         return REGRESSION
     if high < -tolerance:
         return IMPROVED
-    if worse > tolerance or worse < -tolerance:
+    if worse > tolerance:
         return UNDETERMINED
     return NOTED if low > 0 or high < 0 else PASS

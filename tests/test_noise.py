@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from specperf.core.noise import DEFAULT_RUN_NOISE, NoiseModel, from_history
+from specperf.core.noise import DEFAULT_RUN_NOISE, NoiseModel, baseline_share, from_history
 
 
 def _history(rng: np.random.Generator, nights: int, sigma: float, share: float, *,
@@ -69,6 +69,22 @@ def test_same_night_cancels_and_a_merged_baseline_shrinks_its_side() -> None:
     prior = NoiseModel.prior(0.02, 0.5).of("step_ms")
     one, five = prior.comparison_var(1, 1), prior.comparison_var(1, 5)
     assert one == pytest.approx(2 * 0.02**2)
-    assert five == pytest.approx(1.2 * 0.02**2)
+    # A 5-run merge is a median over the runs: 1.43/5 of a night's variance, not a mean's 1/5.
+    assert five == pytest.approx(1.286 * 0.02**2, abs=0.001 * 0.02**2)
     common, own = prior.parts(5)
-    assert common == pytest.approx(1.2 * 0.01**2) and own == pytest.approx(1.2 * 0.75 * 0.02**2)
+    assert common == pytest.approx(1.286 * 0.01**2, rel=1e-3)
+    assert own == pytest.approx(1.286 * 0.75 * 0.02**2, rel=1e-3)
+
+
+@pytest.mark.parametrize("runs", [1, 2, 3, 5, 8, 12, 20])
+def test_a_merged_baselines_night_share_is_a_medians_never_less(runs: int) -> None:
+    """baselines/merge.py keeps the median of the runs: its night term, drawn here, has the
+    variance baseline_share says (at most π/2 / n beyond the table), never a mean's 1/n."""
+    nights = np.random.default_rng([33, runs]).standard_normal((200_000, runs))
+    drawn = float(np.var(np.median(nights, axis=1)))
+    share = baseline_share(runs)
+    assert share >= 1 / runs
+    if runs <= 12:
+        assert share == pytest.approx(drawn, rel=0.02)
+    else:
+        assert drawn <= share <= 1.2 * drawn

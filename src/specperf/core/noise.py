@@ -43,6 +43,20 @@ _COUNTED_KINDS = ("full",)
 SOURCES = ("history", "prior", "same-night")
 
 
+# n · Var(median of n standard normals), n = 1..12 (numpy, 400 000 draws each); beyond, the
+# large-n limit π/2, which bounds it from above.
+_MEDIAN_VAR_N = (1.0, 1.0, 1.344, 1.198, 1.43, 1.288, 1.472, 1.347, 1.494, 1.379, 1.517, 1.405)
+
+
+def baseline_share(base_runs: int = 1) -> float:
+    """The share of one night's run-term variance a baseline merged from ``base_runs`` runs
+    keeps. baselines/merge.py takes the median over the runs (slot by slot), and a median of
+    n nights holds more than a mean's 1/n: up to ``_MEDIAN_VAR_N``/n (the request noise inside
+    each slot brings it closer to 1/n; the upper end keeps the interval honest)."""
+    n = max(int(base_runs), 1)
+    return (_MEDIAN_VAR_N[n - 1] if n <= len(_MEDIAN_VAR_N) else math.pi / 2) / n
+
+
 @dataclass(frozen=True)
 class RunNoise:
     """The run-to-run noise of one metric, in log units (≈ a relative σ)."""
@@ -63,7 +77,7 @@ class RunNoise:
         cases, the baseline merged from ``base_runs`` runs; nothing on the same night."""
         if self.source == "same-night":
             return 0.0
-        return (self.common**2 + self.own**2 / max(cases, 1)) * (1.0 + 1.0 / max(base_runs, 1))
+        return (self.common**2 + self.own**2 / max(cases, 1)) * (1.0 + baseline_share(base_runs))
 
     def parts(self, base_runs: int = 1) -> tuple[float, float]:
         """The run terms' variances (common, own per case) of a comparison with a baseline
@@ -71,7 +85,7 @@ class RunNoise:
         the own part to each case's variance."""
         if self.source == "same-night":
             return 0.0, 0.0
-        both = 1.0 + 1.0 / max(base_runs, 1)
+        both = 1.0 + baseline_share(base_runs)
         return self.common**2 * both, self.own**2 * both
 
     def text(self) -> str:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ..core import contract
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import DIRECTION, FLOOR, LABELS, Move, format_move, format_percent, tolerance
-from ..core.noise import NoiseModel
+from ..core.noise import NoiseModel, baseline_share
 from ..core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, Summary
 from . import positions
 from .attribution import HINTS, case_attribution, regression_message
@@ -55,7 +55,7 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
         verdict = judge_case(case_id, current, base, tolerances, noise=noise,
                              base_runs=base_runs)
         run_sd = 0.0 if noise is None else \
-            noise.of("avg_commit").case_sd() * math.sqrt(1.0 + 1.0 / max(base_runs, 1))
+            noise.of("avg_commit").case_sd() * math.sqrt(1.0 + baseline_share(base_runs))
         sentences = positions.locate(shape, current, base, tolerances, run_sd)
         if not sentences:
             return verdict
@@ -213,7 +213,7 @@ def case_se(now: Summary, then: Summary, noise: NoiseModel | None, metric: str,
         return 0.0, math.inf
     run = noise.of(metric)
     parts = [_median_var(now), _median_var(then),
-             (run.case_sd() ** 2 * (1.0 + 1.0 / max(base_runs, 1)), run.df)]
+             (run.case_sd() ** 2 * (1.0 + baseline_share(base_runs)), run.df)]
     total = sum(v for v, _ in parts)
     denom = sum(v * v / df for v, df in parts if v > 0 and math.isfinite(df))
     return math.sqrt(total), (total * total / denom if denom > 0 else math.inf)

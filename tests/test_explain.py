@@ -201,3 +201,21 @@ def test_history_gives_the_run_to_run_noise(tmp_path: Path,
                     "--label", "box", "--json")
     noise = json.loads(out)["prediction"]["noise"]
     assert noise.startswith("run-to-run ±") and noise.endswith(" % from 4 nights")
+
+
+def test_a_vllm_windows_context_counts_the_requests_that_started_in_it() -> None:
+    """vLLM counts prompt tokens at prefill and requests at their end: 12 requests of 1500
+    tokens started in the window, 11 finished, one more runs at its end than at its start."""
+    from specperf.servers.livemetrics import VLLM, Scrape, _vllm
+
+    def scrape(at: float, finished: float, running: float, prompts: float) -> Scrape:
+        return Scrape(at, {VLLM["finished"]: finished, VLLM["running"]: running,
+                           VLLM["iteration_prompt"]: prompts,
+                           VLLM["iteration_generated"]: 300 * finished})
+
+    seen = _vllm("http://box", scrape(0.0, 5, 1, 7 * 1500), scrape(3.0, 16, 2, 19 * 1500),
+                 [1, 2, 2, 2], 1.0)
+    assert seen.context == 1500
+    assert seen.sources["context"] == ("Δvllm:prompt_tokens_total / (Δvllm:request_success_"
+                                       "total, Δvllm:num_requests_running: the requests that "
+                                       "started in the window)")

@@ -158,7 +158,14 @@ def test_vllm_without_request_histograms(start_sim: Any) -> None:
     truth = [r for r in httpx.get(f"{vllm.url}/_sim/truth", timeout=30).json()["requests"]
              if r["finished_mono"] and seen.read_at[0] <= r["finished_mono"] <= seen.read_at[1]]
     commits = [c for r in truth for c in r["commits"]]
-    assert seen.family == "vllm" and seen.context == pytest.approx(1500, rel=0.01)
+    # Prompts are counted at a request's first token, requests at their end (and as running
+    # from admission): a window edge that falls inside one request's prefill counts its
+    # prompt without the request, so over N finished requests the context is exact to one
+    # request in N (tests/test_explain.py pins the counting itself).
+    finished = seen.requests
+    assert seen.family == "vllm" and finished >= 5, seen
+    assert 1500 * finished / (finished + 1) - 1e-9 <= seen.context \
+        <= 1500 * finished / (finished - 1) + 1e-9, (seen.context, finished)
     assert seen.avg_commit == pytest.approx(sum(commits) / len(commits), rel=0.03)
     assert seen.sources["tok_s"] == ("Δvllm:generation_tokens_total / window / concurrency "
                                      "(the decode rate per running request)")

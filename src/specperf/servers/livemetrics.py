@@ -281,8 +281,16 @@ def _vllm(url: str, first: Scrape, last: Scrape, running: list[float],
 def _vllm_iterations(url: str, d: _Delta, window: float, conc: float, commit: float | None,
                      sources: dict[str, str]) -> LiveObservation:
     """A vLLM without request histograms: the window's decode rate per running request, and
-    the context from the prompt counter over the finished requests."""
+    the context from the prompt counter over the requests that started in the window.
+
+    vLLM counts prompt tokens when it schedules a request's prefill and a request as finished
+    at its end: over a window the prompts counted belong to the requests that started in it,
+    the finished ones plus those still running at its end, less those running at its start
+    (Δ finished + Δ running). Over the finished alone, a window with one more start than
+    finish read a 1500-token context as 1636."""
     requests = d("finished") if d.has("finished") else 0.0
+    started = requests + (d.last.sums.get(VLLM["running"], 0.0)
+                          - d.first.sums.get(VLLM["running"], 0.0))
     if requests <= 0 or not d.has("iteration_prompt"):
         raise _missing(url, "the context of the requests",
                        f"{VLLM['prompt']} (or {VLLM['iteration_prompt']} and {VLLM['finished']})")
@@ -293,10 +301,11 @@ def _vllm_iterations(url: str, d: _Delta, window: float, conc: float, commit: fl
     if commit is not None:
         step = 1000.0 * commit / rate
         sources["step_ms"] = "avg commit / the decode rate per running request"
-    sources["context"] = f"{d.src('iteration_prompt')} / {d.src('finished')}"
+    sources["context"] = (f"{d.src('iteration_prompt')} / ({d.src('finished', 'running')}: "
+                          f"the requests that started in the window)")
     sources["output_tokens"] = f"{d.src('iteration_generated')} / {d.src('finished')}"
     return LiveObservation(url, "vllm", window, rate, commit, step,
-                           d("iteration_prompt") / requests,
+                           d("iteration_prompt") / (started if started > 0 else requests),
                            d("iteration_generated") / requests, conc, None, requests, sources)
 
 

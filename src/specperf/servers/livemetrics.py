@@ -80,13 +80,15 @@ _WANTED = frozenset(n for names in FAMILIES.values() for n in names.values())
 @dataclass(frozen=True)
 class Scrape:
     """One reading of /metrics: each wanted series summed over its label sets (SGLang's
-    realtime counter only its ``decode`` mode), and when it was read."""
+    realtime counter only its ``decode`` mode), and when it was read: ``sent`` before the
+    request left, ``at`` after the reply came (the server read its counters in between)."""
 
     at: float
     sums: Mapping[str, float]
+    sent: float = math.nan
 
     @classmethod
-    def of(cls, text: str, at: float) -> Scrape:
+    def of(cls, text: str, at: float, sent: float = math.nan) -> Scrape:
         sums: dict[str, float] = {}
         for sample in metric_samples(text, _WANTED):
             if sample.name == SGLANG["decode"] and sample.labels.get("mode") != "decode":
@@ -94,7 +96,7 @@ class Scrape:
             value = float(sample.value)
             if math.isfinite(value):
                 sums[sample.name] = sums.get(sample.name, 0.0) + value
-        return cls(at, sums)
+        return cls(at, sums, sent)
 
     @property
     def family(self) -> str | None:
@@ -117,8 +119,11 @@ class LiveObservation:
     ttft_ms: float | None
     requests: float
     sources: Mapping[str, str] = field(default_factory=dict)
-    # When the two readings were taken (this host's monotonic clock, seconds).
+    # When the two readings were taken (this host's monotonic clock, seconds): each reply's
+    # arrival, and each reading's (sent, replied) bracket, inside which the server read it.
     read_at: tuple[float, float] = (math.nan, math.nan)
+    read_brackets: tuple[tuple[float, float], tuple[float, float]] = (
+        (math.nan, math.nan), (math.nan, math.nan))
 
     def to_dict(self) -> dict[str, Any]:
         return {"endpoint": self.endpoint, "family": self.family, "window_s": self.window_s,
@@ -126,11 +131,13 @@ class LiveObservation:
                 "context": self.context, "output_tokens": self.output_tokens,
                 "concurrency": self.concurrency, "ttft_ms": self.ttft_ms,
                 "requests": self.requests, "sources": dict(self.sources),
-                "read_at": list(self.read_at)}
+                "read_at": list(self.read_at),
+                "read_brackets": [list(b) for b in self.read_brackets]}
 
 
 def scrape(client: Client, clock: Callable[[], float] = time.monotonic) -> Scrape:
     """One /metrics reading; a server without /metrics is one sentence saying how to get it."""
+    sent = clock()
     try:
         text = client.get_text("/metrics", timeout_s=30)
     except BadStatus as exc:
@@ -138,7 +145,7 @@ def scrape(client: Client, clock: Callable[[], float] = time.monotonic) -> Scrap
             f"{client.base_url} serves no /metrics (HTTP {exc.status}): explain reads the "
             f"server's counters; start it with --enable-metrics (SGLang), or --metrics "
             f"(llama-server), or point --endpoint at the server itself.") from exc
-    return Scrape.of(text, clock())
+    return Scrape.of(text, clock(), sent)
 
 
 def observe(client: Client, window_s: float, *, poll_s: float = 1.0,
@@ -169,7 +176,8 @@ def observe(client: Client, window_s: float, *, poll_s: float = 1.0,
     else:
         seen = (_sglang if family == "sglang" else _vllm)(client.base_url, first, last, running,
                                                           scale)
-    return replace(seen, read_at=(first.at, last.at))
+    return replace(seen, read_at=(first.at, last.at),
+                   read_brackets=((first.sent, first.at), (last.sent, last.at)))
 
 
 class _Delta:

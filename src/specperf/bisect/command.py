@@ -1,0 +1,162 @@
+"""``specperf bisect``: the first bad deploy of a deploy log, per factor that moved.
+
+Exit codes (the gate's family; 1 and 4 are the gate's own and never returned here):
+
+====  ===============  ===================================================================
+code  meaning          when
+====  ===============  ===================================================================
+0     culprit found    every factor that moved has its first bad version named
+2     usage error      a bad flag, an unreadable or malformed versions file, unknown ends
+3     infrastructure   the endpoint, the GPU lock, or a deploy of the good or bad end
+                       failed: nothing can be compared; fix the box
+5     not reproduced   tonight the bad end is not worse than the good end in any factor
+6     undecided        the GPU budget ran out, a version stayed between good and bad at the
+                       most requests, or only skipped versions are left around the culprit
+====  ===============  ===================================================================
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import ConfigError, SpecperfError
+from . import classify as cl
+from . import report
+from .deploylog import check_ends, load_versions, pick
+from .lab import BoxLab, deploy_argv, measuring_settings
+from .search import DeployFailed, Plan, Search
+
+
+class BisectExit(IntEnum):
+    """The bisect's exit codes (see the module docstring)."""
+
+    FOUND = 0
+    USAGE = 2
+    INFRASTRUCTURE = 3
+    NOT_REPRODUCED = 5
+    UNDECIDED = 6
+
+
+EXIT_OF = {"found": BisectExit.FOUND, "not-reproduced": BisectExit.NOT_REPRODUCED,
+           "undecided": BisectExit.UNDECIDED}
+DEFAULT_CONTEXTS = "1663,3333"
+DEFAULT_CLASSES = "padding,reasoning"
+DEFAULT_OUTPUT_TOKENS = 128
+
+
+def add_subcommand(subparsers: Any) -> None:
+    """Register ``specperf bisect``."""
+    p = subparsers.add_parser(
+        "bisect", help="find the deploy that made a deployment slower, per factor",
+        description="Deploy versions of a deploy log one at a time on the box and bisect each "
+                    "factor that moved (acceptance, step time, prefill) between a good and a "
+                    "bad version, every comparison against tonight's good end. Exit 0 culprit "
+                    "found, 2 usage, 3 infrastructure, 5 not reproduced, 6 undecided "
+                    "(docs/bisect.md).")
+    p.add_argument("--endpoint", required=True, help="the box's server URL")
+    p.add_argument("--versions", type=Path, required=True,
+                   help="the deploy log, oldest first: a version name a line, or JSON lines "
+                        "with a \"name\" and free fields (\"fingerprint\": keys the server "
+                        "must report once it runs the version)")
+    p.add_argument("--deploy", required=True,
+                   help="command template that deploys {version} on the box (shlex-split, "
+                        "no shell), e.g. 'ci/deploy.sh {version}'")
+    p.add_argument("--good", default=None, help="the good version (default: the first)")
+    p.add_argument("--bad", default=None, help="the bad version (default: the last)")
+    p.add_argument("--budget-s", type=_positive, default=math.inf,
+                   help="GPU seconds of measured requests the bisect may spend (default: no "
+                        "limit); when the next measurement would not fit, it stops undecided")
+    p.add_argument("--factor", action="append", default=None,
+                   choices=[f.name for f in cl.FACTORS],
+                   help="bisect only this factor (repeatable; default: every factor that moved)")
+    p.add_argument("--repeats", type=_positive_int, default=3,
+                   help="requests per case on a middle version before its first verdict "
+                        "(default 3; the ends get twice as many; doubled while unknown)")
+    p.add_argument("--max-repeats", type=_positive_int, default=None,
+                   help="the most requests per case of one version (default 8 × --repeats)")
+    p.add_argument("--min-change", type=_positive, default=cl.MIN_CHANGE,
+                   help=f"the smallest relative change of a factor bisected (default "
+                        f"{cl.MIN_CHANGE:g})")
+    p.add_argument("--contexts", default=DEFAULT_CONTEXTS,
+                   help=f"prompt lengths of the cases (default {DEFAULT_CONTEXTS})")
+    p.add_argument("--classes", default=DEFAULT_CLASSES,
+                   help=f"text classes of the cases (default {DEFAULT_CLASSES})")
+    p.add_argument("--output-tokens", type=_positive_int, default=DEFAULT_OUTPUT_TOKENS,
+                   help=f"output tokens per request (default {DEFAULT_OUTPUT_TOKENS})")
+    p.add_argument("--deploy-timeout", type=_positive, default=600.0,
+                   help="seconds a deploy may take until the server is healthy (default 600)")
+    p.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    p.add_argument("--html", type=Path, default=None, help="write the outcome's page here")
+    p.set_defaults(run=run)
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _plan(args: argparse.Namespace) -> Plan:
+    factors = tuple(f for f in cl.FACTORS if args.factor is None or f.name in args.factor)
+    most = args.max_repeats or 8 * args.repeats
+    if most < 2 * args.repeats:
+        raise ConfigError(f"--max-repeats {most} is below twice --repeats {args.repeats}: the "
+                          "ends are measured with twice --repeats requests per case.")
+    return Plan(repeats=args.repeats, end_repeats=2 * args.repeats, max_repeats=most,
+                budget_s=args.budget_s, factors=factors, min_change=args.min_change)
+
+
+def _say(line: str) -> None:
+    print(f"specperf bisect: {line}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``specperf bisect``; returns its exit code."""
+    try:
+        versions = load_versions(args.versions)
+        good = pick(versions, args.good, 0, "--good")
+        bad = pick(versions, args.bad, len(versions) - 1, "--bad")
+        check_ends(good, bad)
+        deploy_argv(args.deploy, good.name)
+        plan = _plan(args)
+        settings = measuring_settings(args.endpoint, {
+            "contexts": args.contexts, "text_classes": args.classes,
+            "output_tokens": str(args.output_tokens)}, os.environ)
+    except ConfigError as exc:
+        print(f"specperf bisect: {exc}", file=sys.stderr)
+        return BisectExit.USAGE
+    lab = BoxLab(settings, args.deploy, args.deploy_timeout, progress=_say)
+    try:
+        lab.open()
+        outcome = Search(lab, versions, good, bad, plan, progress=_say).run()
+    except DeployFailed as exc:
+        print(f"specperf bisect: an end of the range could not be measured: {exc}. Fix the "
+              "box or choose other --good/--bad versions.", file=sys.stderr)
+        return BisectExit.INFRASTRUCTURE
+    except SpecperfError as exc:
+        print(f"specperf bisect: {exc}", file=sys.stderr)
+        return BisectExit.INFRASTRUCTURE
+    finally:
+        lab.close()
+    code = EXIT_OF[outcome.status]
+    doc = report.to_dict(outcome, args.endpoint, int(code), lab.fingerprints)
+    doc["deploy_s"] = round(lab.deploy_s, 1)
+    if args.html is not None:
+        args.html.parent.mkdir(parents=True, exist_ok=True)
+        args.html.write_text(report.html(doc), encoding="utf-8")
+    print(report.to_json(doc) if args.json else report.text(doc))
+    return code

@@ -5,7 +5,7 @@ nightly history, ``specperf gate`` runs the deploy gate. Each subcommand lives i
 module and registers here; exit codes are the gate's (0 pass, 1 regression, 2 usage,
 3 infrastructure).
 
-May import: core, views
+May import: core, store, record, views
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ code  meaning         when
 3     infrastructure  any case errored (unreachable, timeout, GPU lock, unstable, corrupt
                       baseline), a case had no baseline, nothing was collected, or pytest
                       itself crashed or was interrupted: page someone, don't blame the deploy
+4     undecided       every case was measured and none regressed, but the statistics could
+                      not decide one (an undetermined verdict after the sweep's top-ups):
+                      neither block nor pass blindly; its sentence says what would decide
+                      (a same-night reference, more repeats)
 ====  ==============  ====================================================================
 
 Errors beat failures: when the box or the endpoint misbehaved, a regression measured beside
@@ -38,6 +42,7 @@ class GateExit(IntEnum):
     REGRESSION = 1
     USAGE = 2
     INFRASTRUCTURE = 3
+    UNDECIDED = 4
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,8 @@ class CaseOutcome:
     # The error is the missing (or unreadable) baseline --require-baseline checks before any
     # request: from the record's run.stopped_by, never from the message's words.
     no_baseline: bool = False
+    # Skipped because its verdict was undetermined (from the record's status, never words).
+    undetermined: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,13 @@ def decide(pytest_exit: int, cases: Sequence[CaseOutcome]) -> GateResult:
         return GateResult(GateExit.INFRASTRUCTURE,
                           "pytest reported a failure the JUnit XML does not show (an error "
                           "outside the smoke cases?): see its output above.", found)
+    undecided = [c for c in skipped if c.undetermined]
+    if skipped and len(undecided) == len(skipped):
+        return GateResult(GateExit.UNDECIDED,
+                          f"{len(undecided)} of {n} smoke checks measured but undetermined, "
+                          "none regressed: the noise is wider than the tolerance (see the "
+                          "sentence above for what would decide); neither a pass nor a block.",
+                          found)
     if skipped:
         return GateResult(GateExit.INFRASTRUCTURE,
                           f"{len(skipped)} of {n} smoke cases were not judged (see the reasons "
@@ -119,8 +133,8 @@ def _from_pytest_exit(code: int, cases: tuple[CaseOutcome, ...]) -> GateResult |
 
 # -- a fleet: each endpoint decided alone, the worst one decides the run ----------------------
 # How bad each code is: an endpoint that could not be measured outranks a regression.
-_SEVERITY = {GateExit.PASS: 0, GateExit.REGRESSION: 1, GateExit.INFRASTRUCTURE: 2,
-             GateExit.USAGE: 3}
+_SEVERITY = {GateExit.PASS: 0, GateExit.UNDECIDED: 1, GateExit.REGRESSION: 2,
+             GateExit.INFRASTRUCTURE: 3, GateExit.USAGE: 4}
 
 
 @dataclass(frozen=True)

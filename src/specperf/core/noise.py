@@ -8,18 +8,29 @@ a neighbour on the box, a driver state — the same for every request of the run
     log y[c, n] = level[c] + common[n] + own[c, n] + (the median's request noise)
 
 ``common`` moves every case of a run together (σ_common), ``own`` is each case's own part
-(σ_own). They are estimated from the run history (:func:`from_history`): the per-case medians
-of every full run of the same box, the level reset at each boundary (a new baseline or server
-fingerprint) while the spread is pooled across boundaries — the box outlives a baseline. The
-request noise of each stored median (its standard error, when the history line holds it) is
-subtracted, since every comparison counts it separately.
+(σ_own). They are estimated from the run history (:func:`from_history`), with three rules
+(docs/noise.md):
 
-The estimate is shrunk toward a stated **prior** (``run_noise``, default
-:data:`DEFAULT_RUN_NOISE`, with :data:`DEFAULT_COMMON_SHARE` of its σ common), as if the prior
-had been seen on :data:`PRIOR_NIGHTS` nights: with no history the prior alone decides, and
-after a few weeks the history does. The default is the night noise the drift model
-(``core/drift.py``, ``benchmarks/drift_power.py``) is calibrated for: 3 % per case, half of
-its σ common to the night — what a shared GPU box shows between nights. A box known to be
+- **a night is a night**: runs less than ``night_window_h`` hours (default 12) after a
+  night's first run share its night term, so back-to-back runs, CI retries and a day's tries
+  count once (their mean is the night's figure) and the sentence counts nights, not runs;
+- **a level shift is not spread**: within a segment (the same baseline and fingerprint) the
+  spread comes from successive differences of nights, which cancel the levels without
+  estimating them, and a run judged a regression is left out of the history that judges the
+  next one, so a persistent regression fails every night until a new baseline or a fix;
+- **a stated noise is knowledge**: the estimate is shrunk toward a **prior** (``run_noise``,
+  default :data:`DEFAULT_RUN_NOISE`, :data:`DEFAULT_COMMON_SHARE` of its σ common) that
+  weighs as :data:`PRIOR_WEIGHT` nights (:data:`STATED_PRIOR_WEIGHT` when the user stated
+  it). The prior is not a sample and adds no degrees of freedom of its own: on the first
+  night an interval uses the normal quantile, and the history's share of the estimate brings
+  its own df (Satterthwaite). The request noise of each stored median (its standard error,
+  when the history line holds it) is subtracted, since every comparison counts it
+  separately.
+
+The default is the night noise the drift model (``core/drift.py``,
+``benchmarks/drift_power.py``) is calibrated for: 3 % per case, half of its σ common to the
+night — the upper end of what a shared GPU box shows between nights, so on a quieter box the
+first nights' intervals are wider than they need be, never narrower. A box known to be
 quieter states so (``--specperf-run-noise 0.01``); its history then confirms or corrects it.
 
 A same-night comparison (A/B on two endpoints, or the gate's reference measured just before
@@ -32,12 +43,21 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 DEFAULT_RUN_NOISE = 0.03
 DEFAULT_COMMON_SHARE = 0.5  # of σ, as core/drift.py and benchmarks/drift_power.py model it
-# The prior weighs as much as this many nights of history (its degrees of freedom).
-PRIOR_NIGHTS = 2
+# How many nights of history the prior weighs against (docs/noise.md "The prior"): the
+# default is a guess about a box nobody has measured, soon outweighed; a stated noise is
+# knowledge about this box, outweighed only by weeks of history that disagree. Either way the
+# prior is not a sample: it adds no degrees of freedom of its own (an interval built on the
+# prior alone uses the normal quantile), only the history's share of the estimate does.
+PRIOR_WEIGHT = 3.0
+STATED_PRIOR_WEIGHT = 20.0
+# Runs of one box less than this many hours after the first run of a night share its night
+# term (a nightly cadence: back-to-back runs, CI retries and a day's tries are one night).
+DEFAULT_NIGHT_WINDOW_H = 12.0
 # Runs of one box that count toward the history: complete full sweeps only.
 _COUNTED_KINDS = ("full",)
 SOURCES = ("history", "prior", "same-night")
@@ -67,6 +87,7 @@ class RunNoise:
     df: float
     nights: int = 0
     source: str = "prior"
+    stated: bool = False  # the prior was stated (--specperf-run-noise), not the default
 
     def case_sd(self) -> float:
         """σ of one case's run term (common and own together)."""
@@ -94,12 +115,15 @@ class RunNoise:
             return "same-night reference: run-to-run noise cancels"
         pct = f"±{100 * self.case_sd():.1f} %"
         if self.source == "prior":
-            return f"run-to-run prior {pct}: no history yet"
-        return f"run-to-run {pct} from {self.nights} nights"
+            return (f"run-to-run {pct} as stated: no history yet" if self.stated
+                    else f"run-to-run prior {pct}: no history yet")
+        night = "night" if self.nights == 1 else "nights"
+        return f"run-to-run {pct} from {self.nights} {night}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "common": self.common, "own": self.own, "df": self.df,
-                "nights": self.nights, "source": self.source}
+        return {"metric": self.metric, "common": self.common, "own": self.own,
+                "df": self.df if math.isfinite(self.df) else None, "nights": self.nights,
+                "source": self.source, "stated": self.stated}
 
 
 @dataclass(frozen=True)
@@ -110,18 +134,20 @@ class NoiseModel:
     total: float = DEFAULT_RUN_NOISE
     common_share: float = DEFAULT_COMMON_SHARE
     same: bool = False
+    stated: bool = False
 
     def of(self, metric: str) -> RunNoise:
         """The noise of ``metric``: estimated where the history knew it, else the prior."""
         if self.same:
             return RunNoise(metric, 0.0, 0.0, math.inf, 0, "same-night")
         found = self.metrics.get(metric)
-        return found if found is not None else _prior(metric, self.total, self.common_share)
+        return found if found is not None else _prior(metric, self.total, self.common_share,
+                                                      self.stated)
 
     @classmethod
     def prior(cls, total: float = DEFAULT_RUN_NOISE,
-              common_share: float = DEFAULT_COMMON_SHARE) -> NoiseModel:
-        return cls({}, total, common_share)
+              common_share: float = DEFAULT_COMMON_SHARE, stated: bool = False) -> NoiseModel:
+        return cls({}, total, common_share, stated=stated)
 
     @classmethod
     def same_night(cls) -> NoiseModel:
@@ -129,13 +155,19 @@ class NoiseModel:
 
     def to_dict(self) -> dict[str, Any]:
         return {"same_night": self.same, "prior": self.total, "common_share": self.common_share,
+                "stated": self.stated,
                 "metrics": {m: n.to_dict() for m, n in sorted(self.metrics.items())}}
 
 
-def _prior(metric: str, total: float, common_share: float) -> RunNoise:
+def prior_weight(stated: bool) -> float:
+    """How many nights of history the prior weighs against (:data:`PRIOR_WEIGHT`)."""
+    return STATED_PRIOR_WEIGHT if stated else PRIOR_WEIGHT
+
+
+def _prior(metric: str, total: float, common_share: float, stated: bool = False) -> RunNoise:
     common = total * common_share
     own = total * math.sqrt(max(1.0 - common_share**2, 0.0))
-    return RunNoise(metric, common, own, float(PRIOR_NIGHTS), 0, "prior")
+    return RunNoise(metric, common, own, math.inf, 0, "prior", stated)
 
 
 def check_prior(total: float, common_share: float) -> None:
@@ -148,11 +180,14 @@ def check_prior(total: float, common_share: float) -> None:
 
 # -- estimation from the history ----------------------------------------------------------------
 def counted(entry: Mapping[str, Any], label: str) -> bool:
-    """A history line that tells the box's run-to-run noise: a complete full sweep of ``label``."""
+    """A history line that tells the box's run-to-run noise: a complete full sweep of ``label``
+    that was not judged a regression (a real change is a level shift, not spread: a run
+    that regressed would teach the model that the regression is noise)."""
     return (str(entry.get("label", "")) == label
             and str(entry.get("kind") or "full") in _COUNTED_KINDS
             and not entry.get("interrupted") and not entry.get("outage")
-            and not entry.get("stopped_by") and isinstance(entry.get("cells"), dict))
+            and not entry.get("stopped_by") and isinstance(entry.get("cells"), dict)
+            and not entry.get("failed"))
 
 
 def _segment_key(entry: Mapping[str, Any]) -> str:
@@ -161,101 +196,151 @@ def _segment_key(entry: Mapping[str, Any]) -> str:
                       default=str)
 
 
-def _cell_logs(entries: Sequence[Mapping[str, Any]], metric: str
-               ) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
-    """Per run: each cell's log median, and its request variance (0 when not stored)."""
-    logs, req = [], []
+def _created(entry: Mapping[str, Any]) -> datetime | None:
+    """When the run was written (ISO 8601, as results.json stores it); None if unreadable."""
+    text = str(entry.get("created", ""))
+    try:
+        found = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return found if found.tzinfo else found.replace(tzinfo=timezone.utc)
+
+
+def nights_of(entries: Sequence[Mapping[str, Any]],
+              window_h: float = DEFAULT_NIGHT_WINDOW_H) -> list[list[Mapping[str, Any]]]:
+    """The runs (oldest first) grouped into nights: a run written less than ``window_h`` hours
+    after the first run of the current night shares its night term. A run whose time cannot
+    be read is a night of its own."""
+    nights: list[list[Mapping[str, Any]]] = []
+    first: datetime | None = None
     for entry in entries:
-        row, var = {}, {}
+        at = _created(entry)
+        if (nights and at is not None and first is not None
+                and (at - first).total_seconds() < window_h * 3600.0):
+            nights[-1].append(entry)
+            continue
+        nights.append([entry])
+        first = at
+    return nights
+
+
+def _night_logs(night: Sequence[Mapping[str, Any]], metric: str
+                ) -> tuple[dict[str, float], dict[str, float]]:
+    """One night: each cell's mean log median over the night's runs, and that mean's request
+    variance (0 when not stored)."""
+    sums: dict[str, list[float]] = {}
+    req: dict[str, list[float]] = {}
+    for entry in night:
         ses = entry.get("cell_se") or {}
         for cell, metrics in (entry.get("cells") or {}).items():
             value = (metrics or {}).get(metric)
             if isinstance(value, (int, float)) and value > 0 and math.isfinite(value):
-                row[cell] = math.log(value)
+                sums.setdefault(cell, []).append(math.log(value))
                 se = (ses.get(cell) or {}).get(metric)
-                var[cell] = float(se) ** 2 if isinstance(se, (int, float)) else 0.0
-        logs.append(row)
-        req.append(var)
-    return logs, req
+                req.setdefault(cell, []).append(float(se) ** 2
+                                                if isinstance(se, (int, float)) else 0.0)
+    logs = {c: sum(v) / len(v) for c, v in sums.items()}
+    var = {c: sum(v) / len(v) ** 2 for c, v in req.items()}
+    return logs, var
 
 
 @dataclass
 class _Sums:
-    ss_own: float = 0.0
+    """Successive differences of nights, pooled over segments."""
+
+    ss_own: float = 0.0  # Σ over pairs of the cells' spread about the pair's mean difference
     df_own: float = 0.0
-    ss_mean: float = 0.0  # Σ over runs of (run mean residual)² − its expected own/request part
-    df_mean: float = 0.0
+    pairs: list[tuple[float, int, float]] = field(default_factory=list)  # (mean Δ, cells, req)
     nights: int = 0
 
 
-def _segment(logs: Sequence[dict[str, float]], req: Sequence[dict[str, float]],
-             sums: _Sums) -> None:
-    """Add one segment's runs (same levels) to the sums."""
-    cells = sorted({c for row in logs for c in row})
-    per_cell = {c: [row[c] for row in logs if c in row] for c in cells}
-    level = {c: sum(v) / len(v) for c, v in per_cell.items() if len(v) >= 2}
-    if not level:
+def _segment(nights: Sequence[tuple[dict[str, float], dict[str, float]]], sums: _Sums) -> None:
+    """Add one segment's nights (same levels) to the sums, by successive differences.
+
+    The difference of two neighbouring nights cancels the cells' levels without estimating
+    them, so a level that moves inside a segment (a change too small to be judged a
+    regression) adds one large difference instead of widening every residual (von Neumann's
+    mean square successive difference)."""
+    if len(nights) < 2:
         return
-    means: list[tuple[float, int, float]] = []  # (mean residual, cells, mean request var)
-    resid_rows: list[dict[str, float]] = []
-    for row, var in zip(logs, req, strict=True):
-        resid = {c: row[c] - level[c] for c in row if c in level}
-        if not resid:
+    sums.nights += len(nights)
+    for (logs0, var0), (logs1, var1) in zip(nights, nights[1:], strict=False):
+        cells = sorted(set(logs0) & set(logs1))
+        if not cells:
             continue
-        mean = sum(resid.values()) / len(resid)
-        means.append((mean, len(resid), sum(var.get(c, 0.0) for c in resid) / len(resid)))
-        resid_rows.append({c: r - mean for c, r in resid.items()})
-    runs = len(means)
-    if runs < 2:
-        return
-    n_obs = sum(len(r) for r in resid_rows)
-    # Levels (one per cell) and run means (one per run, summing to ~0 in a segment) use df.
-    df_own = n_obs - len(level) - (runs - 1)
-    if df_own > 0:
-        req_part = sum(var.get(c, 0.0) for var, r in zip(req, resid_rows, strict=False)
-                       for c in r)
-        sums.ss_own += max(0.0, sum(x * x for r in resid_rows for x in r.values())
-                           - req_part * (df_own / max(n_obs, 1)))
-        sums.df_own += df_own
-    for mean, n_cells, req_var in means:
-        sums.ss_mean += mean * mean - req_var / n_cells * (runs - 1) / runs
-    sums.df_mean += runs - 1
-    sums.nights += runs
+        deltas = [logs1[c] - logs0[c] for c in cells]
+        req = [var0.get(c, 0.0) + var1.get(c, 0.0) for c in cells]
+        mean = sum(deltas) / len(cells)
+        mean_req = sum(req) / len(cells)
+        if len(cells) > 1:
+            spread = sum((x - mean) ** 2 for x in deltas)
+            # E[spread] = (C − 1)(2σ_own² + mean request variance)
+            sums.ss_own += max(0.0, spread - (len(cells) - 1) * mean_req) / 2.0
+            sums.df_own += len(cells) - 1
+        sums.pairs.append((mean, len(cells), mean_req))
+
+
+def _history_df(pairs: int) -> float:
+    """Degrees of freedom of a variance from ``pairs`` successive differences: neighbouring
+    differences share a night, so n − 1 of them carry about two thirds of n − 1 independent
+    squares' information (von Neumann's ratio), never less than one."""
+    return 1.0 if pairs <= 1 else max(1.0, 2.0 * pairs / 3.0)
+
+
+def _blend(prior_var: float, weight: float, found: float, df: float) -> tuple[float, float]:
+    """The prior and the history's variance, weighted as ``weight`` nights against ``df``;
+    and the blend's degrees of freedom. The prior is knowledge, not a sample: it brings no
+    sampling error, so only the history's share counts against the df (Satterthwaite)."""
+    share = df / (weight + df) if weight + df > 0 else 0.0
+    value = (1.0 - share) * prior_var + share * found
+    if share <= 0 or found <= 0:
+        return value, math.inf
+    return value, max(value * value / (share * share * found * found / df), 1.0)
 
 
 def estimate(entries: Sequence[Mapping[str, Any]], metric: str, *,
              total: float = DEFAULT_RUN_NOISE,
-             common_share: float = DEFAULT_COMMON_SHARE) -> RunNoise:
+             common_share: float = DEFAULT_COMMON_SHARE, stated: bool = False,
+             night_window_h: float = DEFAULT_NIGHT_WINDOW_H) -> RunNoise:
     """One metric's run-to-run noise from counted history lines (oldest first), shrunk toward
-    the prior; the prior itself when the history holds fewer than two runs of one segment."""
-    prior = _prior(metric, total, common_share)
+    the prior; the prior itself when no segment holds two nights."""
+    prior = _prior(metric, total, common_share, stated)
     segments: dict[str, list[Mapping[str, Any]]] = {}
     for entry in entries:
         segments.setdefault(_segment_key(entry), []).append(entry)
     sums = _Sums()
     for group in segments.values():
-        logs, req = _cell_logs(group, metric)
-        _segment(logs, req, sums)
-    if sums.df_mean < 1:
+        _segment([_night_logs(n, metric) for n in nights_of(group, night_window_h)], sums)
+    if not sums.pairs:
         return prior
     own_var = sums.ss_own / sums.df_own if sums.df_own > 0 else prior.own**2
-    cells = max(1.0, sums.df_own / max(sums.df_mean, 1.0) + 1.0)
-    common_var = max(0.0, sums.ss_mean / sums.df_mean - own_var / cells)
-    own_post = (PRIOR_NIGHTS * prior.own**2 + sums.df_own * own_var) / (PRIOR_NIGHTS + sums.df_own)
-    common_post = ((PRIOR_NIGHTS * prior.common**2 + sums.df_mean * common_var)
-                   / (PRIOR_NIGHTS + sums.df_mean))
-    return RunNoise(metric, math.sqrt(common_post), math.sqrt(own_post),
-                    PRIOR_NIGHTS + sums.df_mean, sums.nights, "history")
+    # E[mean Δ²] = 2σ_common² + (2σ_own² + mean request variance) / cells
+    common_var = max(0.0, sum(m * m / 2.0 - (own_var + req / 2.0) / c
+                              for m, c, req in sums.pairs) / len(sums.pairs))
+    weight = prior_weight(stated)
+    own_post, df_own = _blend(prior.own**2, weight, own_var, max(sums.df_own, 1.0))
+    common_post, df_common = _blend(prior.common**2, weight, common_var,
+                                    _history_df(len(sums.pairs)))
+    # One case's run term: common and own together, its df by Satterthwaite.
+    parts = [(v, d) for v, d in ((common_post, df_common), (own_post, df_own)) if v > 0]
+    denom = sum(v * v / d for v, d in parts if math.isfinite(d))
+    total_var = common_post + own_post
+    df = max(total_var * total_var / denom, 1.0) if denom > 0 else math.inf
+    return RunNoise(metric, math.sqrt(common_post), math.sqrt(own_post), df, sums.nights,
+                    "history", stated)
 
 
 def from_history(entries: Sequence[Mapping[str, Any]], label: str, *,
                  metrics: Sequence[str] = ("tok_s", "step_ms", "avg_commit", "ttft_ms",
                                            "decode_tok_s"),
                  total: float = DEFAULT_RUN_NOISE,
-                 common_share: float = DEFAULT_COMMON_SHARE) -> NoiseModel:
-    """The noise model of box ``label`` from its history lines (any order)."""
+                 common_share: float = DEFAULT_COMMON_SHARE, stated: bool = False,
+                 night_window_h: float = DEFAULT_NIGHT_WINDOW_H) -> NoiseModel:
+    """The noise model of box ``label`` from its history lines (any order); ``stated``: the
+    prior ``total`` was stated by the user (knowledge of this box), not the default."""
     runs = sorted((e for e in entries if counted(e, label)),
                   key=lambda e: (str(e.get("created", "")), str(e.get("run_id", ""))))
-    found = {m: estimate(runs, m, total=total, common_share=common_share) for m in metrics}
+    found = {m: estimate(runs, m, total=total, common_share=common_share, stated=stated,
+                         night_window_h=night_window_h) for m in metrics}
     return NoiseModel({m: n for m, n in found.items() if n.source == "history"}, total,
-                      common_share)
+                      common_share, stated=stated)

@@ -63,6 +63,13 @@ class FactorTest:
     def final(self, est: Estimate) -> bool:
         return self.sprt.final(est.d - self.null, est.se, est.df)
 
+    def resolution(self, est: Estimate) -> float:
+        """The smallest change in the bad direction (a log-ratio, worse positive) this test
+        calls a regression with probability 1 − β at the precision reached: its decisive
+        bound (the test's own level) beyond the tolerance, ``β`` of the time short of it."""
+        return (self.null + (t_quantile(1.0 - self.sprt.alpha, est.df)
+                             + _NORMAL.inv_cdf(1.0 - self.sprt.beta)) * est.se)
+
     def power(self, est: Estimate, ended: str = "budget") -> float:
         """The power of the rule that ended the test. Where the SPRT decided: its design,
         1 − β (under a regression of the effect it would have gone on sampling until it
@@ -97,6 +104,15 @@ class FactorResult:
     ended: str  # "regressed", "clean" (the SPRT decided) or "budget" (fixed-sample rule)
     status: str  # the contract's: pass, noted, fail (regression), improved, undetermined
     power: float
+    # The smallest bad change it catches with probability 1 − β (a relative change in the
+    # metric's own direction, e.g. +0.05 for step time), and the change it rules out when it
+    # passed at that resolution rather than at the tolerance (None: at the tolerance).
+    resolution: float = math.nan
+    passed_at: float | None = None
+    # The level of the interval that decided the status, the one every sentence prints: the
+    # test's own (e.g. 0.99) for a regression and for a change beyond the tolerance at 95 %
+    # only; 0.95 otherwise.
+    level: float = 0.95
 
     @property
     def regressed(self) -> bool:
@@ -106,7 +122,15 @@ class FactorResult:
 def factor_result(test: FactorTest, est: Estimate, tolerance: float) -> FactorResult:
     """The contract's status of one factor (:func:`specperf.core.contract.sequential_status`):
     the SPRT's decision, or at the budget the fixed-sample rule, at the test's own level
-    for a regression and at 95 % for the rest."""
+    for a regression and at 95 % for the rest.
+
+    **At the resolution it has**: where the run-to-run noise keeps the interval wider than the
+    tolerance, an interval that straddles the tolerance is judged against what this run can
+    resolve: its 95 % interval wholly short of the larger of the effect the test looks for
+    and its resolution (:meth:`FactorTest.resolution`) is a pass that says so — no change
+    that large, though one inside it cannot be told from the tolerance — while a decisive
+    bound beyond the tolerance still fails. So a no-change night passes on the first night,
+    and a large change fails on it."""
     ended = test.decide(est)
     decision = "regressed" if ended == "more" and test.final(est) else ended
     level = 1.0 - 2.0 * test.sprt.alpha  # two-sided level whose one side is the test's alpha
@@ -116,4 +140,15 @@ def factor_result(test: FactorTest, est: Estimate, tolerance: float) -> FactorRe
                                        contract.Change(est.change, dlow, dhigh),
                                        -est.factor.sign, tolerance, decision)
     how = "budget" if ended == "more" else ended
-    return FactorResult(est, how, found, test.power(est, how))
+    beyond_95 = contract.status(contract.Change(est.change, low, high), -est.factor.sign,
+                                tolerance) == contract.REGRESSION
+    shown = level if found == contract.REGRESSION or (
+        found == contract.UNDETERMINED and beyond_95) else 0.95
+    reach = test.resolution(est)
+    resolution = math.expm1(est.factor.sign * reach)
+    passed_at = None
+    if found == contract.UNDETERMINED and not beyond_95:
+        bound = max(reach, test.null + test.sprt.effect)  # worse-positive log-ratios
+        if est.d + t_quantile(0.975, est.df) * est.se <= bound:
+            found, passed_at = contract.PASS, math.expm1(est.factor.sign * bound)
+    return FactorResult(est, how, found, test.power(est, how), resolution, passed_at, shown)

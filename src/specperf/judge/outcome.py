@@ -31,6 +31,9 @@ class Verdict:
     reason: str = ""
     # The case's predict-and-reconcile row (judge/reconcile.py Reconciled.to_dict()).
     reconcile: dict[str, Any] | None = None
+    # What the judge could have seen (the sweep's: judge/sweepverdict.py
+    # SweepResult.resolution_dict): the smallest change per factor it catches with ``power``.
+    resolution: dict[str, Any] | None = None
 
     def fails(self) -> str | None:
         """The sentence to fail the case with, or None when it did not regress."""

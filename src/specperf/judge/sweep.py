@@ -62,7 +62,7 @@ def judge_sweep(cases: Sequence[CaseData], label: str, more: More | None = None,
         target.extra += 1
         extra, extra_s = extra + 1, extra_s + target.cost_s
     results = tuple(factor_result(tests[e.factor.key], e, tolerance) for e in estimates)
-    return SweepResult(label, results, extra, extra_s, alpha, effect, tolerance)
+    return SweepResult(label, results, extra, extra_s, alpha, effect, tolerance, beta)
 
 
 # Requests stop helping when what they shrink is this small a share of the variance.

@@ -1,23 +1,26 @@
-"""The sweep's verdict: its factors' statuses combined, in one sentence with the power reached.
+"""The sweep's verdict: its factors' statuses combined, in one sentence, with its resolution.
 
 Each factor that is not a plain pass gets a sentence (what moved, where, and what the contract
-made of it); a tok/s regression is split into its factors' shares; every sweep verdict ends
-with the power it reached against the effect it looks for.
+made of it); a tok/s regression is split into its factors' shares and named by the largest;
+the verdict carries, as data, what the sweep could have seen (:meth:`SweepResult.resolution`:
+the smallest change per factor it catches with 95 % power), which the closing block, the
+report and results.json print.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..core import contract
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION
 from ..core.limits import MINUS, format_percent
 from .estimate import Estimate
 from .factor import Factor
-from .factortest import SWEEP_TOLERANCE, FactorResult
-from .hints import ACCEPTANCE_HINT, REFRESH_HINT, STEP_HINT
+from .factortest import SWEEP_BETA, SWEEP_TOLERANCE, FactorResult
+from .hints import ACCEPTANCE_HINT, PREFILL_HINT, REFRESH_HINT, STEP_HINT
 from .outcome import Verdict
 
 
@@ -32,6 +35,7 @@ class SweepResult:
     alpha: float
     effect: float
     tolerance: float = SWEEP_TOLERANCE
+    beta: float = SWEEP_BETA
 
     @property
     def regressed(self) -> bool:
@@ -39,48 +43,95 @@ class SweepResult:
 
     @property
     def status(self) -> str:
-        """The sweep's status: its factors' combined by the contract's one priority order."""
-        return contract.combine(r.status for r in self.results) if self.results else PASS
+        """The sweep's status: its factors' combined by the contract's one priority order
+        (no factor at all is undetermined: nothing was judged)."""
+        return contract.combine(r.status for r in self.results)
 
     def verdict(self) -> Verdict:
         """The sweep's own verdict, its status the contract's, naming each factor that is not a
-        plain pass."""
+        plain pass; its resolution rides as data (``details["resolution"]``)."""
         details = {r.estimate.factor.key: _detail(r) for r in self.results}
-        power = self._power_clause()
+        seen = self.resolution_dict()
         status = self.status
         if status == PASS:
             moves = ", ".join(_move_text(r) for r in self.results)
+            coarse = [r for r in self.results if r.passed_at is not None]
+            at = f" {_coarse_sentence(coarse, self.tolerance)}" if coarse else ""
             return Verdict(self.label, PASS, f"no regression across the {self.label}: "
-                           f"{moves}. {power}", None, details)
+                           f"{moves}.{at}", None, details, resolution=seen)
         shown = [r for r in self.results if r.status == status]
         message = " ".join(_status_sentence(r, self.label, self.tolerance, self.results)
                            for r in shown)
+        if status == contract.UNDETERMINED:
+            message += f" {_advice(shown)}"
         rest = [r for r in self.results if r.status != status]
         others = f" Otherwise: {', '.join(_move_text(r) for r in rest)}." \
             if rest and status != REGRESSION else ""
-        return Verdict(self.label, status, f"{message}{others} {power}", None, details)
+        return Verdict(self.label, status, f"{message}{others}", None, details,
+                       resolution=seen)
 
-    def _power_clause(self) -> str:
-        size = f"{100 * self.effect:g}%"
-        rate = [r.power for r in self.results if r.estimate.factor.name == "tok/s"]
-        step = [r.power for r in self.results if r.estimate.factor.name == "step"]
-        acc = [f"{r.power:.2f} on {r.estimate.factor.scope}" for r in self.results
-               if r.estimate.factor.name == "acceptance"]
-        parts = [f"a {size} tok/s fall with {rate[0]:.2f}"] if rate else []
-        if step:
-            parts.append(f"a {size} step-time rise with {step[0]:.2f}")
-        if acc:
-            parts.append(f"a {size} acceptance fall with {' and '.join(acc)}")
-        parts[0] = parts[0].replace(" with ", " with probability ", 1)
-        noise = next((r.estimate.noise for r in self.results if r.estimate.noise), "")
-        return (f"Would have caught {', '.join(parts)} ({self.extra} extra requests, "
-                f"{self.extra_s:.0f} s; false alarms \u2264 {100 * self.alpha:g}% per sweep at "
-                f"a change of the {_pct(self.tolerance)} sweep tolerance; {noise}).")
+    def resolution(self) -> dict[str, float]:
+        """What the sweep could have seen: per factor, the smallest change in its bad direction
+        it catches with 95 % power (signed, e.g. −0.06 for tok/s); acceptance by text class
+        (``avg_commit:<class>``), and ``avg_commit`` the coarsest of them."""
+        out: dict[str, float] = {}
+        for r in self.results:
+            f = r.estimate.factor
+            key = {"tok/s": "tok_s", "step": "step_ms"}.get(f.name, f"avg_commit:{f.scope}")
+            out[key] = r.resolution
+        commits = [v for k, v in out.items() if k.startswith("avg_commit:")]
+        if commits:
+            out["avg_commit"] = min(commits)
+        return out
+
+    def resolution_dict(self) -> dict[str, Any]:
+        """The resolution as the record keeps it: the factors', the power, the noise's text
+        and the requests the sweep added."""
+        return {"scope": self.label, "power": 1.0 - self.beta,
+                "factors": self.resolution(),
+                "noise": next((r.estimate.noise for r in self.results if r.estimate.noise), ""),
+                "extra_requests": self.extra, "extra_s": self.extra_s}
 
 
-def _ci_text(est: Estimate) -> str:
-    low, high = est.ci()
-    return f"95% CI {format_percent(low)} to {format_percent(high)}"
+RESOLUTION_NAMES = {"tok_s": "tok/s", "step_ms": "step time", "avg_commit": "avg commit"}
+
+
+def resolution_text(resolution: Mapping[str, Any]) -> str:
+    """'this run sees: tok/s −6.1%, step time +5.0%, avg commit −4.2% (95% power; …)', from
+    a recorded resolution (:meth:`SweepResult.resolution_dict`)."""
+    found = resolution.get("factors") or {}
+    parts = [f"{name} {format_percent(found[k])}" for k, name in RESOLUTION_NAMES.items()
+             if isinstance(found.get(k), (int, float)) and math.isfinite(found[k])]
+    noise = resolution.get("noise") or ""
+    power = f"{100 * float(resolution.get('power', 0.95)):g}% power"
+    return f"this run sees: {', '.join(parts)} ({power}{'; ' + noise if noise else ''})"
+
+
+def _coarse_sentence(coarse: Sequence[FactorResult], tolerance: float) -> str:
+    """Why a pass was judged at the run's resolution and not at the tolerance."""
+    what = ", ".join(f"{_what(r.estimate.factor)} beyond {format_percent(r.passed_at or 0.0)}"
+                     for r in coarse)
+    noise = next((r.estimate.noise for r in coarse if r.estimate.noise), "")
+    return (f"It rules out {what}; the run-to-run noise ({noise}) keeps it from telling "
+            f"a change of the {_pct(tolerance)} sweep tolerance from none.")
+
+
+def _advice(shown: Sequence[FactorResult]) -> str:
+    """What would decide an undetermined sweep, said once for all its factors: more requests
+    only when they are what keeps it wide; otherwise the run-to-run noise is."""
+    if any(r.estimate.run_var > r.estimate.request_var for r in shown):
+        return ("The run-to-run noise keeps it wide and more requests do not shrink it: "
+                "judge a deploy against a same-night reference (specperf gate "
+                "--save-reference DIR before it, --reference DIR after it), or merge the "
+                "baseline from several nights (--specperf-baseline-runs 5).")
+    return ("More requests would decide it: pytest perf_tests -m context_scaling "
+            "--specperf-repeats 6.")
+
+
+def _ci_text(est: Estimate, level: float = 0.95) -> str:
+    """The interval at ``level`` (the one that decided, see FactorResult.level)."""
+    low, high = est.ci(level)
+    return f"{100 * level:.3g}% CI {format_percent(low)} to {format_percent(high)}"
 
 
 def _what(factor: Factor) -> str:
@@ -104,7 +155,7 @@ def _where(est: Estimate) -> str:
 
 
 def _pct(fraction: float) -> str:
-    return f"{round(100 * fraction, 1):g}%"
+    return f"{100 * fraction:.2g}%"
 
 
 def _status_sentence(result: FactorResult, label: str, tolerance: float,
@@ -118,7 +169,7 @@ def _status_sentence(result: FactorResult, label: str, tolerance: float,
     what = {"tok/s": "tok/s", "step": "step time"}.get(name, "avg commit")
     scope = f" on {est.factor.scope} text" if name == "acceptance" else ""
     head = (f"{what} {verb} {100 * abs(est.change):.1f}%{scope} across the {label} "
-            f"({_ci_text(est)}, {_where(est)})")
+            f"({_ci_text(est, result.level)}, {_where(est)})")
     tol = _pct(tolerance)
     if result.status == REGRESSION:
         if name == "tok/s":
@@ -135,23 +186,8 @@ def _status_sentence(result: FactorResult, label: str, tolerance: float,
     if result.status == IMPROVED:
         return f"{head} \u2014 better than the baseline beyond the {tol} sweep tolerance: " \
             f"{REFRESH_HINT}."
-    return f"{head} \u2014 {_undecided(est, tol)}"
-
-
-def _undecided(est: Estimate, tol: str) -> str:
-    """What would decide an interval that straddles the tolerance: more requests only when
-    they are what keeps it wide; otherwise the run-to-run noise is, and another night is."""
-    if est.run_var > est.request_var:
-        return (f"the interval straddles the {tol} sweep tolerance and is wide from the "
-                f"run-to-run noise ({est.noise}), which more requests do not shrink: judge a "
-                f"deploy against a same-night reference (specperf gate --save-reference DIR "
-                f"before it, --reference DIR after it), write the baseline from several nights "
-                f"(--specperf-update-baselines --specperf-baseline-runs 5), or set "
-                f"--specperf-sweep-tolerance to the change that matters.")
-    return (f"the interval straddles the {tol} sweep tolerance after the request budget, so "
-            f"it is neither a pass nor a fail: measure again with more repeats (pytest "
-            f"perf_tests -m context_scaling --specperf-repeats 6), or set "
-            f"--specperf-sweep-tolerance to the change that matters.")
+    return (f"{head} \u2014 the interval straddles the {tol} sweep tolerance, so it is "
+            f"neither a pass nor a fail.")
 
 
 def _split(rate: Estimate, others: Sequence[FactorResult]) -> str:
@@ -167,21 +203,36 @@ def _split(rate: Estimate, others: Sequence[FactorResult]) -> str:
     acc_d = sum(a.d * len(a.factor.case_ids) for a in accs) / cases
     commit = math.expm1(-acc_d)
     shares = {"step time": step.d / total, "acceptance": acc_d / total}
-    shares["the rest (prefill, transport)"] = 1.0 - sum(shares.values())
+    shares[_REST] = 1.0 - sum(shares.values())
     named = ", ".join(f"{n} {round(100 * v):d}%".replace("-", MINUS) for n, v in shares.items()
-                      if abs(v) >= 0.05 or n != "the rest (prefill, transport)")
-    main = max(("step time", "acceptance"), key=lambda n: shares[n])
-    hint = STEP_HINT if main == "step time" else ACCEPTANCE_HINT
-    if min(shares["step time"], shares["acceptance"]) >= 0.25:
-        hint = ("acceptance and step-time regression: check the drafter and the text, then the "
-                "kernels, attention backend and KV cache")
+                      if abs(v) >= 0.05 or n != _REST)
     return (f"step time {format_percent(step.change)} and avg commit {format_percent(commit)} "
-            f"(shares of the drop: {named}) \u2014 {hint}")
+            f"(shares of the drop: {named}) \u2014 {_cause(shares)}")
+
+
+_REST = "the rest (prefill, transport)"
+
+
+def _cause(shares: dict[str, float]) -> str:
+    """The drop named by its largest share: step time, acceptance, or the rest (prefill or
+    transport: what is neither factor); two factors of a quarter or more each are both."""
+    main = max(shares, key=lambda n: shares[n])
+    if main == _REST:
+        return (f"{PREFILL_HINT} (neither step time nor acceptance explains most of it; the "
+                f"cases' prefill (TTFT) figures say whether it is prefill or transport)")
+    if min(shares["step time"], shares["acceptance"]) >= 0.25:
+        return ("acceptance and step-time regression: check the drafter and the text, then the "
+                "kernels, attention backend and KV cache")
+    return STEP_HINT if main == "step time" else ACCEPTANCE_HINT
 
 
 def _detail(result: FactorResult) -> dict[str, float]:
     est = result.estimate
     low, high = est.ci()
-    return {"change": est.change, "low": low, "high": high, "se": est.se, "df": est.df,
-            "power": result.power, "regressed": float(result.regressed),
-            "noted": float(result.status == NOTED)}
+    out = {"change": est.change, "low": low, "high": high, "se": est.se,
+           "df": est.df if math.isfinite(est.df) else 1e9,
+           "power": result.power, "regressed": float(result.regressed),
+           "noted": float(result.status == NOTED), "resolution": result.resolution}
+    if result.passed_at is not None:
+        out["passed_at"] = result.passed_at
+    return out

@@ -7,7 +7,7 @@ cases, baseline, verdicts), ``sweeprun`` (the sweep-level test), ``reporting`` (
 record and the report at the end of the run), ``xdistcontroller`` (the session's GPU lock
 under xdist), ``signals`` (stopping on SIGTERM) and ``terminal`` (progress lines).
 
-May import: core, settings, plan, servers, measure, baselines, judge, record, views
+May import: core, store, settings, plan, servers, measure, baselines, judge, record, views
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from ..servers.fingerprint import fingerprint_differences
 from ..settings.config import Settings
 from ..settings.hints import update_command
 from ..views import summary
+from .conclude import conclude
 from .fixtures import STATE, _marker_tolerances
 from .runstate import RunState
 
@@ -276,8 +277,4 @@ class ConcurrencyChecks:
         if isinstance(verdict, NotJudged):
             pytest.skip(verdict.reason)
         self.run.state.verdicts.append(verdict)
-        self.request.node.user_properties.append(
-            ("specperf_verdict", json.dumps(RunState.verdict_dict(verdict), default=str)))
-        message = verdict.fails()
-        if message:
-            pytest.fail(message, pytrace=False)
+        conclude(self.request, [verdict])

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import pytest
 
 from ..baselines.store import Baseline, CaseBaseline
-from ..core.contract import UNDETERMINED
 from ..core.errors import BaselineError, SpecperfError, UnmeasuredComparison
 from ..core.limits import NOT_APPLICABLE, check_tolerance
 from ..judge.pathverdict import (
@@ -31,6 +30,7 @@ from ..measure.session import PerfSession
 from ..plan.workload import Case, TextClass
 from ..settings.config import Settings
 from ..settings.endpoints import Endpoint
+from .conclude import conclude, record
 from .runstate import RunState
 
 STATE = pytest.StashKey[RunState]()
@@ -195,36 +195,28 @@ class Checks:
         base = self.baseline_case(measured.case)
         verdicts = self.state.judge(measured, base,
                                     _marker_tolerances(self.request))
-        self._record(verdicts)
-        failing = [m for v in verdicts if (m := v.fails())]
-        if failing and not self.state.settings.update_baselines:
-            pytest.fail("\n".join(failing + self._fingerprint_lines()), pytrace=False)
-        open_ = [v.message for v in verdicts if v.status == UNDETERMINED]
-        if open_ and not self.state.settings.update_baselines:  # the contract: a skip
-            pytest.skip("\n".join(open_))
+        self._notes()
+        conclude(self.request, verdicts, notes=self._fingerprint_lines(),
+                 judging=not self.state.settings.update_baselines)
 
     def fit(self, text_class: str) -> None:
         """Compare a class's slope with the baseline's (its cases are measured in setup)."""
         verdict = self.state.judge_fit(text_class, _marker_tolerances(self.request))
         if isinstance(verdict, NotJudged):
             pytest.skip(verdict.reason)
-        self._record([verdict])
-        message = verdict.fails()
-        if message and not self.state.settings.update_baselines:
-            pytest.fail("\n".join([message, *self._fingerprint_lines()]), pytrace=False)
+        self._notes()
+        conclude(self.request, [verdict], notes=self._fingerprint_lines(),
+                 judging=not self.state.settings.update_baselines)
 
     def _fingerprint_lines(self) -> list[str]:
         """A regression against a different deployment may be that difference: say so."""
         return [f"note: the server differs from the baseline's: {note}"
                 for note in self.state.fingerprint_notes]
 
-    def _record(self, verdicts: list[Verdict]) -> None:
+    def _notes(self) -> None:
         if self.state.fingerprint_notes:
             self.request.node.user_properties.append(
                 ("specperf_fingerprint_notes", json.dumps(self.state.fingerprint_notes)))
-        for v in verdicts:
-            self.request.node.user_properties.append(
-                ("specperf_verdict", json.dumps(self.state.verdict_dict(v), default=str)))
 
 
 def _marker_tolerances(request: pytest.FixtureRequest) -> dict[str, float]:
@@ -339,17 +331,14 @@ class PathChecks:
         return judge_stream(f"{run.case.id}{COMPARISONS[2]}", first, second, tolerances)
 
     def record(self, verdict: Verdict) -> None:
-        self.request.node.user_properties.append(
-            ("specperf_verdict", json.dumps(self.state.verdict_dict(verdict), default=str)))
+        record(self.request, [verdict])
 
     def _tolerances(self, run: PathRun) -> dict[str, float]:
         return self.state.tolerances_for(run.case, _marker_tolerances(self.request))
 
     def _conclude(self, verdict: Verdict) -> None:
-        self.record(verdict)
         # A comparison that could not be measured is never a pass (its fixture errors first).
-        message = verdict.fails() or (verdict.message if verdict.reason == UNMEASURED else None)
-        if message:
-            pytest.fail(message, pytrace=False)
-        if verdict.status == UNDETERMINED:  # the contract: a skip that says what would decide
-            pytest.skip(verdict.message)
+        if verdict.reason == UNMEASURED:
+            record(self.request, [verdict])
+            pytest.fail(verdict.message, pytrace=False)
+        conclude(self.request, [verdict])

@@ -25,7 +25,7 @@ from ..plan.workload import Case
 from ..servers.probe import ServerInfo
 from ..settings.config import Settings
 from ..settings.hints import create_hint, update_command
-from ..views.trend import load_history
+from ..store.history import read_history
 
 
 class RunBaseline:
@@ -92,7 +92,7 @@ class RunBaseline:
         if self._noise is None:
             label = server.label if server is not None else ""
             path = self.settings.report_dir / "history.jsonl"
-            entries = load_history(path) if label and path.is_file() else []
+            entries = read_history(path, self.settings.results_db) if label else []
             if server is not None and server.simulated:
                 # Each embedded simulator listens on a new port: its runs are one "box".
                 label = "SIMULATED"

@@ -328,10 +328,9 @@ class RunState:
     def _class_contexts(self, text_class: str) -> list[int]:
         return sorted({c.context for c in self.cases if c.text_class == text_class})
 
-    def _fit_verdict(self, verdict: Verdict) -> Verdict | NotJudged:
-        """An undetermined slope is a skip that says what to add, never a pass or a fail."""
-        if verdict.status == "undetermined":
-            return NotJudged(verdict.message)
+    def _fit_verdict(self, verdict: Verdict) -> Verdict:
+        """Every fit verdict is kept, an undetermined one too (its test skips, saying what
+        would decide: plugin/conclude.py)."""
         self.verdicts.append(verdict)
         return verdict
 

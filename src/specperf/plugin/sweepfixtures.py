@@ -11,6 +11,7 @@ from ..judge.verdict import NotJudged
 from ..measure.session import PerfSession
 from ..plan.workload import Case
 from . import sweeprun
+from .conclude import conclude
 from .fixtures import state_of
 
 
@@ -41,10 +42,6 @@ class SweepChecks:
         verdict = result.verdict()
         self.state.verdicts.append(verdict)
         self.request.node.user_properties.append(
-            ("specperf_verdict", json.dumps(self.state.verdict_dict(verdict), default=str)))
-        self.request.node.user_properties.append(
             ("specperf_sweep", json.dumps({"label": label, "extra_requests": result.extra,
                                            "extra_s": result.extra_s}, default=str)))
-        message = verdict.fails()
-        if message:
-            pytest.fail(message, pytrace=False)
+        conclude(self.request, [verdict])

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from weakref import WeakKeyDictionary
 
 from ..baselines.store import CaseBaseline
-from ..core.contract import UNDETERMINED
 from ..judge.sweep import CaseData, More, SweepResult, judge_sweep
 from ..judge.verdict import NotJudged
 from ..measure.loop import METRICS, Sample, sample_values
@@ -130,7 +129,4 @@ def _judge(state: RunState, cases: Sequence[Case], label: str) -> SweepResult | 
                          tolerance=state.settings.sweep_tolerance,
                          effect=state.settings.sweep_effect, noise=state.noise(),
                          base_runs=state.base_runs())
-    verdict = result.verdict()
-    if verdict.status == UNDETERMINED:  # the contract: a skip naming what would decide
-        return NotJudged(verdict.message)
     return result

@@ -102,8 +102,15 @@ def build(run: RunInfo, *, server: Mapping[str, Any], measurements: Mapping[str,
         "concurrency_baseline": None if concurrency_baseline is None
         else dict(concurrency_baseline),
         "acceptance_shapes": acceptance_shapes(measurements, baseline),
+        "resolution": resolution_of(verdicts),
     }
     return doc
+
+
+def resolution_of(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The run's resolution: the widest-scoped sweep's (the one over the most cases)."""
+    found = [v["resolution"] for v in verdicts if v.get("resolution")]
+    return max(found, key=lambda r: len(r.get("factors") or {}), default=None)
 
 
 def acceptance_shapes(measurements: Mapping[str, Any],

@@ -70,6 +70,7 @@ class Settings:
     concurrency_class: str = _default("concurrency_class")
     concurrency_context: int | None = _default("concurrency_context")
     report_dir: Path = _default("report_dir")
+    results_db: str | None = _default("results_db")
     gpu_lock: Path | None = _default("gpu_lock")
     gpu_lock_timeout: float = _default("gpu_lock_timeout")
     run_noise: float = _default("run_noise")

@@ -15,6 +15,7 @@ from .parsers import (
     any_text,
     baseline_version,
     choice,
+    database_url,
     declared_items,
     file_path,
     fraction,
@@ -197,6 +198,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("report_dir", file_path, "reports",
            "Where each run writes <run-id>/results.json, report.html and history.jsonl.",
            "a directory path"),
+    Option("results_db", database_url, None,
+           "The results store every run is written to and every cross-run reader reads "
+           "(history, noise, drift, trend, baseline merge): postgresql://USER@HOST:PORT/DB for "
+           "several hosts (password from PGPASSWORD or ~/.pgpass; its advisory lock then also "
+           "guards the endpoint across hosts), or an SQLite file; default "
+           "<report dir>/results.db (docs/store.md).",
+           "postgresql://USER@HOST:PORT/DB, sqlite:///PATH or a file path", has_alias=False),
     Option("gpu_lock", file_path, None,
            "Lock file guarding the GPU (default: derived from the endpoint).", "a file path"),
     Option("gpu_lock_timeout", positive_float, "1800",

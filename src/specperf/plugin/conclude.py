@@ -1,0 +1,42 @@
+"""The one place a verdict becomes a pytest outcome, after it is recorded.
+
+Every judged test (a case, a context fit, the sweep, a path, a concurrency fit) ends here:
+each verdict is written into the test's user properties (the record reads them there, also
+from pytest-xdist workers), then the contract's words decide the outcome — a regression
+fails with its sentence, an undetermined verdict skips with a one-line reason (its whole
+sentence is in the record and the report), anything else passes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from ..core.contract import REGRESSION, UNDETERMINED
+from ..judge.outcome import Verdict
+from .runstate import RunState
+
+
+def record(request: pytest.FixtureRequest, verdicts: Sequence[Verdict]) -> None:
+    """Write ``verdicts`` where the record reads them."""
+    for v in verdicts:
+        request.node.user_properties.append(
+            ("specperf_verdict", json.dumps(RunState.verdict_dict(v), default=str)))
+
+
+def conclude(request: pytest.FixtureRequest, verdicts: Sequence[Verdict], *,
+             notes: Sequence[str] = (), judging: bool = True) -> None:
+    """Record ``verdicts``, then fail on a regression (its sentences, then ``notes``), skip on
+    an undetermined one (its first line: what would decide), else pass. ``judging`` False
+    (a baseline-writing run) records and never fails."""
+    record(request, verdicts)
+    if not judging:
+        return
+    failing = [v.message for v in verdicts if v.status == REGRESSION]
+    if failing:
+        pytest.fail("\n".join([*failing, *notes]), pytrace=False)
+    open_ = [v for v in verdicts if v.status == UNDETERMINED]
+    if open_:
+        pytest.skip("\n".join(f"{v.case_id} undetermined: {v.message}" for v in open_))

@@ -64,6 +64,21 @@ def test_a_determined_slope_passes_or_fails_with_its_error_shown() -> None:
         "the baseline.")
 
 
+def test_a_uniform_step_rise_is_step_time_not_attention_scaling() -> None:
+    """Intercept and slope up by the same factor: every step is slower (kernels, clocks, the
+    verify pass); only a slope that rises alone is attention scaling."""
+    assert BASE is not None
+    uniform = fit_repeats([(313, [s * 1.3 for s in (33.00, 33.10, 32.95)]),
+                           (5853, [s * 1.3 for s in (130.6, 130.9, 130.4)])])
+    assert uniform is not None
+    verdict = judge_fit("reasoning", uniform, BASE, 0.15, [13, 5553])
+    assert verdict.status == "fail"
+    assert verdict.message.endswith(
+        "— step-time regression: the intercept rose too (27.5 → 35.7 ms, +30.1%), so every "
+        "step is slower, not only long contexts: check the kernels, clocks and verify pass.")
+    assert "attention scaling" not in verdict.message
+
+
 def test_a_slope_within_its_error_of_the_limit_asks_for_more_repeats() -> None:
     assert BASE is not None
     edge = fit_repeats([(313, [33.0, 33.4, 32.6]), (5853, [144.0, 146.5, 141.5])])

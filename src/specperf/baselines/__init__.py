@@ -7,5 +7,5 @@ between two versions), ``preflight`` (a run that needs a baseline it lacks, or n
 deployment that has none beside others, refuses at once) and ``shipped`` (the simulator's
 reference baseline in the package, ``reference/``).
 
-May import: core, settings, plan, servers, measure
+May import: core, store, settings, plan, servers, measure
 """

@@ -25,6 +25,7 @@ from ..core.stats import Summary, summarize
 from ..measure.loop import METRICS, Measurement
 from ..measure.sample import mean_context
 from ..servers.fingerprint import deployment_for
+from ..store.history import read_history
 from .store import Baseline, CaseBaseline
 
 HISTORY = "history.jsonl"
@@ -74,17 +75,9 @@ def past_runs(report_dir: Path, deployment: str, fingerprint: Mapping[str, Any],
 
 
 def _newest_first(history: Path) -> Iterator[dict[str, Any]]:
-    try:
-        lines = history.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        return
-    for line in reversed(lines):
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue  # a line cut short by a crash: the runs before it still count
-        if isinstance(entry, dict):
-            yield entry
+    # The store beside the file when it holds runs, else the file (a line cut short by a
+    # crash is passed by: the runs before it still count).
+    yield from reversed(read_history(history))
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:

@@ -18,13 +18,13 @@ docs/explain.md.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError, SpecperfError
 from ..core.noise import DEFAULT_RUN_NOISE, NoiseModel, from_history
+from ..store.history import read_history
 from ..views import explaincard
 
 USAGE, INFRASTRUCTURE = 2, 3
@@ -80,8 +80,8 @@ def _noise(args: argparse.Namespace) -> NoiseModel:
     if args.history is None:
         return NoiseModel.prior(args.run_noise)
     try:
-        lines = args.history.read_text(encoding="utf-8").splitlines()
-        entries = [json.loads(line) for line in lines if line.strip()]
+        args.history.stat()  # a --history naming nothing is a usage error, not "no runs"
+        entries = read_history(args.history)  # the store beside it when it holds runs
     except (OSError, ValueError) as exc:
         raise ConfigError(f"--history {args.history} cannot be read ({exc}): point it at a "
                           f"history.jsonl the perf runs wrote.") from exc

@@ -25,7 +25,9 @@ Third-party exceptions (httpx, filelock) are translated at one boundary each
     │   └── DegenerateOutput      the output collapsed into a loop (inflates acceptance)
     ├── UnstableMeasurement       spread too large to pass or fail on
     ├── BaselineError             baseline missing, corrupt, wrong schema or conflicting
-    └── GpuLockTimeout            another run held the GPU lock for too long
+    ├── GpuLockTimeout            another run held the GPU lock for too long
+    └── StoreError                the results store (store/) cannot be opened, migrated,
+                                  read or written: the database is down or the URL wrong
 
 In a pytest run every one of these is an *error* of the case (infrastructure),
 never a *failure*; failures are reserved for performance regressions.
@@ -119,3 +121,12 @@ class GpuLockTimeout(SpecperfError):
         super().__init__(message)
         self.lock_file = lock_file
         self.holder = holder
+
+
+class StoreError(SpecperfError):
+    """The results database cannot be reached, migrated, read or written (``url`` kept,
+    without a password)."""
+
+    def __init__(self, message: str, *, url: str = "") -> None:
+        super().__init__(message)
+        self.url = url

@@ -4,5 +4,5 @@
 keeps each endpoint on its own worker), ``plugin`` (its hooks), ``record`` and ``page`` (the
 cross-box results and report).
 
-May import: core, settings, plan, measure, baselines, record, views, plugin
+May import: core, store, settings, plan, measure, baselines, record, views, plugin
 """

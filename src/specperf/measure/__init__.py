@@ -7,5 +7,5 @@
 ``determinism`` (greedy paths repeat) and ``paths`` (one case on several request paths,
 interleaved: the parser and streaming comparisons).
 
-May import: core, settings, plan, servers
+May import: core, store, settings, plan, servers
 """

@@ -22,7 +22,7 @@ from pytest_html import extras as html_extras
 
 from ..baselines import shipped
 from ..baselines.store import Baseline
-from ..core.errors import SpecperfError
+from ..core.errors import SpecperfError, StoreError
 from ..core.version import __version__
 from ..measure.session import git_revision
 from ..record import results, runkind
@@ -106,6 +106,9 @@ class ReportPlugin:
             self.written = write_report(doc, where)
         except OSError as exc:
             self.problem = f"{exc}; point --report-dir at a writable directory"
+        except StoreError as exc:  # results.json and the history line are written: say so
+            self.problem = f"{exc} (results.json and history.jsonl were written)"
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
     def document(self, state: RunState, found: summary.Collector) -> dict[str, Any]:
         """The results document of this run, secrets scrubbed."""

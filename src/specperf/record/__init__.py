@@ -7,5 +7,5 @@ record), ``files`` (results.json and the history line), ``readers`` (a recorded 
 medians and context) and ``runkind`` (full sweep, subset, outage … as written in the
 history).
 
-May import: core, servers, measure, baselines, judge
+May import: core, store, servers, measure, baselines, judge
 """

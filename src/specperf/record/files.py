@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.contract import REGRESSION
+from ..store import ingest
 from .readers import median, median_rel_se
 from .schema import SCHEMA_VERSION
 
@@ -16,16 +17,19 @@ HISTORY_METRICS = ("tok_s", "step_ms", "avg_commit", "decode_tok_s", "ttft_ms")
 
 
 def write(doc: dict[str, Any], report_dir: Path) -> Path:
-    """Write ``<dir>/<run-id>/results.json`` and append the run to ``<dir>/history.jsonl``."""
+    """Write ``<dir>/<run-id>/results.json``, append the run to ``<dir>/history.jsonl`` and
+    write it to the results store (store/ingest.py)."""
     run_dir = report_dir / str(doc["run_id"])
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / "results.json"
     path.write_text(json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
                     encoding="utf-8")
-    line = json.dumps(history_entry(doc, f"{doc['run_id']}/results.json"), sort_keys=True,
-                      ensure_ascii=False)
+    entry = history_entry(doc, f"{doc['run_id']}/results.json")
+    line = json.dumps(entry, sort_keys=True, ensure_ascii=False)
     with (report_dir / "history.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(line + "\n")  # one write of one line: concurrent runs never interleave
+    # Last: a store that is down (StoreError) loses neither results.json nor the line.
+    ingest.write_run(entry, doc, report_dir)
     return path
 
 

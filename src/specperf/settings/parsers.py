@@ -84,6 +84,26 @@ def http_url(text: str) -> str:
     return text.strip().rstrip("/")
 
 
+def database_url(text: str) -> str:
+    """A results store: ``postgresql://USER@HOST:PORT/DB``, ``sqlite:///PATH`` or a file path;
+    never a password (it would be recorded with the settings: libpq reads PGPASSWORD or
+    ~/.pgpass)."""
+    text = text.strip()
+    parts = urlsplit(text)
+    if parts.scheme in ("postgresql", "postgres"):
+        if not parts.hostname:
+            raise ValueError(text)
+        if parts.password is not None:
+            raise ConfigError("a password in the URL would be recorded in every results.json: "
+                              "remove it and put it in PGPASSWORD or ~/.pgpass.")
+        return text
+    if parts.scheme == "sqlite" and text.startswith("sqlite:///") and len(text) > 10:
+        return text
+    if "://" in text or not text:
+        raise ValueError(text)
+    return f"sqlite:///{Path(text).expanduser().resolve()}"
+
+
 def choice(*choices: str) -> Parser:
     def parse(text: str) -> str:
         if text not in choices:

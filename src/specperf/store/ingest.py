@@ -1,0 +1,134 @@
+"""A run into the store: its history line and its figures as rows, in one transaction, once.
+
+A run is keyed by its run id: writing it again (a re-import, two processes importing one
+history) adds nothing. The transaction holds the run row, its cells and its verdicts, so a
+process killed halfway leaves no trace of the run (the database rolls it back).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from . import engine, history
+from .schema import cells, runs, verdicts
+
+
+def put_runs(url: str, items: Iterable[tuple[Mapping[str, Any], Mapping[str, Any] | None]]
+             ) -> int:
+    """Write each (history line, results document or None) in its own transaction, oldest
+    first; returns how many were new."""
+    added = 0
+    for entry, doc in items:
+        with engine.transaction(url) as connection:
+            added += put_run(connection, entry, doc)
+    return added
+
+
+def put_run(connection: Connection, entry: Mapping[str, Any],
+            doc: Mapping[str, Any] | None) -> int:
+    """One run on an open transaction: 1 if it was new, 0 if its run id was there already.
+    ``doc`` (its results.json) adds the measured repeats and the verdicts; without it the
+    history line's medians are the cells."""
+    row = _run_row(entry)
+    key = connection.execute(_insert_new(connection, row)).scalar_one_or_none()
+    if key is None:  # the run id was there: a re-import, or another process wrote it first
+        return 0
+    cell_rows = _cells(key, entry, doc)
+    if cell_rows:
+        connection.execute(insert(cells), cell_rows)
+    verdict_rows = _verdicts(key, doc)
+    if verdict_rows:
+        connection.execute(insert(verdicts), verdict_rows)
+    return 1
+
+
+def _insert_new(connection: Connection, row: Mapping[str, Any]) -> Any:
+    dialect = postgresql if connection.dialect.name == "postgresql" else sqlite
+    return dialect.insert(runs).values(**row).on_conflict_do_nothing(
+        index_elements=["run_id"]).returning(runs.c.id)
+
+
+def _run_row(entry: Mapping[str, Any]) -> dict[str, Any]:
+    base = entry.get("baseline") or {}
+    return {"run_id": str(entry["run_id"]), "created": str(entry.get("created", "")),
+            "label": str(entry.get("label") or ""),
+            "simulated": bool(entry.get("simulated", False)),
+            "deployment": base.get("deployment"), "baseline_version": base.get("version"),
+            "fingerprint": dict(entry.get("fingerprint") or {}),
+            "kind": str(entry.get("kind", "full")),
+            "interrupted": bool(entry.get("interrupted", False)),
+            "outage": bool(entry.get("outage", False)),
+            "suite_version": str(entry.get("suite_version", "")),
+            "git_revision": str(entry.get("git_revision", "")), "entry": dict(entry)}
+
+
+def _cells(key: int, entry: Mapping[str, Any], doc: Mapping[str, Any] | None
+           ) -> list[dict[str, Any]]:
+    measurements = (doc or {}).get("measurements") or {}
+    ses = entry.get("cell_se") or {}
+    out = []
+    for case_id, medians in sorted((entry.get("cells") or {}).items()):
+        samples = [s for s in (measurements.get(case_id) or {}).get("samples", [])
+                   if not s.get("warmup")]
+        for metric, median in sorted(medians.items()):
+            out.append({"run": key, "case_id": case_id, "metric": metric,
+                        "median": None if median is None else float(median),
+                        "se": (ses.get(case_id) or {}).get(metric),
+                        "repeats": _repeats(samples, metric)})
+    return out
+
+
+def _repeats(samples: Sequence[Mapping[str, Any]], metric: str) -> list[float]:
+    return [float(s[metric]) for s in samples if isinstance(s.get(metric), int | float)]
+
+
+def _verdicts(key: int, doc: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for verdict in (doc or {}).get("verdicts") or []:
+        scope = str(verdict.get("case_id") or verdict.get("scope") or verdict.get("kind") or "")
+        details = verdict.get("details") or {"": {}}
+        for factor, figures in sorted(details.items()):
+            figures = figures if isinstance(figures, Mapping) else {}
+            out.append({"run": key, "seq": len(out), "case_id": scope, "factor": factor,
+                        "status": str(verdict.get("status", "")),
+                        "change": _number(figures.get("change")),
+                        "low": _number(figures.get("low")), "high": _number(figures.get("high")),
+                        "tolerance": _number(figures.get("limit"))})
+    return out
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) else None
+
+
+def write_run(entry: Mapping[str, Any], doc: Mapping[str, Any], report_dir: Path) -> None:
+    """The end of a run: its history line and figures into the store its settings name
+    (default: SQLite ``<report_dir>/results.db``), in one transaction. The first run into
+    an empty store brings the report directory's earlier history along, so no reader loses
+    the nights before the store existed."""
+    url = engine.store_url((doc.get("settings") or {}).get("results_db"), report_dir)
+    if not engine.read(url, _has_runs):
+        earlier = [e for e in history.file_runs(report_dir / history.HISTORY_FILE)
+                   if e["run_id"] != entry["run_id"]]
+        put_runs(url, ((e, results_doc(report_dir, e)) for e in earlier))
+    with engine.transaction(url) as connection:
+        put_run(connection, entry, doc)
+
+
+def _has_runs(connection: Connection) -> bool:
+    return connection.execute(select(runs.c.id).limit(1)).first() is not None
+
+
+def results_doc(report_dir: Path, entry: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The results.json a history line points at, when it is there and readable."""
+    try:
+        doc = json.loads((report_dir / str(entry.get("results") or "")).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("run_id") == entry["run_id"] else None

@@ -13,7 +13,7 @@ pg_start() {
       postgresql >/dev/null || { echo "apt-get install postgresql failed." >&2; return 1; }
   fi
   local bin; bin=$(pg_bin)
-  PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/specperf-pg.XXXXXX")
+  PG_DIR=$(mktemp -d /tmp/specperf-pg.XXXXXX)  # /tmp: the postgres user must reach it
   chown postgres "$PG_DIR" && chmod 700 "$PG_DIR"
   local port; port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   local as=(runuser -u postgres --)

@@ -39,6 +39,7 @@ PRIVATE_BENCHMARKS = {
     # Benchmarks of one private piece itself, below any API:
     "sim_cost.py": "measures the simulator's scheduler step, which has no HTTP route",
     "drift_cusum.py": "compares an alternative with core/drift.py's own constants and series",
+    "bisect_power.py": "drives bisect's own search and classification on a modelled box",
 }
 
 

@@ -1,0 +1,287 @@
+"""specperf bisect's logic on a modelled box: reproduce first, one bisection per moved factor,
+skipped versions named and never blamed, unknown versions measured more, the GPU budget,
+the deploy log, the deploy command, and the report's three views (docs/bisect.md)."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from specperf.bisect import classify as cl
+from specperf.bisect import report
+from specperf.bisect.command import EXIT_OF, BisectExit
+from specperf.bisect.deploylog import Version, load_versions, parse_versions, pick
+from specperf.bisect.lab import BoxLab, deploy_argv, measuring_settings
+from specperf.bisect.search import DeployFailed, Measured, Outcome, Plan, Search
+from specperf.cli import main
+from specperf.core.errors import ConfigError
+
+CASES = {"padding-ctx1663": (57.0, 7.85, 250.0), "reasoning-ctx1663": (57.0, 2.9, 250.0)}
+
+
+@dataclass(frozen=True)
+class Truth:
+    step: float = 1.0
+    commit: float = 1.0
+    prefill: float = 1.0
+    fails: bool = False
+    noise: float = 0.03
+
+
+class FakeLab:
+    """Per request: each factor's level times its truth, with seeded relative noise."""
+
+    def __init__(self, truths: list[Truth], seed: int = 1) -> None:
+        self.truths = truths
+        self.rng = random.Random(seed)
+        self.deployed: list[str] = []
+        self.requests: dict[str, int] = {}
+
+    def deploy(self, version: Version) -> None:
+        self.deployed.append(version.name)
+        if self.truths[version.index].fails:
+            raise DeployFailed("the deploy command exited 1: image not found")
+
+    def measure(self, version: Version, repeats: int) -> Measured:
+        t = self.truths[version.index]
+        self.requests[version.name] = self.requests.get(version.name, 0) + repeats
+        figures = {}
+        for case, (step, commit, ttft) in CASES.items():
+            def draw(level: float) -> list[float]:
+                return [level * (1 + t.noise * self.rng.gauss(0, 1)) for _ in range(repeats)]
+            figures[case] = {"step_ms": draw(step * t.step),
+                             "avg_commit": draw(commit * t.commit),
+                             "ttft_ms": draw(ttft * t.prefill)}
+        return Measured(figures, gpu_s=2.0 * repeats * len(CASES))
+
+
+def _versions(n: int) -> list[Version]:
+    return [Version(i, f"v{i:02d}") for i in range(n)]
+
+
+def _bisect(truths: list[Truth], plan: Plan | None = None, seed: int = 1
+            ) -> tuple[Outcome, FakeLab]:
+    versions = _versions(len(truths))
+    lab = FakeLab(truths, seed)
+    return Search(lab, versions, versions[0], versions[-1], plan).run(), lab
+
+
+def _history(n: int, **culprits: tuple[int, float]) -> list[Truth]:
+    """``n`` versions; factor=(first bad index, multiplier) from that version on."""
+    out = []
+    for i in range(n):
+        out.append(Truth(**{k: (m if i >= at else 1.0) for k, (at, m) in culprits.items()}))
+    return out
+
+
+# -- the search -------------------------------------------------------------------------------
+def test_one_culprit_is_named_with_its_factor_alone() -> None:
+    outcome, lab = _bisect(_history(16, step=(9, 1.06)))
+    assert outcome.status == "found"
+    assert EXIT_OF[outcome.status] == BisectExit.FOUND == 0
+    [result] = outcome.factors
+    assert (result.factor.name, result.first_bad, result.last_good) == ("step time", "v09", "v08")
+    assert result.culprit_change is not None
+    assert 0.03 < result.culprit_change.relative < 0.09
+    low, high = result.regression.interval()
+    assert low < 0.06 < high
+    assert outcome.reproduction == {"acceptance": "no", "step time": "yes", "prefill": "no"}
+    # ends, then at most ⌈log2 14⌉ + 1 middle versions
+    assert sum(1 for v in outcome.versions if v.repeats) <= 2 + math.ceil(math.log2(14)) + 1
+
+
+def test_two_culprits_on_two_factors_are_both_named_each_with_its_factor() -> None:
+    outcome, _ = _bisect(_history(16, commit=(4, 0.9), step=(11, 1.08)))
+    assert outcome.status == "found"
+    named = {r.factor.name: r.first_bad for r in outcome.factors}
+    assert named == {"acceptance": "v04", "step time": "v11"}
+
+
+def test_versions_that_fail_to_deploy_are_skipped_named_and_never_blamed() -> None:
+    truths = _history(16, step=(9, 1.06))
+    truths[7] = truths[8] = Truth(fails=True)  # the middle of 0 … 15 and its next nearest
+    outcome, lab = _bisect(truths)
+    skipped = {v.version.name: v.skipped for v in outcome.versions if v.skipped}
+    assert skipped == {"v07": "the deploy command exited 1: image not found",
+                       "v08": "the deploy command exited 1: image not found"}
+    # v06 good, v09 bad, nothing testable between: the range is named, as git bisect does
+    [result] = outcome.factors
+    assert (result.status, result.candidates, result.reason) == (
+        "undecided", ("v07", "v08", "v09"), "only skipped versions are left between good and bad")
+    assert EXIT_OF[outcome.status] == BisectExit.UNDECIDED == 6
+    text = report.text(report.to_dict(outcome, "http://box", 6))
+    assert "  v07          skipped: the deploy command exited 1: image not found" in text
+    assert "the first bad version is one of v07, v08, v09" in text
+
+
+def test_skips_away_from_the_culprit_still_name_it() -> None:
+    truths = _history(16, step=(12, 1.06))
+    truths[7] = Truth(fails=True)
+    outcome, lab = _bisect(truths)
+    assert [r.first_bad for r in outcome.factors] == ["v12"]
+    assert "v07" in lab.deployed and [v.version.name for v in outcome.versions if v.skipped] \
+        == ["v07"]
+
+
+def test_a_regression_that_does_not_reproduce_stops_after_the_ends() -> None:
+    outcome, lab = _bisect(_history(16))
+    assert outcome.status == "not-reproduced"
+    assert EXIT_OF[outcome.status] == BisectExit.NOT_REPRODUCED == 5
+    assert outcome.factors == ()
+    assert sorted(lab.requests) == ["v00", "v15"]
+    doc = report.to_dict(outcome, "http://box", 5)
+    assert "the regression did not reproduce tonight (exit 5)" in report.text(doc)
+
+
+def test_an_unknown_version_gets_more_requests_until_it_is_decided() -> None:
+    truths = _history(8, step=(6, 1.10))
+    truths[3] = Truth(noise=0.12)  # a noisy box state during the first middle visit: good
+    outcome, lab = _bisect(truths, Plan(repeats=2, end_repeats=8, max_repeats=64))
+    [result] = outcome.factors
+    assert result.first_bad == "v06"
+    v03 = outcome.versions[3]
+    assert v03.verdicts["step time"] == "good"
+    assert v03.repeats > 2  # doubled at least once past the first visit
+    assert lab.requests["v03"] == v03.repeats
+
+
+def test_a_version_between_good_and_bad_stays_unknown_and_the_bisect_says_undecided() -> None:
+    truths = [Truth(), Truth(step=1.04), Truth(step=1.08)]  # v01 exactly half-way
+    outcome, _ = _bisect(truths, Plan(repeats=3, end_repeats=12, max_repeats=24))
+    [result] = outcome.factors
+    assert (result.status, result.candidates) == ("undecided", ("v01", "v02"))
+    assert result.reason == "v01 stayed between good and bad at 24 requests per case"
+    assert outcome.versions[1].repeats == 24
+
+
+def test_the_gpu_budget_stops_the_bisect_undecided_with_the_range_it_narrowed() -> None:
+    plan = Plan(repeats=3, end_repeats=12, max_repeats=24, budget_s=150.0)
+    outcome, _ = _bisect(_history(32, step=(20, 1.08)), plan)
+    assert outcome.status == "undecided"
+    [result] = outcome.factors
+    assert result.reason == "the GPU budget is spent"
+    assert "v20" in result.candidates
+    assert outcome.gpu_s <= 150.0
+
+
+def test_a_budget_below_the_ends_is_undecided_before_any_bisection() -> None:
+    outcome, lab = _bisect(_history(8, step=(3, 1.2)), Plan(budget_s=10.0))
+    assert (outcome.status, outcome.factors) == ("undecided", ())
+    doc = report.to_dict(outcome, "http://box", 6)
+    assert "spent before both ends were measured: raise --budget-s" in report.text(doc)
+
+
+# -- the comparisons --------------------------------------------------------------------------
+def _side(values: dict[str, list[float]]) -> cl.Side:
+    found = cl.side({case: {"step_ms": v} for case, v in values.items()}, "step_ms")
+    assert found is not None
+    return found
+
+
+def test_classify_is_good_bad_or_unknown_by_the_midpoint() -> None:
+    good = _side({"a": [100, 101, 99, 100], "b": [50, 50.5, 49.5, 50]})
+    bad = _side({"a": [110, 111, 109, 110], "b": [55, 55.5, 54.5, 55]})
+    near_good = _side({"a": [101, 100, 102], "b": [50.2, 50.6, 49.9]})
+    near_bad = _side({"a": [109, 110, 111], "b": [55.4, 54.6, 55]})
+    middle = _side({"a": [105, 104, 106], "b": [52.6, 52.4, 52.5]})
+    assert cl.classify(good, near_good, bad) == "good"
+    assert cl.classify(good, near_bad, bad) == "bad"
+    assert cl.classify(good, middle, bad) == "unknown"
+    change = cl.change(good, bad, "step_ms")
+    assert change is not None and change.relative == pytest.approx(0.10, abs=0.001)
+    assert cl.reproduced(change, cl.factor_named("step time")) == "yes"
+    assert cl.reproduced(change, cl.factor_named("acceptance")) == "no"  # a rise is no loss
+
+
+def test_a_change_below_the_smallest_bisected_is_not_a_regression() -> None:
+    step = cl.factor_named("step_ms")
+    assert cl.reproduced(cl.Change(math.log(1.005), 0.0005, 4), step) == "no"
+    assert cl.reproduced(cl.Change(math.log(1.03), 0.002, 4), step) == "yes"
+    assert cl.reproduced(cl.Change(math.log(1.03), 0.015, 4), step) == "unknown"
+
+
+# -- the deploy log and the deploy command ----------------------------------------------------
+def test_the_deploy_log_reads_names_and_json_lines_oldest_first(tmp_path: Path) -> None:
+    path = tmp_path / "versions.jsonl"
+    path.write_text('# nightly deploys\nv1\n\n{"name": "v2", "image": "sglang:0.5.9", '
+                    '"fingerprint": {"draft_model": "d2"}}\nv3\n', encoding="utf-8")
+    versions = load_versions(path)
+    assert [(v.index, v.name) for v in versions] == [(0, "v1"), (1, "v2"), (2, "v3")]
+    assert versions[1].fields["image"] == "sglang:0.5.9"
+    assert versions[1].expected_fingerprint == {"draft_model": "d2"}
+    assert pick(versions, None, -1, "--bad").name == "v3"
+    with pytest.raises(ConfigError,
+                       match=r"--good 'v9' is not in the versions file \(v1, v2, v3\)"):
+        pick(versions, "v9", 0, "--good")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("v1\nv1\n", "src line 2: version 'v1' is already on line 1"),
+    ("v1\n", "src holds 1 version(s): a bisect needs at least a good and a bad one"),
+    ('v1\n{"image": "x"}\n', 'src line 2: a JSON line needs a non-empty string "name"'),
+    ("v1\n{oops\n", "src line 2: not a JSON object"),
+])
+def test_a_bad_deploy_log_is_a_usage_error_naming_the_line(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        parse_versions(text, "src")
+
+
+def test_the_deploy_command_is_split_without_a_shell_and_told_the_version() -> None:
+    assert deploy_argv("ci/deploy.sh --image 'a b' {version}", "v7") == \
+        ["ci/deploy.sh", "--image", "a b", "v7"]
+    with pytest.raises(ConfigError, match=r"has no \{version\}"):
+        deploy_argv("ci/deploy.sh", "v7")
+
+
+def test_a_failing_deploy_command_is_a_skip_with_its_last_words(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    monkeypatch.setenv("SPECPERF_LOCK_DIR", str(tmp_path))
+    settings = measuring_settings("http://127.0.0.1:9", {}, {})
+    command = f"{sys.executable} -c \"import sys; sys.exit('no image {{version}}')\""
+    lab = BoxLab(settings, command, deploy_timeout_s=30.0)
+    with pytest.raises(DeployFailed, match=r"^the deploy command exited 1: no image v3$"):
+        lab.deploy(Version(3, "v3"))
+
+
+def test_a_server_that_never_gets_healthy_is_a_skip_after_the_deadline() -> None:
+    settings = measuring_settings("http://127.0.0.1:9", {}, {})  # nothing listens on port 9
+    lab = BoxLab(settings, f"{sys.executable} -c pass {{version}}", deploy_timeout_s=0.2)
+    with pytest.raises(DeployFailed, match=r"did not answer /health with 200 within 0.2 s"):
+        lab.deploy(Version(1, "v1"))
+
+
+def test_usage_errors_exit_2_before_any_deploy(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    versions = tmp_path / "versions.txt"
+    versions.write_text("a\nb\nc\n", encoding="utf-8")
+    base = ["bisect", "--endpoint", "http://127.0.0.1:9", "--versions", str(versions)]
+    assert main([*base, "--deploy", "deploy.sh {version}", "--good", "c", "--bad", "a"]) == 2
+    assert "--good 'c' (line position 3) must come before --bad 'a'" in capsys.readouterr().err
+    assert main([*base, "--deploy", "deploy.sh"]) == 2
+    assert main([*base, "--deploy", "x {version}", "--repeats", "0"]) == 2
+
+
+# -- the views --------------------------------------------------------------------------------
+def test_the_three_views_say_the_same_and_the_page_escapes_names() -> None:
+    truths = _history(6, commit=(3, 0.85))
+    versions = [Version(i, f"<b>v{i}</b>") for i in range(6)]
+    outcome = Search(FakeLab(truths), versions, versions[0], versions[-1]).run()
+    doc = report.to_dict(outcome, "http://box", 0)
+    assert json.loads(report.to_json(doc))["factors"][0]["first_bad"] == "<b>v3</b>"
+    text = report.text(doc)
+    assert "  acceptance: <b>v3</b> is the first bad version (<b>v2</b> the last good): " \
+           "avg_commit -1" in text
+    page = report.html(doc)
+    assert "<b>v3</b>" not in page and "&lt;b&gt;v3&lt;/b&gt;" in page
+    measured = sum(1 for v in outcome.versions if v.repeats)
+    # each factor's axis draws a point per measured version (the good end at 0)
+    assert page.count("<circle") == 3 * measured
+    assert page.count('data-plot="bisect-') == 3

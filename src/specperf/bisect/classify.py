@@ -5,7 +5,9 @@ Every comparison in a bisect is a same-night one: both sides are measured tonigh
 box, so the run-to-run term cancels (``core.noise.NoiseModel.same_night``) and only the
 requests' own spread counts. A factor's change is the mean over cases of the difference of
 the mean log figure (≈ a relative change), its variance the sum of both sides' request
-variance, pooled within cases.
+variance, pooled within cases; its degrees of freedom are Welch–Satterthwaite's, and every
+threshold below is a normal z turned into Student's t at those degrees, so three requests per
+case do not make a spread look surer than it is.
 
 A version is classified per factor as Chromium's Pinpoint does for commits: **bad** when its
 change is closer to the bad end's than to the good end's (the midpoint test is confident),
@@ -17,10 +19,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.noise import NoiseModel
+from ..core.stats import t_quantile
 
 # A comparison's z beyond which the bad end differs from the good end (the regression
 # reproduced), and below which it surely does not (between: more samples of both ends).
@@ -74,6 +77,7 @@ class Side:
     means: Mapping[str, float]
     counts: Mapping[str, int]
     var: float
+    df: float  # of ``var``: requests less one per case (inf for the assumed spread)
     level: float  # the median figure over the cases' means, in the metric's own unit
 
     def mean_var(self, case: str) -> float:
@@ -97,7 +101,26 @@ def side(figures: Figures, metric: str) -> Side | None:
         return None
     var = max(ss / df if df > 0 else UNMEASURED_SPREAD**2, SPREAD_FLOOR**2)
     level = math.exp(sorted(means.values())[len(means) // 2])
-    return Side(means, counts, var, level)
+    return Side(means, counts, var, float(df) if df > 0 else math.inf, level)
+
+
+def welch_df(parts: Sequence[tuple[float, float]]) -> float:
+    """Welch–Satterthwaite degrees of freedom of a sum of variances, each ``(var, df)``."""
+    total = sum(v for v, _ in parts)
+    denom = sum(v * v / d for v, d in parts if v > 0 and math.isfinite(d))
+    return math.inf if denom == 0 else total * total / denom
+
+
+def t_threshold(z: float, df: float) -> float:
+    """The Student-t bound at ``df`` with the one-sided tail of a normal ``z``."""
+    if not math.isfinite(df):
+        return z
+    return t_quantile(0.5 * math.erfc(-z / math.sqrt(2)), df)
+
+
+def _parts(side: Side, cases: Sequence[str], weight: float) -> tuple[float, float]:
+    """``side``'s variance in a mean over ``cases`` (times ``weight``), with its df."""
+    return weight * sum(side.mean_var(c) for c in cases) / len(cases) ** 2, side.df
 
 
 @dataclass(frozen=True)
@@ -108,14 +131,25 @@ class Change:
     log: float
     se: float
     cases: int
+    df: float = math.inf
 
     @property
     def relative(self) -> float:
         return math.expm1(self.log)
 
     def interval(self, z: float = 1.96) -> tuple[float, float]:
-        """The relative change's interval (default 95 %)."""
-        return math.expm1(self.log - z * self.se), math.expm1(self.log + z * self.se)
+        """The relative change's interval (default 95 %; Student's t at the change's df)."""
+        half = t_threshold(z, self.df) * self.se
+        return math.expm1(self.log - half), math.expm1(self.log + half)
+
+    def t(self) -> float:
+        """The change in standard errors."""
+        return self.log / self.se
+
+    def sure(self, z: float) -> bool:
+        """Whether the change exceeds ``z`` normal standard errors' worth of confidence (its
+        t beyond Student's bound with the same tail at its df)."""
+        return self.t() >= t_threshold(z, self.df)
 
     def text(self) -> str:
         low, high = self.interval()
@@ -125,7 +159,7 @@ class Change:
     def to_dict(self) -> dict[str, Any]:
         low, high = self.interval()
         return {"relative": self.relative, "low": low, "high": high, "log": self.log,
-                "se": self.se, "cases": self.cases}
+                "se": self.se, "df": self.df, "cases": self.cases}
 
 
 def _common(a: Side, b: Side) -> list[str]:
@@ -140,35 +174,52 @@ def change(good: Side, other: Side, metric: str) -> Change | None:
         return None
     n = len(cases)
     diff = sum(other.means[c] - good.means[c] for c in cases) / n
-    var = sum(other.mean_var(c) + good.mean_var(c) for c in cases) / n**2
-    var += NoiseModel.same_night().of(metric).comparison_var(cases=n)
-    return Change(diff, math.sqrt(var), n)
+    parts = [_parts(other, cases, 1.0), _parts(good, cases, 1.0)]
+    var = sum(v for v, _ in parts) + NoiseModel.same_night().of(metric).comparison_var(cases=n)
+    return Change(diff, math.sqrt(var), n, welch_df(parts))
 
 
-def midpoint_z(good: Side, version: Side, bad: Side, factor: Factor) -> float | None:
-    """How far ``version`` lies past the midpoint between the ends, toward the bad end, in
-    standard errors: x_v − (x_g + x_b)/2 per case, signed so that positive is bad-ward."""
+def _midpoint(good: Side, version: Side, bad: Side
+              ) -> tuple[float, tuple[float, float], list[tuple[float, float]]] | None:
+    """x_v − (x_g + x_b)/2 over the shared cases (signed bad-ward), the version's own
+    variance part and the ends' parts, each (var, df)."""
     cases = sorted(set(good.means) & set(version.means) & set(bad.means))
     if not cases:
         return None
     n = len(cases)
-    bad_dir = sum(bad.means[c] - good.means[c] for c in cases)
-    sign = 1.0 if bad_dir >= 0 else -1.0
+    sign = 1.0 if sum(bad.means[c] - good.means[c] for c in cases) >= 0 else -1.0
     mid = sum(version.means[c] - (good.means[c] + bad.means[c]) / 2 for c in cases) / n
-    var = sum(version.mean_var(c) + (good.mean_var(c) + bad.mean_var(c)) / 4
-              for c in cases) / n**2
-    return sign * mid / math.sqrt(var)
+    return (sign * mid, _parts(version, cases, 1.0),
+            [_parts(good, cases, 0.25), _parts(bad, cases, 0.25)])
 
 
-def classify(good: Side, version: Side, bad: Side, factor: Factor,
-             z: float = CLASSIFY_Z) -> str:
+def midpoint(good: Side, version: Side, bad: Side) -> Change | None:
+    """How far ``version`` lies past the midpoint between the ends, toward the bad end:
+    x_v − (x_g + x_b)/2 over the shared cases, positive bad-ward, with its error and df."""
+    found = _midpoint(good, version, bad)
+    if found is None:
+        return None
+    mid, own, ends = found
+    parts = [own, *ends]
+    return Change(mid, math.sqrt(sum(v for v, _ in parts)), len(version.means),
+                  welch_df(parts))
+
+
+def ends_dominate(good: Side, version: Side, bad: Side) -> bool:
+    """Whether the ends' requests, not the version's, carry most of the midpoint's variance:
+    then more requests of the version alone cannot decide it."""
+    found = _midpoint(good, version, bad)
+    return found is not None and sum(v for v, _ in found[2]) > found[1][0]
+
+
+def classify(good: Side, version: Side, bad: Side, z: float = CLASSIFY_Z) -> str:
     """"good", "bad" or "unknown": is ``version`` nearer the good end or the bad end?"""
-    t = midpoint_z(good, version, bad, factor)
-    if t is None:
+    mid = midpoint(good, version, bad)
+    if mid is None:
         return "unknown"
-    if t >= z:
+    if mid.sure(z):
         return "bad"
-    return "good" if t <= -z else "unknown"
+    return "good" if replace(mid, log=-mid.log).sure(z) else "unknown"
 
 
 def reproduced(bad_change: Change | None, factor: Factor,
@@ -179,9 +230,10 @@ def reproduced(bad_change: Change | None, factor: Factor,
         return "no"
     worse = factor.worse * bad_change.log
     least = math.log1p(min_change)
-    z = worse / bad_change.se
-    if z >= REPRODUCED_Z and worse >= least:
+    worse_change = replace(bad_change, log=worse)
+    if worse_change.sure(REPRODUCED_Z) and worse >= least:
         return "yes"
-    if z < NOT_REPRODUCED_Z or worse + NOT_REPRODUCED_Z * bad_change.se < least:
+    reach = t_threshold(NOT_REPRODUCED_Z, bad_change.df) * bad_change.se
+    if not worse_change.sure(NOT_REPRODUCED_Z) or worse + reach < least:
         return "no"
     return "unknown"

@@ -77,7 +77,7 @@ def add_subcommand(subparsers: Any) -> None:
                    help="bisect only this factor (repeatable; default: every factor that moved)")
     p.add_argument("--repeats", type=_positive_int, default=3,
                    help="requests per case on a middle version before its first verdict "
-                        "(default 3; the ends get twice as many; doubled while unknown)")
+                        "(default 3; the ends get 4 × as many; doubled while unknown)")
     p.add_argument("--max-repeats", type=_positive_int, default=None,
                    help="the most requests per case of one version (default 8 × --repeats)")
     p.add_argument("--min-change", type=_positive, default=cl.MIN_CHANGE,
@@ -113,10 +113,10 @@ def _positive_int(text: str) -> int:
 def _plan(args: argparse.Namespace) -> Plan:
     factors = tuple(f for f in cl.FACTORS if args.factor is None or f.name in args.factor)
     most = args.max_repeats or 8 * args.repeats
-    if most < 2 * args.repeats:
-        raise ConfigError(f"--max-repeats {most} is below twice --repeats {args.repeats}: the "
-                          "ends are measured with twice --repeats requests per case.")
-    return Plan(repeats=args.repeats, end_repeats=2 * args.repeats, max_repeats=most,
+    if most < 4 * args.repeats:
+        raise ConfigError(f"--max-repeats {most} is below 4 × --repeats {args.repeats}: the "
+                          "ends are measured with 4 × --repeats requests per case.")
+    return Plan(repeats=args.repeats, end_repeats=4 * args.repeats, max_repeats=most,
                 budget_s=args.budget_s, factors=factors, min_change=args.min_change)
 
 

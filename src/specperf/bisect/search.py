@@ -117,7 +117,7 @@ class Plan:
     """How much a bisect measures."""
 
     repeats: int = DEFAULT_REPEATS
-    end_repeats: int = 2 * DEFAULT_REPEATS
+    end_repeats: int = 4 * DEFAULT_REPEATS
     max_repeats: int = 8 * DEFAULT_REPEATS
     budget_s: float = math.inf
     factors: tuple[cl.Factor, ...] = cl.FACTORS
@@ -193,16 +193,24 @@ class Search:
 
     # -- bisecting ------------------------------------------------------------------------
     def verdict(self, state: VersionState, factor: cl.Factor) -> str:
-        """Classify ``state`` for ``factor``, taking more requests while it is unknown."""
+        """Classify ``state`` for ``factor``; while it is unknown, double the requests of the
+        side that carries most of the doubt (the version, or both ends), up to the cap."""
         target = self.plan.repeats
         while True:
             self.measure(state, target)
             sides = self._sides(factor.metric, state)
-            found = "unknown" if sides is None else cl.classify(*sides, factor)
+            found = "unknown" if sides is None else cl.classify(*sides)
             state.verdicts[factor.name] = found
-            if found != "unknown" or 2 * max(target, state.repeats) > self.plan.max_repeats:
+            if found != "unknown" or sides is None:
                 return found
+            ends = 2 * max(self.good.repeats, self.bad.repeats)
+            if cl.ends_dominate(*sides) and ends <= self.plan.max_repeats:
+                for end in (self.good, self.bad):
+                    self.measure(end, ends)
+                continue
             target = 2 * max(target, state.repeats)
+            if target > self.plan.max_repeats:
+                return found
 
     def bisect(self, factor: cl.Factor, regression: cl.Change) -> FactorResult:
         """One factor's binary search between the ends."""

@@ -1,11 +1,12 @@
 """The ``specperf`` command: subcommands that work outside a pytest run.
 
 ``specperf report RESULTS`` re-renders the HTML of a run, ``specperf trend`` renders the
-nightly history, ``specperf gate`` runs the deploy gate. Each subcommand lives in its own
-module and registers here; exit codes are the gate's (0 pass, 1 regression, 2 usage,
-3 infrastructure).
+nightly history, ``specperf gate`` runs the deploy gate, ``specperf bisect`` finds the deploy
+that made a deployment slower (``bisect/``). Each subcommand lives in its own module and
+registers here; exit codes are the gate's (0 pass, 1 regression, 2 usage, 3 infrastructure;
+bisect adds 5 and 6, bisect/command.py).
 
-May import: core, store, record, views
+May import: core, store, record, views, bisect
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ USAGE_ERROR = 2
 def _parser() -> argparse.ArgumentParser:
     # Imported here, not at module level: report pulls in matplotlib, which `specperf gate`
     # does not need before it has parsed its arguments.
+    from ..bisect import command as bisect
     from ..views import report
     from . import explain, gate
 
@@ -28,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     summary = __doc__.split("\n\n")[0].replace("``", "")
     parser = argparse.ArgumentParser(prog="specperf", description=summary)
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (report, gate, explain):
+    for module in (report, gate, explain, bisect):
         module.add_subcommand(sub)
     parser.set_defaults(subcommands=sub.choices)
     return parser

@@ -70,6 +70,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +158,20 @@ NO_CHANGE = Change()
 ROWS = {"no change": NO_CHANGE, "2% step": Change(step=0.02), "2% acceptance": Change(acc=0.02),
         "2% mixed": Change(step=0.01, acc=0.01), "5% step": Change(step=0.05),
         "5% acceptance": Change(acc=0.05), "5% mixed": Change(step=0.025, acc=0.025),
-        "5% one class": Change(acc=0.05, only="reasoning")}
+        "5% one class": Change(acc=0.05, only="reasoning"), "6% step": Change(step=0.06),
+        "15% step": Change(step=0.15), "15% acceptance": Change(acc=0.15),
+        "15% mixed": Change(step=0.075, acc=0.075)}
+# What a failing run must name (the sweep's regressed factors, judge/sweepverdict.py): the
+# factor that moved; a mixed drop both, or tok/s split over both.
+EXPECTED = {"step": {"step"}, "acceptance": {"acceptance"}, "mixed": {"step", "acceptance"}}
+
+
+def expected(change: str) -> set[str]:
+    """The factors a row's change moves, by the sweep's factor names."""
+    kind = next((k for k in EXPECTED if change.endswith(k)), "")
+    if change.endswith("one class"):
+        kind = "acceptance"
+    return EXPECTED.get(kind, set())
 
 
 def night_terms(box: Box, cells: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -253,13 +267,23 @@ MOVED_BY = {"step_ms": ("step_ms", "tok_s", "decode_tok_s"),
             "avg_commit": ("avg_commit", "tok_s", "decode_tok_s")}
 
 
+FIRST_NIGHT = datetime(2026, 9, 1, 2, 0, tzinfo=timezone.utc)
+
+
+def created(night: int, run: int = 0) -> str:
+    """When a history line was written: one night a day at 02:00, a night's runs 20 min apart."""
+    return (FIRST_NIGHT + timedelta(days=night, minutes=20 * run)).isoformat()
+
+
 def history(box: Box, nights: int, base_night: Mapping[str, np.ndarray],
-            rng: np.random.Generator) -> list[dict[str, Any]]:
-    """``nights`` history lines of the full sweep (the baseline's night last), each cell a
-    median of HISTORY_MEDIAN_OF requests under the box's noises, with its standard error."""
+            rng: np.random.Generator, per_night: int = 1) -> list[dict[str, Any]]:
+    """``nights`` nights of history lines of the full sweep (the baseline's night last), each
+    cell a median of HISTORY_MEDIAN_OF requests under the box's noises, with its standard
+    error; ``per_night`` runs a night (back to back: one night term, their own requests)."""
     full = [physics(*c) for c in SWEEP]
-    mult = {m: np.vstack([night_terms(box, len(full), rng)[m] for _ in range(nights - 1)]
-                         + [base_night[m]]) for m in ("step_ms", "avg_commit")}
+    terms = [night_terms(box, len(full), rng) for _ in range(nights - 1)] + [base_night]
+    mult = {m: np.vstack([t[m] for t in terms for _ in range(per_night)])
+            for m in ("step_ms", "avg_commit")}
     step = np.array([ph.step_ms for ph in full]) * mult["step_ms"]  # nights × cells
     commit = np.array([ph.commit for ph in full]) * mult["avg_commit"]
     z = rng.standard_normal((4, nights, len(full), HISTORY_MEDIAN_OF))
@@ -274,17 +298,18 @@ def history(box: Box, nights: int, base_night: Mapping[str, np.ndarray],
           for m, v in got.items()}
     ids = [ph.case.id for ph in full]
     return [{"label": LABEL, "kind": "full", "run_id": f"night{n:03d}",
-             "created": f"2026-11-{1 + n // 24:02d}T{n % 24:02d}:00:00+00:00",
+             "created": created(n // per_night, n % per_night),
              "baseline": {"deployment": "box", "version": 1}, "fingerprint": {},
              "cells": {cid: {m: float(median[m][n, i]) for m in METRICS}
                        for i, cid in enumerate(ids)},
              "cell_se": {cid: {m: float(se[m][n, i]) for m in METRICS}
                          for i, cid in enumerate(ids)},
-             "fits": {}, "failed": []} for n in range(nights)]
+             "fits": {}, "failed": []} for n in range(nights * per_night)]
 
 
 def judge_noise(mode: str, box: Box, nights: int, base_night: Mapping[str, np.ndarray],
-                rng: np.random.Generator) -> Any:
+                rng: np.random.Generator, prior: float | None = None,
+                per_night: int = 1) -> Any:
     """The NoiseModel the judge would have (None with --judge-noise off)."""
     if JUDGE_NOISE[0] == "off":
         return None
@@ -292,7 +317,11 @@ def judge_noise(mode: str, box: Box, nights: int, base_night: Mapping[str, np.nd
         return NoiseModel.same_night()
     if JUDGE_NOISE[0] == "oracle":
         return oracle(box)
-    return noise_from_history(history(box, nights, base_night, rng), LABEL)
+    # ``prior`` None: the judge's default (3 %, not stated); a number: stated, as
+    # --specperf-run-noise states it. ``per_night``: runs a night in the history.
+    total = prior if prior is not None else NoiseModel().total
+    return noise_from_history(history(box, nights, base_night, rng, per_night), LABEL,
+                              total=total, stated=prior is not None)
 
 
 def oracle(box: Box) -> Any:
@@ -341,6 +370,8 @@ class Setup:
     repeats: int = MIN_R
     history_nights: int = 20
     base_runs: int = 1  # nightly: the baseline merged from this many nights' runs
+    prior: float | None = None  # the run-to-run noise stated to the judge (None: its default)
+    per_night: int = 1  # runs a night in the history (3: back to back)
 
 
 def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
@@ -351,7 +382,8 @@ def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
     base_night = night_terms(setup.box, len(SWEEP), rng)
     today = base_night if setup.mode == "same-night" else night_terms(setup.box, len(SWEEP), rng)
     earlier = [night_terms(setup.box, len(SWEEP), rng) for _ in range(setup.base_runs - 1)]
-    noise = judge_noise(setup.mode, setup.box, setup.history_nights, base_night, rng)
+    noise = judge_noise(setup.mode, setup.box, setup.history_nights, base_night, rng,
+                        setup.prior, setup.per_night)
     data, fails, gpu, requests_ = [], 0, 0.0, 0
     for ph in setup.cases:
         i = SWEEP.index((ph.case.text_class, ph.case.context))
@@ -426,6 +458,8 @@ def conclude(data: list[tuple[SweepCase, Any]], fails: int, gpu: float, cases: i
     status = result.verdict().status
     paired = any(d.base_values is not None for d, _ in data)
     return {"today": fails > 0, "sweep_only": result.regressed,
+            "regressed": {r.estimate.factor.name for r in result.results if r.regressed},
+            "message": result.verdict().message,
             "fail": fails > 0 or result.regressed, "noted": status == "noted",
             "undetermined": status == "undetermined", "gpu_today": gpu,
             "gpu": gpu + result.extra_s, "extra": result.extra,
@@ -452,6 +486,21 @@ def configs(box: Box, base_r: int, history_nights: int) -> dict[str, Setup]:
             out[f"nightly {name} {night:.0%} x5"] = Setup("nightly", cases, b, base_r,
                                                           history_nights=history_nights,
                                                           base_runs=5)
+            # The first night (no history), the prior at its default or stated right; and
+            # after 20 nights of history (3 runs a night: back to back).
+            out[f"first {name} {night:.0%}"] = Setup("nightly", cases, b, base_r,
+                                                     history_nights=0)
+            out[f"first {name} {night:.0%} stated"] = Setup("nightly", cases, b, base_r,
+                                                            history_nights=0, prior=night)
+            out[f"20 nights {name} {night:.0%}"] = Setup("nightly", cases, b, base_r,
+                                                         history_nights=20)
+            out[f"20 nights {name} {night:.0%} x3 a night"] = Setup(
+                "nightly", cases, b, base_r, history_nights=20, per_night=3)
+    quiet = replace(box, night=0.005)
+    out["first full 0.5% stated"] = Setup("nightly", full, quiet, base_r, history_nights=0,
+                                          prior=0.005)
+    out["persistent full 0.5% stated"] = Setup("persistent", full, quiet, base_r,
+                                               history_nights=0, prior=0.005)
     out["same-night gate 3%"] = Setup("same-night", gate, replace(box, night=0.03),
                                       REFERENCE_REPEATS)
     out["nightly full 0%"] = Setup("nightly", full, replace(box, night=0.0), base_r,
@@ -466,17 +515,103 @@ DEFAULT_CONFIGS = ("nightly full 1%", "nightly full 3%", "nightly gate 1%", "nig
                    "same-night gate 3%")
 
 
+def named(change: str, result: Mapping[str, Any]) -> bool:
+    """A failing run names what moved: the row's factors regressed, or a tok/s drop the
+    sweep split over both (its mixed hint)."""
+    want = expected(change)
+    if not result["fail"] or not want:
+        return False
+    found = set(result["regressed"])
+    if want <= found:
+        return True
+    if "tok/s" in found and len(want) == 2:
+        return "acceptance and step-time regression" in result["message"]
+    return "tok/s" in found and not found - {"tok/s"} and (
+        ("step-time regression" in result["message"]) == ("step" in want))
+
+
 def row(name: str, setup: Setup, change: str, trials: int, seed: int) -> dict[str, Any]:
+    if setup.mode == "persistent":
+        return persistent_row(name, setup, change, trials, seed)
     runs = [trial(setup, ROWS[change], (seed, t)) for t in range(trials)]
     out: dict[str, Any] = {"config": name, "mode": setup.mode, "cases": len(setup.cases),
                            "night": setup.box.night, "common_share": setup.box.common_share,
-                           "change": change, "trials": trials,
+                           "change": change, "trials": trials, "prior": setup.prior,
+                           "history": setup.history_nights, "per_night": setup.per_night,
                            "judge_noise": JUDGE_NOISE[0]}
     for key in ("fail", "today", "sweep_only", "noted", "undetermined"):
         out[key] = share([bool(r[key]) for r in runs])
+    out["named"] = share([named(change, r) for r in runs])
     for key in ("gpu_today", "gpu", "extra", "requests"):
         out[key] = float(np.mean([r[key] for r in runs]))
     return out
+
+
+# -- a persistent regression: the change from night K on, the history growing night by night --
+PERSIST_FROM, PERSIST_NIGHTS = 4, 10
+
+
+def persistent_trial(setup: Setup, change: Change, seed: Sequence[int]) -> list[bool]:
+    """Nights 1..PERSIST_NIGHTS against one baseline (night 0), ``change`` from night
+    PERSIST_FROM on; each night judged with the history of the nights before it (its lines
+    as the record writes them: cell medians, their standard errors, the cases that failed),
+    then added to it. Whether each night failed."""
+    rng = np.random.default_rng([*seed, 98])
+    base_night = night_terms(setup.box, len(SWEEP), rng)
+    bases = {}
+    for ph in setup.cases:
+        i = SWEEP.index((ph.case.text_class, ph.case.context))
+        before = stream(ph, base_night, i, NO_CHANGE, setup.box,
+                        np.random.default_rng([*seed, i, 0]))
+        bases[ph.case.id] = baseline(before, ph.case, setup.baseline_repeats)[0]
+    lines: list[dict[str, Any]] = []
+    failed = []
+    total = setup.prior if setup.prior is not None else NoiseModel().total
+    for n in range(1, PERSIST_NIGHTS + 1):
+        today = night_terms(setup.box, len(SWEEP), rng)
+        now_change = change if n >= PERSIST_FROM else NO_CHANGE
+        noise = noise_from_history(lines, LABEL, total=total, stated=setup.prior is not None)
+        data, fails, cells, ses, bad = [], 0, {}, {}, []
+        for ph in setup.cases:
+            i = SWEEP.index((ph.case.text_class, ph.case.context))
+            now = stream(ph, today, i, now_change, setup.box,
+                         np.random.default_rng([*seed, i, 1, n]))
+            base = bases[ph.case.id]
+            got = take(now, lambda v, b=base: decide_repeats(  # type: ignore[misc]
+                v, b, DEFAULT_TOLERANCES, min_repeats=setup.repeats, max_repeats=MAX_R).action,
+                setup.repeats, MAX_R)
+            if case_verdict(ph, got, base, noise) == "fail":
+                fails += 1
+                bad.append(ph.case.id)
+            vals = values(got)
+            cells[ph.case.id] = {m: float(np.median(v)) for m, v in vals.items()}
+            ses[ph.case.id] = {m: float(median_se(np.std(np.log(v), ddof=1), len(v)))
+                               for m, v in vals.items()}
+            data.append((SweepCase(ph.case, vals, dict(base.metrics), None,
+                                   sum(s["wall_s"] for s in got) / len(got),
+                                   base_requests=dict(base.values)), now))
+        result = conclude(data, fails, 0.0, len(setup.cases), 0, noise)
+        if result["sweep_only"]:
+            bad.append("sweep")
+        failed.append(bool(result["fail"]))
+        lines.append({"label": LABEL, "kind": "full", "run_id": f"n{n:03d}",
+                      "created": created(n), "baseline": {"deployment": "box", "version": 1},
+                      "fingerprint": {}, "cells": cells, "cell_se": ses, "fits": {},
+                      "failed": bad})
+    return failed
+
+
+def persistent_row(name: str, setup: Setup, change: str, trials: int,
+                   seed: int) -> dict[str, Any]:
+    runs = [persistent_trial(setup, ROWS[change], (seed, t)) for t in range(trials)]
+    k = PERSIST_FROM - 1  # index of night PERSIST_FROM
+    return {"config": name, "mode": setup.mode, "cases": len(setup.cases),
+            "night": setup.box.night, "change": change, "trials": trials, "prior": setup.prior,
+            "from_night": PERSIST_FROM, "nights": PERSIST_NIGHTS,
+            "before": share([f for r in runs for f in r[:k]]),
+            "caught": share([f for r in runs for f in r[k:]]),
+            "every_night": share([all(r[k:]) for r in runs]),
+            "last_night": share([r[-1] for r in runs])}
 
 
 def pct(s: Mapping[str, Any]) -> str:
@@ -521,9 +656,16 @@ def main() -> None:
         for change in args.rows.split(","):
             r = row(name, table[name], change, args.trials, args.seed)
             rows.append(r)
+            if "caught" in r:
+                print(f"{name:<19} {change:<14} nights before {PERSIST_FROM} failed "
+                      f"{pct(r['before'])}; nights {PERSIST_FROM}..{PERSIST_NIGHTS} caught "
+                      f"{pct(r['caught'])}; every one of them {pct(r['every_night'])}",
+                      flush=True)
+                continue
             print(f"{name:<19} {change:<14} failed {pct(r['fail'])}  cases {pct(r['today'])}  "
                   f"sweep {pct(r['sweep_only'])}  noted {r['noted']['rate']:.3f}  undet. "
-                  f"{r['undetermined']['rate']:.3f}  GPU {r['gpu_today']:.0f} -> {r['gpu']:.0f} s"
+                  f"{r['undetermined']['rate']:.3f}  named {r['named']['rate']:.3f}  "
+                  f"GPU {r['gpu_today']:.0f} -> {r['gpu']:.0f} s"
                   f"  top-ups {r['extra']:.2f}", flush=True)
     print(f"wall {time.perf_counter() - started:.0f} s")
     RESULTS.mkdir(exist_ok=True)

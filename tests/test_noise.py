@@ -88,3 +88,79 @@ def test_a_merged_baselines_night_share_is_a_medians_never_less(runs: int) -> No
         assert share == pytest.approx(drawn, rel=0.02)
     else:
         assert drawn <= share <= 1.2 * drawn
+
+
+def _dated(lines: list[dict[str, object]], per_night: int = 1) -> list[dict[str, object]]:
+    """``lines`` written one night a day at 02:00, ``per_night`` runs a night 20 min apart."""
+    from datetime import datetime, timedelta, timezone
+    first = datetime(2026, 9, 1, 2, 0, tzinfo=timezone.utc)
+    return [{**line, "created": (first + timedelta(days=n // per_night,
+                                                   minutes=20 * (n % per_night))).isoformat()}
+            for n, line in enumerate(lines)]
+
+
+def test_two_runs_in_one_night_count_as_one_night() -> None:
+    """Back-to-back runs share the night's term: they are one night of history, and the
+    sentence counts nights."""
+    rng = np.random.default_rng(11)
+    lines = _dated(_history(rng, 8, 0.02, 0.5, per_segment=100))
+    model = from_history(lines, "box").of("step_ms")
+    assert model.nights == 8 and model.text().endswith("from 8 nights")
+    again = [{**line, "run_id": f"{line['run_id']}b",
+              "created": str(line["created"]).replace("T02:00", "T02:05")} for line in lines]
+    both = from_history(lines + again, "box").of("step_ms")
+    assert both.nights == 8 and both.text().endswith("from 8 nights")
+    # A narrower window splits them again: the window is the setting's.
+    split = from_history(lines + again, "box", night_window_h=0.05).of("step_ms")
+    assert split.nights == 16
+
+
+def test_back_to_back_runs_do_not_shrink_the_night_noise() -> None:
+    """Three runs a night with the night's term in common: counted as runs, their small
+    within-night spread would pull the estimate low; counted as nights, it is the box's."""
+    rng = np.random.default_rng(5)
+    nights = _history(rng, 40, 0.03, 0.5, per_segment=100)
+    tripled = []
+    for line in nights:  # the same night term, each run its own requests' medians
+        for k in range(3):
+            cells = {c: {"step_ms": v["step_ms"] * math.exp(0.01 * rng.standard_normal())}
+                     for c, v in line["cells"].items()}  # type: ignore[union-attr]
+            tripled.append({**line, "run_id": f"{line['run_id']}-{k}", "cells": cells})
+    model = from_history(_dated(tripled, per_night=3), "box").of("step_ms")
+    assert model.nights == 40
+    assert model.case_sd() == pytest.approx(0.03, rel=0.3)
+
+
+def test_a_level_shift_is_not_spread_and_a_regressed_run_is_left_out() -> None:
+    """A 6 % step rise that persists inside one baseline's segment: the nights judged
+    regressed are left out, and successive differences keep even an unflagged shift to one
+    difference, so the spread stays the box's."""
+    rng = np.random.default_rng(21)
+    lines = _dated(_history(rng, 30, 0.01, 0.5, per_segment=100))
+    clean = from_history(lines, "box").of("step_ms").case_sd()
+    shifted = [{**line, "cells": {c: {"step_ms": v["step_ms"] * 1.06}
+                                  for c, v in line["cells"].items()}}  # type: ignore[union-attr]
+               if n >= 20 else line for n, line in enumerate(lines)]
+    unflagged = from_history(shifted, "box").of("step_ms").case_sd()
+    # Deviations from a segment mean would put about (6 %)²·(20·10/30²) into the variance:
+    # σ ≈ 3 %. One successive difference of 30 adds (6 %)²/2/29 to the common part's.
+    assert unflagged < clean + 0.005
+    flagged = [{**line, "failed": ["sweep"]} if n >= 20 else line
+               for n, line in enumerate(shifted)]
+    left_out = from_history(flagged, "box").of("step_ms")
+    assert left_out.nights == 20
+    assert left_out.case_sd() == pytest.approx(clean, rel=0.35)
+
+
+def test_a_stated_prior_is_knowledge_the_default_a_guess() -> None:
+    """No history: either prior is used as known (the normal quantile), and the sentence says
+    which; the stated one outweighs a short history that disagrees, the default does not."""
+    default = from_history([], "box").of("step_ms")
+    stated = from_history([], "box", total=0.005, stated=True).of("step_ms")
+    assert math.isinf(default.df) and math.isinf(stated.df)
+    assert stated.text() == "run-to-run ±0.5 % as stated: no history yet"
+    rng = np.random.default_rng(2)
+    noisy = _dated(_history(rng, 4, 0.03, 0.5, per_segment=100))
+    assert from_history(noisy, "box", total=0.005, stated=True).of("step_ms").case_sd() < 0.015
+    quiet = _dated(_history(rng, 6, 0.005, 0.5, per_segment=100, req_se=0.002))
+    assert from_history(quiet, "box").of("step_ms").case_sd() < 0.015

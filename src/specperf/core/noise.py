@@ -250,6 +250,7 @@ class _Sums:
 
     ss_own: float = 0.0  # Σ over pairs of the cells' spread about the pair's mean difference
     df_own: float = 0.0
+    req_own: float = 0.0  # the request variance taken out of ss_own
     pairs: list[tuple[float, int, float]] = field(default_factory=list)  # (mean Δ, cells, req)
     nights: int = 0
 
@@ -276,6 +277,7 @@ def _segment(nights: Sequence[tuple[dict[str, float], dict[str, float]]], sums: 
             spread = sum((x - mean) ** 2 for x in deltas)
             # E[spread] = (C − 1)(2σ_own² + mean request variance)
             sums.ss_own += max(0.0, spread - (len(cells) - 1) * mean_req) / 2.0
+            sums.req_own += (len(cells) - 1) * mean_req / 2.0
             sums.df_own += len(cells) - 1
         sums.pairs.append((mean, len(cells), mean_req))
 
@@ -287,15 +289,27 @@ def _history_df(pairs: int) -> float:
     return 1.0 if pairs <= 1 else max(1.0, 2.0 * pairs / 3.0)
 
 
-def _blend(prior_var: float, weight: float, found: float, df: float) -> tuple[float, float]:
-    """The prior and the history's variance, weighted as ``weight`` nights against ``df``;
-    and the blend's degrees of freedom. The prior is knowledge, not a sample: it brings no
-    sampling error, so only the history's share counts against the df (Satterthwaite)."""
-    share = df / (weight + df) if weight + df > 0 else 0.0
+def _blend(prior_var: float, weight: float, found: float, raw: float,
+           df: float) -> tuple[float, float]:
+    """The prior and the history's estimate of one run-term variance, and the blend's df.
+
+    The history's ``found`` is ``raw`` (a mean square with ``df`` degrees of freedom) less
+    the medians' known request variance, so its sampling variance is that of ``raw``:
+    2·raw²/df. The prior counts as ``weight`` nights of a history whose spread is the prior's
+    own (2·prior²/weight). The two are weighted by their precisions: a history whose spread
+    is mostly request noise moves the prior little, a quiet box's history (raw below the
+    prior) moves it fast. The prior is knowledge, not a sample: it brings no sampling error,
+    so the blend's df counts only the history's share (Satterthwaite); the prior alone has
+    infinitely many (the normal quantile)."""
+    if df <= 0 or raw <= 0:
+        return prior_var, math.inf
+    w_history = df / (raw * raw)
+    w_prior = weight / (prior_var * prior_var) if prior_var > 0 else 0.0
+    share = w_history / (w_prior + w_history)
     value = (1.0 - share) * prior_var + share * found
-    if share <= 0 or found <= 0:
-        return value, math.inf
-    return value, max(value * value / (share * share * found * found / df), 1.0)
+    if value <= 0:
+        return 0.0, math.inf
+    return value, max(value * value * df / (share * share * raw * raw), 1.0)
 
 
 def estimate(entries: Sequence[Mapping[str, Any]], metric: str, *,
@@ -314,12 +328,15 @@ def estimate(entries: Sequence[Mapping[str, Any]], metric: str, *,
     if not sums.pairs:
         return prior
     own_var = sums.ss_own / sums.df_own if sums.df_own > 0 else prior.own**2
+    own_raw = own_var + sums.req_own / max(sums.df_own, 1.0)
     # E[mean Δ²] = 2σ_common² + (2σ_own² + mean request variance) / cells
     common_var = max(0.0, sum(m * m / 2.0 - (own_var + req / 2.0) / c
                               for m, c, req in sums.pairs) / len(sums.pairs))
+    common_raw = sum(m * m / 2.0 for m, _, _ in sums.pairs) / len(sums.pairs)
     weight = prior_weight(stated)
-    own_post, df_own = _blend(prior.own**2, weight, own_var, max(sums.df_own, 1.0))
-    common_post, df_common = _blend(prior.common**2, weight, common_var,
+    own_post, df_own = _blend(prior.own**2, weight, own_var, own_raw,
+                              sums.df_own if sums.df_own > 0 else 0.0)
+    common_post, df_common = _blend(prior.common**2, weight, common_var, common_raw,
                                     _history_df(len(sums.pairs)))
     # One case's run term: common and own together, its df by Satterthwaite.
     parts = [(v, d) for v, d in ((common_post, df_common), (own_post, df_own)) if v > 0]

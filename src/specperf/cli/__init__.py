@@ -1,12 +1,13 @@
 """The ``specperf`` command: subcommands that work outside a pytest run.
 
 ``specperf report RESULTS`` re-renders the HTML of a run, ``specperf trend`` renders the
-nightly history, ``specperf gate`` runs the deploy gate, ``specperf bisect`` finds the deploy
+nightly history, ``specperf gate`` runs the deploy gate, ``specperf import`` and ``specperf
+export`` load and export the results store (docs/store.md), ``specperf bisect`` finds the deploy
 that made a deployment slower (``bisect/``). Each subcommand lives in its own module and
 registers here; exit codes are the gate's (0 pass, 1 regression, 2 usage, 3 infrastructure;
 bisect adds 5 and 6, bisect/command.py).
 
-May import: core, store, record, views, bisect
+May import: core, store, measure, record, views, bisect
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ def _parser() -> argparse.ArgumentParser:
     # does not need before it has parsed its arguments.
     from ..bisect import command as bisect
     from ..views import report
-    from . import explain, gate
+    from . import explain, gate, store
 
     # Plain text in --help: the docstring's RST literals (``x``) read as x.
     summary = __doc__.split("\n\n")[0].replace("``", "")
     parser = argparse.ArgumentParser(prog="specperf", description=summary)
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (report, gate, explain, bisect):
+    for module in (report, gate, explain, bisect, store):
         module.add_subcommand(sub)
     parser.set_defaults(subcommands=sub.choices)
     return parser

@@ -3,7 +3,8 @@
 A "deploy" resets the simulator and posts the version's knobs (its line's ``"sim"`` object:
 ``step_time_mult``, ``acceptance_mult``, ``prefill_mult``, … as docs/simulator.md lists them)
 to ``/_sim/faults``, then reads them back. A line with ``"deploy_fails": true`` fails its
-deploy (exit 1), as a broken image would::
+deploy (exit 1), as a broken image would. ``draft_model`` is the path ``/server_info``
+reports, so a line's ``"fingerprint": {"draft_model": …}`` is what bisect waits to see::
 
     python -m specperf.sim --port 30000 --time-scale 0.05 &
     python examples/sim_deploy.py history --versions 16 --seed 7 --out /tmp/versions.jsonl
@@ -80,12 +81,17 @@ def history(n: int, seed: str, step_rise: float, acceptance_mult: float, fail: i
         {k: (f"v{v:02d}" if isinstance(v, int) else v) for k, v in draw.items() if k != "fails"}
         | {"fails": [f"v{i:02d}" for i in draw["fails"]]})]
     for i in range(n):
-        sim: dict[str, float] = {}
+        # The drafter checkpoint is what the server reports (its fingerprint's draft_model):
+        # a new one lands with the acceptance culprit, as a drafter deploy would.
+        worse_drafter = "acceptance" in draw and i >= draw["acceptance"]
+        drafter = f"specperf-sim/drafter-{'ckpt2' if worse_drafter else 'ckpt1'}"
+        sim: dict[str, Any] = {"draft_model": drafter}
         if "step time" in draw and i >= draw["step time"]:
             sim["step_time_mult"] = 1.0 + step_rise
-        if "acceptance" in draw and i >= draw["acceptance"]:
+        if worse_drafter:
             sim["acceptance_mult"] = acceptance_mult
-        line: dict[str, Any] = {"name": f"v{i:02d}", "sim": sim}
+        line: dict[str, Any] = {"name": f"v{i:02d}", "sim": sim,
+                                "fingerprint": {"draft_model": drafter}}
         if i in draw["fails"]:
             line["deploy_fails"] = True
         lines.append(json.dumps(line))

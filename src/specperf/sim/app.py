@@ -217,6 +217,8 @@ async def server_info(http: Request) -> Response:
         "internal_states": [{"avg_spec_accept_length": state.scheduler.lifetime_accept_length,
                              "last_gen_throughput": 0.0}],
     }
+    if state.faults.state.draft_model:  # a drafter "deployed" by /_sim/faults (faults.py)
+        info["speculative_draft_model_path"] = state.faults.state.draft_model
     return JSONResponse(info)
 
 

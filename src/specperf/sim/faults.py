@@ -51,6 +51,9 @@ Fields (all apply to generation requests: /generate, /v1/completions, /v1/chat/c
 - ``loop_output`` (false): every one of our requests emits a four-token cycle instead of
   its own text (think and tool-call markers stay): a model collapsed into a loop, as greedy
   decoding does on some prompts. Counts, steps and timings are unchanged.
+- ``draft_model`` (""): the draft model path ``/server_info`` reports instead of the
+  profile's (a drafter deploy changes the fingerprint; examples/sim_deploy.py sets it). A
+  label only: the physics are the knobs above.
 
 The parser costs model post-processing in SGLang's HTTP server process, after the scheduler
 produced the tokens: the client sees the delay, the decode does not. ``meta_info`` timings
@@ -102,6 +105,7 @@ class FaultState:
     foreign_delay_ms: float = 0.0
     foreign_times: int = 0
     loop_output: bool = False
+    draft_model: str = ""
 
 
     def late_factor(self, produced: int) -> float:
@@ -114,6 +118,7 @@ _RATES = ("error_rate", "drop_rate", "malformed_rate", "early_stop_rate")
 _MULTS = ("step_time_mult", "slope_mult", "acceptance_mult", "prefill_mult",
           "late_accept_mult")
 _BOOLS = ("omit_spec_fields", "loop_output")
+_STRS = ("draft_model",)
 _INTS = ("error_status", "extra_verify_steps", "background_requests", "foreign_output",
          "foreign_prompt", "foreign_times", "late_after")
 
@@ -187,6 +192,10 @@ class Faults:
 
 
 def _coerce(name: str, value: object) -> Any:
+    if name in _STRS:
+        if not isinstance(value, str):
+            raise FaultError(f"{name} must be a string, got {value!r}")
+        return value
     if name in _BOOLS:
         if not isinstance(value, bool):
             raise FaultError(f"{name} must be true or false")

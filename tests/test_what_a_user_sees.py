@@ -88,9 +88,9 @@ def test_changed_cases_on_a_changed_server_name_the_fingerprint_fields():
 def test_a_failure_drops_the_power_sentence_a_pass_keeps_it():
     failing = {"case_id": "sweep", "status": "fail", "message": f"{STEP} {POWER}"}
     lines = summary.verdict_lines(_doc(verdicts=[failing]))
+    # An older record without figures: its sentence on one line, without the power sentence.
     assert lines == ["regressions (1), one line each (the sentences are under FAILURES above "
-                     "and in report.html):",
-                     "  sweep: tok/s 54.5 → 38.1 (−30.1%, limit −10%) — step-time regression"]
+                     "and in report.html):", f"  sweep: {STEP}"]
     assert page.without_power(f"no regression: x. {POWER}") == "no regression: x."
     case = gate.CaseOutcome("sweep", "failed", f"{STEP} {POWER}")
     out = gate.summary_lines(gate.GateResult(gate.GateExit.REGRESSION, "r", (case,)), "URL")
@@ -100,16 +100,18 @@ def test_a_failure_drops_the_power_sentence_a_pass_keeps_it():
 def test_report_groups_regressions_by_cause_summary_first():
     exact = ("acceptance changed on 5 of 5 prompts (…): the output text is the same, so the "
              "drafter proposes differently — check the draft model and its settings.")
-    failing = [{"case_id": f"padding-ctx{c}", "status": "fail",
+    details = {"tok_s": {"base": 54.5, "new": 38.1, "change": -0.301, "limit": -0.1},
+               "step_ms": {"base": 144.0, "new": 190.0, "change": 0.319, "limit": 0.1}}
+    failing = [{"case_id": f"padding-ctx{c}", "status": "fail", "details": details,
                 "message": f"{exact} Statistics: {STEP}"} for c in (13, 1663)]
     block = html.unescape(page.section("regressions", {"verdicts": failing, "reconcile": []}))
-    assert block.count("<h3") == 1
-    assert ("step-time regression: check the kernels, attention backend and KV cache. "
+    assert block.count("<h3") == 1  # grouped by the factor the fields name, not the prose
+    assert ("step-time regression: check the kernels, attention backend and KV cache "
             "(2: padding-ctx13, padding-ctx1663)</h3>") in block
-    items = re.findall(r'<li class="regression" data-case="[^"]+"><b>[^<]+</b>: ([^<]*)<div',
+    items = re.findall(r'<li class="regression" data-case="[^"]+"><b>[^<]+</b>: ([^<]*)</li>',
                        block)
-    assert items == ["tok/s 54.5 → 38.1 (−30.1%, limit −10%): step time 144 → 190 ms (+31.9%) "
-                     "explains it"] * 2
+    assert items == ["tok/s 54.5 → 38.1 (−30.1%, limit −10%); also past their limits: step "
+                     "time +31.9%"] * 2
 
 
 def test_the_ab_gate_names_both_sides():

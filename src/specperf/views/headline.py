@@ -1,91 +1,286 @@
-"""One short line per failing verdict, for the terminal's closing block.
+"""One short line per verdict, read from its fields: what moved, and the factor it names.
 
-The whole sentence of a regression is printed once, by pytest under FAILURES (and kept in
-results.json and report.html); the closing block lists each failure again only as a headline:
-what moved past its limit, by how much, and which factor the verdict names.
+The whole sentence of a verdict is printed once (a regression by pytest under FAILURES) and
+kept in results.json and report.html; the closing block and the top of the page say each
+verdict again only as a line: a regression's :func:`headline` (what moved past its limit, by
+how much, which factor), a noted, improved or undetermined verdict's :func:`reason`.
+
+Every line is built from the verdict's fields (``details``: each metric's base, new, change,
+limit and interval; a sweep's factors; ``attribution``; ``exact``; a ``factor`` field when
+the record has one), never from its sentence. A record too old to hold them shows its
+sentence as it is, cut to one line.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
-# The order a headline names the metrics past their limits: what the user feels first.
+from ..core.limits import FLOOR, format_percent
+from ..judge.attribution import SECONDARY_SHARE, UNEXPLAINED_SHARE
+from ..judge.factortest import SWEEP_TOLERANCE
+from ..judge.hints import ACCEPTANCE_HINT, PREFILL_HINT, STEP_HINT
+
+# The order a line names a case's metrics: what the user feels first.
 _METRICS = (("tok_s", "tok/s", "{:.1f}", ""), ("avg_commit", "avg commit", "{:.2f}", ""),
             ("step_ms", "step time", "{:.0f}", " ms"),
             ("decode_tok_s", "decode tok/s", "{:.1f}", ""),
             ("ttft_ms", "prefill (TTFT)", "{:.0f}", " ms"))
-_FACTOR = re.compile(r"— ((?:[\w-]+ )*?[\w-]+ regression)\b")
+# A sweep's factors as judge/sweepverdict.py keys them in ``details`` (acceptance per text
+# class: "acceptance:<class>"), with the direction a regression moves them.
+_SWEEP = (("tok/s", "tok/s", -1), ("step", "step time", +1), ("acceptance", "avg commit", -1))
+# The factors a regression can name: what moved, the words a line gives it, what to check.
+FACTORS = {"acceptance": ("acceptance", "acceptance regression", ACCEPTANCE_HINT),
+           "step": ("step time", "step-time regression", STEP_HINT),
+           "acceptance+step": ("acceptance and step time", "acceptance and step-time regression",
+                               "acceptance and step-time regression: check the drafter and the "
+                               "text, then the kernels, attention backend and KV cache"),
+           "prefill": ("prefill", "prefill regression", PREFILL_HINT),
+           "slope": ("the context slope", "attention scaling regression",
+                     "attention scaling regression: step time grows faster with context than "
+                     "in the baseline"),
+           "unexplained": ("tok/s", "neither acceptance nor step time",
+                           "neither acceptance nor step time explains it: check prefill, "
+                           "transport and the client")}
+LINE_MAX = 200  # an old record's sentence, cut to one terminal line
+# How older records' sweep verdicts opened their power sentence (now the record's resolution).
+POWER_SENTENCE = "Would have caught "
 
 
 def headline(verdict: Mapping[str, Any]) -> str:
     """'tok/s 54.5 → 38.1 (−30.1%, limit −10%); also past their limits: step time +31.9% —
-    step-time regression': every metric past its limit as a point (marked undetermined where
-    its interval reaches back inside the limit), then the verdict's factor."""
-    message = str(verdict.get("message", ""))
+    step-time regression': every metric past its limit (marked undetermined where its
+    interval reaches back inside the limit), then the factor the verdict names."""
     details = verdict.get("details") or {}
-    moved = [(details[key], name, fmt, unit) for key, name, fmt, unit in _METRICS
-             if _beyond(details.get(key))]
-    what = _figure(*moved[0]) if moved else _first_clause(message)
-    if len(moved) > 1:
-        what += "; also past their limits: " + ", ".join(
-            f"{name} {_pct(entry['change'])}{' (undetermined)' if _straddles(entry) else ''}"
-            for entry, name, _, _ in moved[1:])
+    if is_sweep(verdict):
+        what = _sweep_moves(details, ("fail",))
+    elif "slope" in details:
+        what = _slope(details["slope"])
+    else:
+        what = _case_moves(details)
+    if not what:
+        return one_line(without_power(str(verdict.get("message", ""))))
     exact = verdict.get("exact") or {}
     if exact.get("status") == "changed" and exact.get("compared"):
         cause = f": the {exact['cause']}" if exact.get("cause") else ""
         what += (f"; acceptance changed on {exact.get('changed')} of {exact['compared']} "
                  f"prompts{cause}")
-    factor = _factor(message)
-    return f"{what} — {factor}" if factor else what
+    name = factor(verdict)
+    return f"{what} \u2014 {FACTORS[name][1]}" if name in FACTORS else what
 
 
-def _beyond(entry: Mapping[str, Any] | None) -> bool:
-    """A metric's change past its limit, in the limit's (bad) direction."""
+def reason(verdict: Mapping[str, Any], sweep_tolerance: float = SWEEP_TOLERANCE) -> str:
+    """A noted, improved or undetermined verdict in one line: the figures that made it so
+    (a change we are sure of inside the limit; past it on the good side; an interval across
+    the limit); a record without them, its sentence cut to one line."""
+    details = verdict.get("details") or {}
+    status = str(verdict.get("status"))
+    if verdict.get("reason") == "no-baseline":
+        return "nothing in the baseline to compare with"
+    if is_sweep(verdict):
+        found = _sweep_moves(details, (status,), sweep_tolerance)
+        if found and status == "undetermined":
+            found += f": its interval reaches past the {_pct(sweep_tolerance, 0)[1:]} sweep " \
+                     "tolerance"
+    elif "slope" in details:
+        found = _slope(details["slope"])
+    else:
+        found = "; ".join(_case_reason(details, status))
+    return found or one_line(str(verdict.get("message", "")))
+
+
+def factor(verdict: Mapping[str, Any]) -> str:
+    """The factor a regression names (a key of :data:`FACTORS`, or '' when none can be read):
+    the record's own ``factor`` field when it has one; else the factors past their limits
+    with confidence; else, for a tok/s drop, its attribution's shares (judge/attribution.py's
+    thresholds)."""
+    if verdict.get("factor"):
+        return str(verdict["factor"])
+    details = verdict.get("details") or {}
+    if is_sweep(verdict):
+        moved = {key.partition(":")[0] for key, d in details.items()
+                 if isinstance(d, Mapping) and d.get("regressed")} - {"tok/s"}
+        return "acceptance+step" if moved == {"acceptance", "step"} else next(iter(moved), "")
+    if "slope" in details:
+        return "slope" if _regressed("slope", details["slope"]) else ""
+    moved = {m for m in ("avg_commit", "step_ms", "ttft_ms")
+             if m in details and _regressed(m, details[m])}
+    if {"avg_commit", "step_ms"} <= moved:
+        return "acceptance+step"
+    for metric, name in (("avg_commit", "acceptance"), ("step_ms", "step"),
+                         ("ttft_ms", "prefill")):
+        if metric in moved:
+            return name
+    if any(_regressed(m, details[m]) for m in ("tok_s", "decode_tok_s") if m in details):
+        return _by_shares(verdict.get("attribution") or {})
+    return ""
+
+
+def _by_shares(shares: Mapping[str, float]) -> str:
+    """A tok/s drop neither factor passed its limit in, named by its attribution's shares."""
+    if not shares:
+        return ""
+    acc, step = shares.get("acceptance", 0.0), shares.get("step", 0.0)
+    if shares.get("rest", 0.0) >= UNEXPLAINED_SHARE or max(acc, step) < SECONDARY_SHARE:
+        return "unexplained"
+    if min(acc, step) >= SECONDARY_SHARE:
+        return "acceptance+step"
+    return "acceptance" if acc > step else "step"
+
+
+def is_sweep(verdict: Mapping[str, Any]) -> bool:
+    """A sweep's verdict (its details are per factor: 'tok/s', 'step', 'acceptance:<class>')."""
+    details = verdict.get("details") or {}
+    return verdict.get("case_id") == "sweep" or any(
+        k in ("tok/s", "step") or k.startswith("acceptance:") for k in details)
+
+
+def without_power(message: str) -> str:
+    """An older record's failing sentence without the sweep's "Would have caught …" sentence:
+    that is how sensitive a *pass* was; on a failure it only distracts from what regressed."""
+    head, found, _ = message.partition(POWER_SENTENCE)
+    return head.rstrip() if found else message
+
+
+def one_line(message: str) -> str:
+    """A sentence on one line, cut at a word near :data:`LINE_MAX` characters."""
+    flat = " ".join(message.split())
+    if len(flat) <= LINE_MAX:
+        return flat
+    return flat[:LINE_MAX].rsplit(" ", 1)[0].rstrip(",;:") + " \u2026"
+
+
+# -- a case's metrics ---------------------------------------------------------------------------
+def _case_moves(details: Mapping[str, Any]) -> str:
+    moved = [(details[key], name, fmt, unit) for key, name, fmt, unit in _METRICS
+             if _beyond(details.get(key), key)]
+    if not moved:
+        return ""
+    what = _figure(*moved[0])
+    if len(moved) > 1:
+        what += "; also past their limits: " + ", ".join(
+            f"{name} {_pct(entry['change'])}{' (undetermined)' if _straddles(entry) else ''}"
+            for entry, name, _, _ in moved[1:])
+    return what
+
+
+def _case_reason(details: Mapping[str, Any], status: str) -> list[str]:
+    """The metrics behind a case's word: for noted, the changes we are sure of (inside their
+    limits); for improved, those past the limit on the good side; for undetermined, the
+    intervals across a limit."""
+    out = []
+    for key, name, fmt, unit in _METRICS:
+        entry = details.get(key)
+        if not entry or entry.get("change") is None or not entry.get("limit"):
+            continue
+        low, high = entry.get("low"), entry.get("high")
+        if status == "undetermined" and _straddles(entry):
+            out.append(f"{_figure(entry, name, fmt, unit)} has a 95% interval of "
+                       f"{_pct(float(low))} to {_pct(float(high))}, across the limit")
+        elif status == "improved" and _beyond(entry, key, good=True):
+            out.append(f"{_figure(entry, name, fmt, unit)}, better beyond the limit")
+        elif status == "noted" and low is not None and high is not None and \
+                (float(low) > 0 or float(high) < 0):
+            out.append(f"{_figure(entry, name, fmt, unit)}, a change we are sure of, inside "
+                       "the limit")
+    return out
+
+
+def _beyond(entry: Mapping[str, Any] | None, metric: str = "", good: bool = False) -> bool:
+    """A metric's median past its limit, in the limit's (bad) direction, or with ``good``
+    past it the other way; a move inside the metric's floor (ms) never is."""
     if not entry or entry.get("change") is None or not entry.get("limit"):
         return False
+    base, new = entry.get("base"), entry.get("new")
+    if metric in FLOOR and base is not None and new is not None and \
+            abs(float(new) - float(base)) < FLOOR[metric]:
+        return False
     change, limit = float(entry["change"]), float(entry["limit"])
+    if good:  # the same distance on the other side of no change
+        return change > -limit if limit < 0 else change < -limit
     return change < limit if limit < 0 else change > limit
 
 
+def _regressed(metric: str, entry: Mapping[str, Any]) -> bool:
+    """Past its limit with confidence: the median, and its whole interval when it has one."""
+    return _beyond(entry, metric) and not _straddles(entry)
+
+
 def _straddles(entry: Mapping[str, Any]) -> bool:
-    """The change's interval (when the verdict gives one) reaches back inside the limit: past
-    it as a point, but not with confidence."""
+    """The change's interval (when the verdict gives one) reaches across the limit."""
     low, high, limit = entry.get("low"), entry.get("high"), float(entry["limit"])
     if low is None or high is None:
         return False
-    return float(high) >= limit if limit < 0 else float(low) <= limit
+    return float(low) < limit < float(high)
 
 
 def _figure(entry: Mapping[str, Any], name: str, fmt: str, unit: str) -> str:
     base, new = entry.get("base"), entry.get("new")
-    values = f"{fmt.format(base)} → {fmt.format(new)}{unit} " if None not in (base, new) else ""
+    values = f"{fmt.format(base)} \u2192 {fmt.format(new)}{unit} " if None not in (base, new) \
+        else ""
     unsure = ", undetermined" if _straddles(entry) else ""
     return f"{name} {values}({_pct(entry['change'])}, limit {_pct(entry['limit'], 0)}{unsure})"
 
 
+def _slope(entry: Mapping[str, Any]) -> str:
+    """A context fit's slope: 'step time per 1k context 17.7 → 23.0 ms (+30.1%, limit +15%)'."""
+    if entry.get("change") is None or not entry.get("limit"):
+        return ""
+    return _figure(entry, "step time per 1k context", "{:.1f}", " ms")
+
+
+# -- a sweep's factors --------------------------------------------------------------------------
+def sweep_factors(details: Mapping[str, Any], tolerance: float = SWEEP_TOLERANCE
+                  ) -> list[tuple[str, str, Mapping[str, Any]]]:
+    """A sweep's factors as (status, name, figures): the status its record gives (``status``,
+    or the ``regressed`` and ``noted`` flags); else read off its interval against the sweep
+    ``tolerance``: past it on the good side is improved, reaching past it on the bad side is
+    undetermined, anything else a pass."""
+    out = []
+    for key, entry in details.items():
+        if not isinstance(entry, Mapping) or "change" not in entry:
+            continue
+        head, _, scope = key.partition(":")
+        name, sign = next(((n, s) for k, n, s in _SWEEP if k == head), (head, -1))
+        out.append((_sweep_status(entry, sign, tolerance),
+                    f"{name} on {scope}" if scope else name, entry))
+    order = [name for _, name, _ in _SWEEP]
+    return sorted(out, key=lambda f: order.index(f[1].split(" on ")[0])
+                  if f[1].split(" on ")[0] in order else len(order))
+
+
+def _sweep_status(entry: Mapping[str, Any], sign: int, tolerance: float) -> str:
+    if entry.get("status"):
+        return str(entry["status"])
+    if entry.get("regressed"):
+        return "fail"
+    if entry.get("noted"):
+        return "noted"
+    low, high = entry.get("low"), entry.get("high")
+    if low is None or high is None:
+        return "pass"
+    worse = sorted((sign * float(low), sign * float(high)))  # positive: the bad direction
+    if worse[1] < -tolerance:
+        return "improved"
+    return "undetermined" if worse[1] > tolerance else "pass"
+
+
+def _sweep_moves(details: Mapping[str, Any], statuses: tuple[str, ...],
+                 tolerance: float = SWEEP_TOLERANCE) -> str:
+    """The sweep's factors of these ``statuses``: 'step time +15.0% (95% CI +14.1% to
+    +15.9%)'."""
+    return "; ".join(f"{name} {format_percent(float(entry['change']))}"
+                     f"{_interval(entry)}{'' if len(statuses) == 1 else f' ({status})'}"
+                     for status, name, entry in sweep_factors(details, tolerance)
+                     if status in statuses)
+
+
+def _interval(entry: Mapping[str, Any]) -> str:
+    low, high = entry.get("low"), entry.get("high")
+    if low is None or high is None:
+        return ""
+    return f" (95% CI {format_percent(float(low))} to {format_percent(float(high))})"
+
+
 def _pct(fraction: float, digits: int = 1) -> str:
     return f"{100 * fraction:+.{digits}f}%".replace("-", "\u2212")
-
-
-def _first_clause(message: str) -> str:
-    """The sentence's opening figure: its first clause with a number in it, a clause ending
-    at ':' or ' — ' outside parentheses ('padding: step time per 1k … (+30.1%, limit +15%)'
-    gives the second)."""
-    depth, start = 0, 0
-    for i, char in enumerate(message):
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if depth == 0 and (message.startswith(": ", i) or message.startswith(" — ", i)):
-            if any(c.isdigit() for c in message[start:i]):
-                return message[start:i]
-            start = i + (2 if message[i] == ":" else 3)
-    return message[start:].rstrip(".")
-
-
-def _factor(message: str) -> str:
-    """The diagnosis the verdict gives tok/s ('acceptance and step-time regression'); a
-    verdict without tok/s, its first."""
-    start = message.find("tok/s")
-    found = _FACTOR.search(message, max(start, 0)) or _FACTOR.search(message)
-    return found[1] if found else ""

@@ -1,10 +1,12 @@
 """The run page: one results document rendered as a self-contained HTML page.
 
-Sections, top to bottom: who was measured (SIMULATED or the endpoint), the fingerprint
-and how it differs from the baseline's, suite version, git revision, lock wait and run
-duration; the incident-style table per text class and context; the plots; the verdicts
-with their attribution; the predict-and-reconcile table; the context fits; errors; every
-request's raw numbers. This module builds each section's data from the document; the
+Sections, top to bottom: the decision (PASS, FAIL or UNDETERMINED, the sweep's decision,
+which factor moved: views/decision.py) and what the run could have seen; the regressions
+grouped by the factor they name; every verdict; who was measured (SIMULATED or the
+endpoint), the fingerprint and how it differs from the baseline's, suite version, git
+revision, lock wait and run duration; the incident-style table per text class and context;
+the plots; the predict-and-reconcile table; the context fits; errors; every request's raw
+numbers. This module builds each section's data from the document; the
 markup is templates/run.html.j2, autoescaped (views/template.py), so no string from a
 server or a user reaches the page unescaped.
 """
@@ -17,17 +19,18 @@ from typing import Any
 from ..core.limits import format_percent
 from ..record.results import median
 from ..servers.fingerprint import pinned_line
-from . import figures, template
+from . import decision, figures, template
 from .figures import base_median
+from .headline import FACTORS, factor, headline, without_power
 from .template import Cell, Span, Table, num
 
-# How judge/sweepverdict.py opens its power clause (SweepResult._power_clause).
-POWER_SENTENCE = "Would have caught "
 TEMPLATE = "run.html.j2"
 SECTIONS_TEMPLATE = "run_parts.html.j2"
 
 # Failures first, then the contract's order (core/contract.py PRIORITY): what needs a look first.
 _STATUS_ORDER = {"fail": 0, "error": 1, "undetermined": 2, "improved": 3, "noted": 4, "pass": 5}
+# How the verdict list names a status (results.json stores a regression as "fail").
+_WORDS = {"fail": "regression", "error": "error"}
 
 
 def render(doc: Mapping[str, Any]) -> str:
@@ -55,7 +58,24 @@ def _pct(fraction: float | None) -> str:
 
 # -- the header ---------------------------------------------------------------------------------
 def _header(doc: Mapping[str, Any]) -> dict[str, Any]:
-    return {"run_id": doc["run_id"], "facts": _facts(doc), "regressions": _regressions(doc)}
+    return {"run_id": doc["run_id"], "decision": _decision(doc), "facts": _facts(doc),
+            "regressions": _regressions(doc), "measured": _measured(doc)}
+
+
+def _decision(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The page's first line (views/decision.py) and what the run could have seen."""
+    found = decision.decide(doc)
+    line = found.line()
+    return {"word": found.word, "text": line[len(found.word):], "cls": found.word.lower(),
+            "resolution": decision.resolution_line(doc)}
+
+
+def _measured(doc: Mapping[str, Any]) -> Span:
+    """SIMULATED or the endpoint, beside the title."""
+    server = doc["server"]
+    if server.get("simulated"):
+        return Span("SIMULATED", "badge sim")
+    return Span(server.get("url") or doc["settings"].get("endpoint"), "badge real")
 
 
 def _facts(doc: Mapping[str, Any]) -> list[tuple[str, list[Span]]]:
@@ -145,51 +165,35 @@ def _outcome_counts(doc: Mapping[str, Any]) -> str:
     return ", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "no test outcomes"
 
 
-# -- regressions, right under the header -------------------------------------------------------
+# -- regressions, right under the decision -----------------------------------------------------
 def _regressions(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """What regressed and why, grouped by cause, and the slowdowns the model cannot explain."""
+    """What regressed and why, grouped by the factor each verdict names (its fields, not its
+    sentence: views/headline.py), and the slowdowns the model cannot explain."""
     failing = [v for v in doc["verdicts"] if v["status"] == "fail"]
     unexplained = [{"case": r["case_id"], "message": r["message"]}
                    for r in doc["reconcile"] if r["status"] == "fail"]
-    groups = [_regression_group(diagnosis, group)
-              for diagnosis, group in _by_diagnosis(failing).items()]
-    return {"count": len(failing), "groups": groups, "unexplained": unexplained}
-
-
-def _by_diagnosis(failing: list[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
-    """Regressions grouped by what to check (the verdict's closing '— … regression: check
-    …'), in first-seen order: ten cases of one cause read as one finding, not ten."""
     groups: dict[str, list[Mapping[str, Any]]] = {}
-    for verdict in failing:
-        head, _, diagnosis = without_power(verdict["message"]).rpartition(" \u2014 ")
-        groups.setdefault(diagnosis if head else "", []).append(verdict)
-    return groups
+    for verdict in failing:  # in first-seen order: ten cases of one cause are one finding
+        groups.setdefault(factor(verdict), []).append(verdict)
+    return {"count": len(failing), "unexplained": unexplained,
+            "groups": [_regression_group(name, group) for name, group in groups.items()]}
 
 
-def _regression_group(diagnosis: str, group: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """One cause: its one-line summary and the cases first, then each case's figures."""
+def _regression_group(name: str, group: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """One cause: what to check and the cases first, then each case's figures."""
     names = ", ".join(str(v["case_id"]) for v in group)
-    title = f"{diagnosis} ({len(group)}: {names})" if diagnosis else f"{len(group)}: {names}"
-    return {"title": title, "items": [_regression_item(v, diagnosis) for v in group]}
+    hint = FACTORS[name][2] if name in FACTORS else "the factor is not in the record"
+    return {"title": f"{hint} ({len(group)}: {names})", "factor": name or "unnamed",
+            "items": [{"case": v["case_id"], "headline": _without_factor(v),
+                       "attribution": _attribution(v)} for v in group]}
 
 
-def _regression_item(verdict: Mapping[str, Any], diagnosis: str) -> dict[str, Any]:
-    """The case's figures (tok/s first), then how exact acceptance saw it, then shares."""
-    text = without_power(verdict["message"])
-    if diagnosis:
-        text = text[: -len(diagnosis)].rstrip().removesuffix("\u2014").rstrip()
-    exact_part, found, stats = text.partition(" Statistics: ")
-    headline, detail = (stats, exact_part) if found else (text, "")
-    return {"case": verdict["case_id"], "headline": headline, "detail": detail,
-            "attribution": _attribution(verdict)}
-
-
-def without_power(message: str) -> str:
-    """A failing verdict without the sweep's "Would have caught …" sentence: that is how
-    sensitive a *pass* was (the chance of catching a 5% change); on a failure it only
-    distracts from what regressed."""
-    head, found, _ = message.partition(POWER_SENTENCE)
-    return head.rstrip() if found else message
+def _without_factor(verdict: Mapping[str, Any]) -> str:
+    """The verdict's headline without the factor its group's title already names."""
+    line = headline(verdict)
+    name = factor(verdict)
+    tail = f" \u2014 {FACTORS[name][1]}" if name in FACTORS else ""
+    return line.removesuffix(tail) if tail else line
 
 
 def _attribution(verdict: Mapping[str, Any]) -> str:
@@ -265,7 +269,9 @@ def _errored_cases(doc: Mapping[str, Any]) -> dict[str, str]:
 def _verdicts(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     verdicts = sorted(doc["verdicts"], key=lambda v: (_STATUS_ORDER.get(v["status"], 9),
                                                       v["case_id"]))
-    return [{"status": v["status"], "case": v["case_id"], "message": v["message"],
+    return [{"status": v["status"], "word": _WORDS.get(v["status"], v["status"]),
+             "case": v["case_id"],
+             "message": without_power(v["message"]) if v["status"] == "fail" else v["message"],
              "attribution": _attribution(v), "exact": _exact_note(v)} for v in verdicts]
 
 

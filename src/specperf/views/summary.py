@@ -23,6 +23,7 @@ from ..record import results
 from ..servers.fingerprint import deployment_name, pinned_line
 from ..settings.config import Settings
 from ..settings.hints import update_command
+from . import decision
 from .headline import headline
 
 COLLECTOR_NAME = "specperf-collector"
@@ -75,6 +76,9 @@ class Collector:
     # with (plugin/burstfixtures.py BurstRun.baseline_record), as the measuring process saw it.
     concurrency_tests: set[str] = field(default_factory=set)
     concurrency_baseline: dict[str, Any] | None = None
+    # Perf tests skipped without a verdict (no baseline entry, nothing to fit), by case id:
+    # the closing block says why, as their verdicts' words are said (decision.verdict_words).
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._perf(report)
@@ -117,6 +121,9 @@ class Collector:
         case = next((str(v) for k, v in report.user_properties if k == "specperf_case"), None)
         if case is None:
             return
+        judged = any(k == "specperf_verdict" for k, _ in report.user_properties)
+        if report.skipped and not judged and isinstance(report.longrepr, tuple):
+            self.skipped[case] = str(report.longrepr[2]).removeprefix("Skipped: ")
         if report.failed or report.when == "call" or report.skipped:
             self.perf_outcomes[report.nodeid] = ("error" if report.failed and
                                                  report.when != "call" else report.outcome)
@@ -195,7 +202,11 @@ def render(found: Collector, settings: Settings) -> list[str]:
     if doc["measurements"] or not doc.get("concurrency"):  # a concurrency run: its own table
         lines += table(doc["measurements"]) + fit_lines(doc["fits"])
     lines += concurrency_lines(doc.get("concurrency"))
-    return (lines + retry_lines(doc) + verdict_lines(doc) + missing_baseline_lines(doc, settings)
+    closing = [*decision.verdict_words(doc, found.skipped), *verdict_lines(doc)]
+    closing += [line for line in (decision.resolution_line(doc),) if line]
+    if closing:  # the run ends with its verdicts and what they decide
+        closing.append(f"decision: {decision.decide(doc).line()}")
+    return (lines + retry_lines(doc) + closing + missing_baseline_lines(doc, settings)
             + found.footer)
 
 

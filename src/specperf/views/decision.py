@@ -1,0 +1,176 @@
+"""What a run decided, said first: PASS, FAIL or UNDETERMINED, the sweep's decision (or why
+there is none) and which factor moved; then every verdict's word, one line each.
+
+report.html opens with :func:`decide`'s line and the terminal's closing block ends with it,
+after :func:`verdict_words` (pass, noted, undetermined and not-judged cases; the regressions
+have their own block, :mod:`specperf.views.summary`). Both read the record's fields: statuses,
+details, the sweep's factors, errors, the run's kind and ``resolution`` (what the run could
+have seen: :func:`resolution_line`). The words are the verdict contract's
+(:mod:`specperf.core.contract`): a regression anywhere fails the run; otherwise an undecided
+part, an error or nothing judged leaves it undetermined.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import contract
+from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED, UNMEASURED
+from ..core.limits import format_percent
+from ..judge.factortest import SWEEP_TOLERANCE
+from ..judge.pathverdict import COMPARISONS
+from .headline import FACTORS, factor, headline, is_sweep, one_line, reason
+
+FAIL_WORD, PASS_WORD, UNDETERMINED_WORD = "FAIL", "PASS", "UNDETERMINED"
+# The order verdict words are counted in: what needs a look first.
+_ORDER = (REGRESSION, UNDETERMINED, IMPROVED, NOTED, PASS)
+_RESOLUTION = (("tok_s", "tok/s"), ("step_ms", "step time"), ("avg_commit", "avg commit"))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The run's word, why (what moved), the sweep's decision, and the verdicts counted."""
+
+    word: str  # PASS, FAIL or UNDETERMINED
+    why: str  # 'step time moved (9 regressions)', 'nothing moved past its tolerance', …
+    sweep: str  # the sweep's decision, or why it has none
+    counts: str  # 'regression 8, pass 2' (the contract's words)
+
+    def line(self) -> str:
+        """'FAIL — step time moved (9 regressions). Sweep: regression — …. Verdicts: …'"""
+        return f"{self.word} \u2014 {self.why}. Sweep: {self.sweep}. Verdicts: {self.counts}."
+
+
+def decide(doc: Mapping[str, Any]) -> Decision:
+    """The run's decision from its record (a regression fails it; an undetermined verdict, an
+    error, or nothing judged leaves it undetermined; otherwise it passes)."""
+    verdicts: list[Mapping[str, Any]] = doc.get("verdicts") or []
+    statuses = [str(v["status"]) for v in verdicts]
+    errors = len(doc.get("errors") or {})
+    run = doc.get("run") or {}
+    stopped = run.get("outage") or run.get("stopped_by") or run.get("interrupted") or \
+        doc.get("interrupted")
+    counts = _counts(statuses, errors)
+    sweep = _sweep_text(doc, verdicts)
+    if REGRESSION in statuses:
+        return Decision(FAIL_WORD, _moved(verdicts), sweep, counts)
+    open_ = statuses.count(UNDETERMINED)
+    why = [f"{errors} test{'s' if errors != 1 else ''} errored" if errors else "",
+           "the run was cut short" if stopped else "",
+           f"{open_} verdict{'s' if open_ != 1 else ''} could not decide" if open_ else "",
+           "nothing was compared with a baseline" if not verdicts else ""]
+    if any(why):
+        return Decision(UNDETERMINED_WORD, "; ".join(w for w in why if w), sweep, counts)
+    noted = [contract.NAMES[s] for s in (IMPROVED, NOTED) if s in statuses]
+    return Decision(PASS_WORD, "nothing moved past its tolerance"
+                    + (f" ({' and '.join(noted)} changes inside it are listed below)"
+                       if noted else ""), sweep, counts)
+
+
+def _counts(statuses: Sequence[str], errors: int) -> str:
+    parts = [f"{contract.NAMES[s]} {statuses.count(s)}" for s in _ORDER if s in statuses]
+    if errors:
+        parts.append(f"errored {errors} (infrastructure: see Errors)")
+    return ", ".join(parts) or "none"
+
+
+def _tolerance(doc: Mapping[str, Any]) -> float:
+    value = (doc.get("settings") or {}).get("sweep_tolerance")
+    return float(value) if isinstance(value, (int, float)) else SWEEP_TOLERANCE
+
+
+def _sweep_text(doc: Mapping[str, Any], verdicts: Sequence[Mapping[str, Any]]) -> str:
+    """The sweep's decision in words; without a sweep verdict, why there is none."""
+    sweep = next((v for v in verdicts if is_sweep(v)), None)
+    if sweep is None:
+        return f"none \u2014 {_why_no_sweep(doc)}"
+    status = str(sweep["status"])
+    tolerance = _tolerance(doc)
+    if status == REGRESSION:
+        return f"regression \u2014 {headline(sweep)}"
+    if status == PASS:
+        return f"pass \u2014 no factor moved past the {100 * tolerance:g}% sweep tolerance"
+    return f"{contract.NAMES[status]} \u2014 {reason(sweep, tolerance)}"
+
+
+def _why_no_sweep(doc: Mapping[str, Any]) -> str:
+    settings = doc.get("settings") or {}
+    run = doc.get("run") or {}
+    if settings.get("update_baselines"):
+        return "this run wrote a baseline, so nothing was compared"
+    if run.get("outage") or run.get("stopped_by"):
+        return f"the run stopped before judging ({run.get('label') or run.get('stopped_by')})"
+    if doc.get("baseline") is None:
+        return "no baseline to compare with"
+    sweep_tests = [o for node, o in (doc.get("outcomes") or {}).items() if "test_sweep" in node]
+    if sweep_tests:
+        return f"its test {sweep_tests[0]} without a verdict"
+    return f"this {run.get('label') or 'run'} has no sweep test; its cases were judged alone"
+
+
+def _moved(verdicts: Sequence[Mapping[str, Any]]) -> str:
+    """Which factor the regressions name: 'step time moved (9 regressions)'."""
+    found: dict[str, int] = {}
+    for v in verdicts:
+        if v["status"] == REGRESSION:
+            name = factor(v)
+            found[name] = found.get(name, 0) + 1
+    parts = [f"{FACTORS[name][0] if name in FACTORS else 'an unnamed factor'} moved "
+             f"({n} regression{'s' if n != 1 else ''})"
+             for name, n in sorted(found.items(), key=lambda kv: -kv[1])]
+    return "; ".join(parts)
+
+
+def resolution_line(doc: Mapping[str, Any]) -> str:
+    """'This run sees: tok/s −6.0%, step time +5.0%, avg commit −4.0% (95% power; <noise>)':
+    the smallest change per factor the run would catch, from the record's ``resolution``;
+    '' when the record has none."""
+    found = doc.get("resolution")
+    if not isinstance(found, Mapping):
+        return ""
+    factors = found.get("factors") or {}
+    parts = [f"{name} {format_percent(float(factors[key]))}" for key, name in _RESOLUTION
+             if isinstance(factors.get(key), (int, float)) and math.isfinite(factors[key])]
+    if not parts:
+        return ""
+    power = found.get("power")
+    said = [f"{100 * float(power):g}% power"] if isinstance(power, (int, float)) else []
+    said += [str(found["noise"])] if found.get("noise") else []
+    return f"This run sees: {', '.join(parts)}" + (f" ({'; '.join(said)})" if said else "") + "."
+
+
+def verdict_words(doc: Mapping[str, Any], skipped: Mapping[str, str] | None = None) -> list[str]:
+    """Every verdict's word for the closing block: a count line, then the passes on one line,
+    each noted or undetermined verdict with its one-line reason, and the tests skipped without
+    a verdict grouped by their reason (regressions, improvements and paths have their own
+    lines)."""
+    verdicts: list[Mapping[str, Any]] = doc.get("verdicts") or []
+    own = [v for v in verdicts if not str(v["case_id"]).endswith(COMPARISONS)
+           and v.get("reason") != UNMEASURED]
+    skipped = dict(skipped or {})
+    if not verdicts and not skipped:
+        return []
+    statuses = [str(v["status"]) for v in verdicts]
+    counts = _counts(statuses, 0)
+    lines = [f"verdicts: {counts}" + (f", not judged {len(skipped)}" if skipped else "")]
+    passed = [str(v["case_id"]) for v in own if v["status"] == PASS]
+    if passed:
+        lines.append(f"  pass: {', '.join(passed)}")
+    tolerance = _tolerance(doc)
+    lines += [f"  {contract.NAMES[str(v['status'])]} {v['case_id']}: {reason(v, tolerance)}"
+              for v in own if v["status"] in (NOTED, UNDETERMINED)]
+    by_reason: dict[str, list[str]] = {}
+    for case, why in skipped.items():
+        by_reason.setdefault(one_line(why), []).append(case)
+    lines += [f"  not judged ({_names(cases)}): {why}" for why, cases in by_reason.items()]
+    return lines
+
+
+def _names(cases: Sequence[str], most: int = 4) -> str:
+    """'a, b' or, past ``most``, '9: a, b, c, d, …'."""
+    if len(cases) <= most:
+        return ", ".join(cases)
+    return f"{len(cases)}: {', '.join(cases[:most])}, \u2026"

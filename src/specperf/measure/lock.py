@@ -21,6 +21,8 @@ import filelock
 
 from ..core.errors import ConfigError, GpuLockTimeout
 from ..settings.config import Settings
+from ..store.engine import is_postgres
+from ..store.hostlock import HostLock
 from .holder import Holder, read_holder, remove_holder, write_holder
 from .identity import server_identity
 
@@ -61,6 +63,18 @@ def lock_path(settings: Settings, url: str | None = None) -> Path:
     simulator's); every holder of a run's lock (the session, an xdist controller) asks here.
     """
     return settings.gpu_lock or lock_path_for(url or settings.endpoint or "")
+
+
+def across_hosts(settings: Settings, endpoint: str,
+                 progress: Callable[[str], None] | None = None) -> HostLock | None:
+    """The advisory lock across hosts (store/hostlock.py), taken beside the file lock when the
+    results store is PostgreSQL; None for the embedded store (one host: the file lock)."""
+    if not settings.results_db or not is_postgres(settings.results_db):
+        return None
+    host, port = server_identity(endpoint)
+    me = Holder.current(endpoint)
+    return HostLock(settings.results_db, f"{host}:{port}", (me.host, me.pid, me.command),
+                    timeout_s=settings.gpu_lock_timeout, progress=progress)
 
 
 def lock_path_for(endpoint: str, lock_dir: Path | None = None) -> Path:
@@ -115,6 +129,7 @@ class GpuLock:
         progress: Callable[[str], None] | None = None,
         progress_interval_s: float = 30.0,
         poll_s: float = 0.5,
+        across: HostLock | None = None,
     ) -> None:
         if timeout_s < 0:
             raise ConfigError(f"GPU lock timeout must be 0 s or more, got {timeout_s} s.")
@@ -129,6 +144,7 @@ class GpuLock:
         self._poll_s = poll_s
         self._holder: Holder | None = None
         self._locked_inode: int | None = None
+        self._across = across  # the lock across hosts, held inside the file lock
         # mode 0o666: the next run may belong to another user and must open the file.
         self._lock = filelock.FileLock(str(self.path), mode=0o666, thread_local=False,
                                        on_acquired=self._note_inode)
@@ -145,6 +161,12 @@ class GpuLock:
         self._check_dir()
         start = time.monotonic()
         self._wait(start)
+        if self._across is not None:
+            try:
+                self._across.acquire()
+            except BaseException:
+                self._lock.release(force=True)
+                raise
         self.waited_s = time.monotonic() - start
         self._record_holder()
         return self.waited_s
@@ -169,6 +191,8 @@ class GpuLock:
         if not self.held:
             return
         try:
+            if self._across is not None:
+                self._across.release()
             if self._holder is not None:
                 remove_holder(self.path, self._holder)
         finally:

@@ -99,7 +99,9 @@ class PerfSession:
         if self.lock_mode != "session":
             return
         self.lock = gpulock.GpuLock(self.lock_path(), timeout_s=self.settings.gpu_lock_timeout,
-                                    endpoint=self.url, progress=self.progress)
+                                    endpoint=self.url, progress=self.progress,
+                                    across=gpulock.across_hosts(self.settings, self.url,
+                                                                self.progress))
         self.lock_wait_s = self.lock.acquire()
 
     def case_lock(self) -> contextlib.AbstractContextManager[object]:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from ..core.errors import SpecperfError
-from ..measure.lock import GpuLock, lock_path
+from ..measure.lock import GpuLock, across_hosts, lock_path
 from ..settings.config import Settings
 from .terminal import write_line
 
@@ -27,9 +27,12 @@ class XdistController:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         assert self.settings.endpoint is not None
+        def progress(line: str) -> None:
+            write_line(self.config, line)
+
         lock = GpuLock(lock_path(self.settings), timeout_s=self.settings.gpu_lock_timeout,
-                       endpoint=self.settings.endpoint,
-                       progress=lambda line: write_line(self.config, line))
+                       endpoint=self.settings.endpoint, progress=progress,
+                       across=across_hosts(self.settings, self.settings.endpoint, progress))
         try:
             lock.acquire()
         except SpecperfError as exc:

@@ -125,7 +125,7 @@ def transaction(url: str) -> Iterator[Connection]:
         with engine.begin() as connection:
             yield connection
     except SQLAlchemyError as exc:
-        raise _error(url, "write to", exc) from exc
+        raise store_error(url, "write to", exc) from exc
 
 
 def read(url: str, query: Callable[[Connection], T]) -> T:
@@ -143,10 +143,10 @@ def _guarded(url: str, verb: str, action: Callable[[], T]) -> T:
     try:
         return action()
     except (SQLAlchemyError, OSError) as exc:
-        raise _error(url, verb, exc) from exc
+        raise store_error(url, verb, exc) from exc
 
 
-def _error(url: str, verb: str, exc: BaseException) -> StoreError:
+def store_error(url: str, verb: str, exc: BaseException) -> StoreError:
     reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
     first = reason[0] if reason else type(exc).__name__
     return StoreError(f"cannot {verb} the results store {shown(url)} ({first}): start the "

@@ -74,6 +74,6 @@ lock_holders = Table(
     Column("server", String(300), primary_key=True),
     Column("host", String(200), nullable=False),
     Column("pid", Integer, nullable=False),
-    Column("run_id", String(80), nullable=False),
+    Column("command", String(300), nullable=False),
     Column("since", String(40), nullable=False),
 )

@@ -62,7 +62,7 @@ def upgrade() -> None:
         sa.Column("server", sa.String(300), primary_key=True),
         sa.Column("host", sa.String(200), nullable=False),
         sa.Column("pid", sa.Integer, nullable=False),
-        sa.Column("run_id", sa.String(80), nullable=False),
+        sa.Column("command", sa.String(300), nullable=False),
         sa.Column("since", sa.String(40), nullable=False),
     )
 

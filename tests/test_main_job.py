@@ -112,7 +112,7 @@ def test_unreachable_endpoint_errors_every_case_with_one_sentence(perf_project):
         "*ERROR at setup of test_context_scaling?padding-ctx13?*",
         "EndpointUnreachable: specperf cannot "
         "reach the endpoint http://127.0.0.1:9 (from --endpoint): tried GET /health and the "
-        "connection failed*Start the server, or point --endpoint / SPECPERF_ENDPOINT at one "
+        "connection failed*Start the server, or point --endpoint at one "
         "that is up.",
     ])
 

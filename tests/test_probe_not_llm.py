@@ -88,7 +88,7 @@ def test_a_plain_web_server_is_not_an_llm_server(serve) -> None:
     assert _sentence(url) == (
         f"specperf: {url} (from --endpoint) is not an LLM server: GET /health answered HTTP "
         "404 with an HTML page titled 'Error response', a web server's or proxy's error "
-        "page. Point --endpoint / SPECPERF_ENDPOINT at the SGLang, vLLM or llama.cpp server "
+        "page. Point --endpoint at the SGLang, vLLM or llama.cpp server "
         "itself.")
 
 
@@ -97,14 +97,14 @@ def test_a_proxy_error_page_is_not_an_llm_server(serve) -> None:
     assert _sentence(url) == (
         f"specperf: {url} (from --endpoint) is not an LLM server: GET /health answered HTTP "
         "502 with an HTML page titled '502 Bad Gateway', a web server's or proxy's error page. "
-        "Point --endpoint / SPECPERF_ENDPOINT at the SGLang, vLLM or llama.cpp server itself.")
+        "Point --endpoint at the SGLang, vLLM or llama.cpp server itself.")
 
 
 def test_a_json_api_without_any_llm_route_is_not_an_llm_server(serve) -> None:
     url = serve(JsonApi)
     assert _sentence(url) == (
         f"specperf: {url} (from --endpoint) is not an LLM server: it answers none of /health, "
-        "/v1/models, /server_info and /props with JSON. Point --endpoint / SPECPERF_ENDPOINT "
+        "/v1/models, /server_info and /props with JSON. Point --endpoint "
         "at the SGLang, vLLM or llama.cpp server itself.")
 
 
@@ -119,7 +119,7 @@ def test_the_sentence_comes_before_any_case_runs(serve, perf_project) -> None:
     result.stdout.fnmatch_lines([
         f"NotAnLlmServer: specperf: {url} (from --endpoint) is not an LLM server: GET /health "
         "answered HTTP 404 with an HTML page titled 'Error response', a web server's or "
-        "proxy's error page. Point --endpoint / SPECPERF_ENDPOINT at the SGLang, vLLM or "
+        "proxy's error page. Point --endpoint at the SGLang, vLLM or "
         "llama.cpp server itself."])
     assert "Traceback" not in out and "warm-up" not in out
     # The box was not down: the endpoint setting was wrong, and the record says so.

@@ -269,3 +269,20 @@ def test_a_factor_no_case_moved_the_bad_way_says_so() -> None:
     message = judge_sweep(_rated(rise=-0.04), "sweep").verdict().message
     assert "0 of" not in message and "cases: )" not in message
     assert "no case moved the bad way" in message
+
+
+def test_every_share_is_named_right_a_prefill_drop_too() -> None:
+    """A uniform step rise names step time; a tok/s drop that neither factor explains (the
+    prompt's processing slowed: tok/s fell while step time and avg commit held) is named by
+    its largest share, prefill — not step time, the largest of the two factors."""
+    step = judge_sweep(_rated(rise=0.2), "sweep").verdict()
+    assert step.status == "fail" and step.factor == "step"
+    # The advice once per verdict: the tok/s sentence names it, the step sentence does not.
+    assert step.message.count("check the kernels") == 1
+    cases = _rated()
+    for c in cases:
+        c.run["tok_s"] = [v * 0.8 for v in c.run["tok_s"]]
+    verdict = judge_sweep(cases, "sweep").verdict()
+    assert verdict.status == "fail" and verdict.factor == "prefill", verdict.message
+    assert "— prefill regression: check prompt processing" in verdict.message
+    assert "step-time regression" not in verdict.message

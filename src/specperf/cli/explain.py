@@ -5,24 +5,25 @@ Offline, from figures a dashboard showed::
     specperf explain --deployment D --class reasoning --context 3500 --observed-tok-s 32
 
 Live and passive, from the server's ``/metrics`` over a window (no request to the model, no
-GPU lock)::
+GPU lock; the deployment defaults to the one the server's fingerprint names)::
 
-    specperf explain --deployment D --endpoint http://box:30000 --window 60
+    specperf explain --endpoint http://box:30000 --window 60
 
 Exit codes are the gate's: 0 the observation is what the baseline predicts, 1 a factor is
-beyond the baseline's tolerance, 2 usage (a bad flag, an unknown class), 3 infrastructure
-(no baseline, the endpoint unreachable, no /metrics, no traffic in the window). See
-docs/explain.md.
+beyond the baseline's tolerance, 2 usage (a bad flag, an unknown class, a URL that is no LLM
+server), 3 infrastructure (no baseline, the endpoint unreachable, no /metrics, no traffic in
+the window). See docs/explain.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ConfigError, SpecperfError
+from ..core.errors import ConfigError, NotAnLlmServer, SpecperfError
 from ..core.noise import DEFAULT_RUN_NOISE, NoiseModel, from_history
 from ..store.history import read_history
 from ..views import explaincard
@@ -36,7 +37,9 @@ def add_subcommand(subparsers: Any) -> None:
         "explain", help="explain a production tok/s from the deployment's baseline",
         description="Predict what the deployment does on this traffic from its baseline and "
                     "say which factor (step time or acceptance) explains an observation.")
-    p.add_argument("--deployment", required=True, help="the baseline's deployment name")
+    p.add_argument("--deployment", default=None,
+                   help="the baseline's deployment name (live: default, named by the "
+                        "server's fingerprint, as the gate names it)")
     p.add_argument("--baseline-dir", type=Path, default=Path("baselines"),
                    help="where baselines live (default: baselines)")
     p.add_argument("--class", dest="text_class", default=None,
@@ -56,7 +59,9 @@ def add_subcommand(subparsers: Any) -> None:
     p.add_argument("--window", type=_positive, default=60.0,
                    help="live: seconds between the two /metrics readings (default 60)")
     p.add_argument("--history", type=Path, default=None,
-                   help="history.jsonl of this box: its run-to-run noise (default: the prior)")
+                   help="history.jsonl of this box: its run-to-run noise (default: "
+                        "reports/history.jsonl, or under SPECPERF_REPORT_DIR, when it exists; "
+                        "else the prior)")
     p.add_argument("--label", default="", help="the box's label in --history (default: the "
                                                 "endpoint)")
     p.add_argument("--run-noise", type=float, default=DEFAULT_RUN_NOISE,
@@ -76,7 +81,24 @@ def _positive(text: str) -> float:
     return value
 
 
-def _noise(args: argparse.Namespace) -> NoiseModel:
+def _default_history() -> Path | None:
+    """The history pytest writes by default (its report directory's history.jsonl)."""
+    path = Path(os.environ.get("SPECPERF_REPORT_DIR") or "reports") / "history.jsonl"
+    return path if path.is_file() else None
+
+
+def _deployment_label(entries: list[dict[str, Any]], deployment: str | None) -> str:
+    """Offline, the box is the one whose runs were judged against this deployment: the
+    label of the latest such run ("" when none)."""
+    labels = [str(e.get("label", "")) for e in entries
+              if (e.get("baseline") or {}).get("deployment") == deployment]
+    return labels[-1] if labels else ""
+
+
+def _noise(args: argparse.Namespace, label: str = "") -> NoiseModel:
+    """The run-to-run noise of box ``label`` (live: the server's label in the history)."""
+    if args.history is None:
+        args.history = _default_history()
     if args.history is None:
         return NoiseModel.prior(args.run_noise)
     try:
@@ -85,17 +107,23 @@ def _noise(args: argparse.Namespace) -> NoiseModel:
     except (OSError, ValueError) as exc:
         raise ConfigError(f"--history {args.history} cannot be read ({exc}): point it at a "
                           f"history.jsonl the perf runs wrote.") from exc
-    return from_history(entries, args.label or args.endpoint or "", total=args.run_noise)
+    box = args.label or label or _deployment_label(entries, args.deployment)
+    return from_history(entries, box, total=args.run_noise)
 
 
 def _outcome(args: argparse.Namespace) -> explaincard.Outcome:
-    noise = _noise(args)
     if args.endpoint is not None:
         if args.observed_tok_s is not None or args.observed_commit is not None:
             raise ConfigError("--observed-tok-s and --observed-commit are for the offline form: "
                               "leave them out with --endpoint.")
-        return explaincard.live(args.baseline_dir, args.deployment, args.endpoint, args.window,
-                                text_class=args.text_class, context=args.context, noise=noise)
+        server = explaincard.identify(args.endpoint)  # an LLM server, and which deployment
+        return explaincard.live(args.baseline_dir, args.deployment or server.deployment,
+                                server, args.window, text_class=args.text_class,
+                                context=args.context, noise=_noise(args, server.label))
+    if args.deployment is None:
+        raise ConfigError("explain needs --deployment NAME offline (live, with --endpoint, the "
+                          "server's fingerprint names it).")
+    noise = _noise(args)
     missing = [flag for flag, value in (("--class", args.text_class), ("--context", args.context),
                                         ("--observed-tok-s", args.observed_tok_s))
                if value is None]
@@ -111,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     """``specperf explain``: the explanation, then the gate's exit code."""
     try:
         outcome = _outcome(args)
-    except ConfigError as exc:
+    except (ConfigError, NotAnLlmServer) as exc:  # a wrong URL is the caller's to fix
         print(f"specperf explain: {exc}", file=sys.stderr)
         return USAGE
     except SpecperfError as exc:

@@ -17,6 +17,7 @@ import os
 import shlex
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,24 +104,37 @@ def run(args: argparse.Namespace) -> int:
         return _save_reference(args, tests, endpoint)
     if args.reference is not None:
         return _judge_against_reference(args, tests, endpoint)
-    code, result = _run_suite(tests, gate_flags(args), args.pytest_args)
+    run = _run_suite(tests, gate_flags(args), args.pytest_args,
+                     flag="--candidate" if args.candidate is not None else "--endpoint")
+    result = run.result
     if fleet is not None:  # the worst endpoint decides, and is named
-        result = fleet_result(code, result)
+        result = fleet_result(run.code, result)
         lines = fleet_summary_lines(result, endpoint)
     elif args.production is not None:  # A/B: name both sides, in the verdicts' order
         lines = summary_lines(result, f"candidate {endpoint}, judged against production "
                                       f"{args.production} (figures read production \u2192 "
-                                      "candidate)")
+                                      "candidate)", run.simulated)
     else:
-        lines = summary_lines(result, endpoint)
+        lines = summary_lines(result, endpoint, run.simulated)
     for line in lines:
         print(line)
     return int(result.code)
 
 
+@dataclass(frozen=True)
+class _Run:
+    """One run of the perf suite: pytest's exit code, the decision, and whether the server
+    was a simulator (its seconds are simulated seconds)."""
+
+    code: int
+    result: GateResult
+    simulated: bool
+
+
 def _run_suite(tests: Path, flags: list[str], pytest_args: list[str],
-               marker: str = runner.SMOKE_MARKER) -> tuple[int, GateResult]:
-    """Run the perf tests in a subprocess (the command printed first) and decide."""
+               marker: str = runner.SMOKE_MARKER, flag: str = "--endpoint") -> _Run:
+    """Run the perf tests in a subprocess (the command printed first) and decide; ``flag``
+    is how the user named the endpoint, for the sentence of a wrong URL."""
     reports = report_dir_of(pytest_args)
     before = set(reports.glob("*/results.json"))
     with tempfile.TemporaryDirectory(prefix="specperf-gate-") as tmp:
@@ -128,7 +142,8 @@ def _run_suite(tests: Path, flags: list[str], pytest_args: list[str],
         cmd = pytest_command(tests, junit, flags, pytest_args, marker)
         print("specperf gate: python " + shlex.join(cmd[1:]), flush=True)
         code = run_pytest(cmd)
-        return code, result_of(code, junit, find_record(reports, before))
+        record = find_record(reports, before)
+        return _Run(code, result_of(code, junit, record, flag), runner.simulated(record))
 
 
 def _endpoint_flags(endpoint: str, deployment: str | None) -> list[str]:
@@ -142,10 +157,13 @@ def _save_reference(args: argparse.Namespace, tests: Path, endpoint: str) -> int
     directory.mkdir(parents=True, exist_ok=True)
     before = reference.baseline_files(directory)
     flags = _endpoint_flags(endpoint, args.deployment) + reference.measure_flags(directory)
-    code, _ = _run_suite(tests, flags, args.pytest_args, reference.SUBSET_MARKER)
-    if code == PYTEST_USAGE:
+    run = _run_suite(tests, flags, args.pytest_args, reference.SUBSET_MARKER)
+    if run.code == PYTEST_USAGE:
         print(decision_line(GateResult(GateExit.USAGE, "pytest rejected the options (see its "
                                                         "message above).")))
+        return int(GateExit.USAGE)
+    if run.result.code == GateExit.USAGE:  # a wrong URL: the pipeline's call to fix
+        print(decision_line(run.result))
         return int(GateExit.USAGE)
     saved = reference.written(directory, before, endpoint)
     if saved is None:
@@ -175,11 +193,12 @@ def _judge_against_reference(args: argparse.Namespace, tests: Path, endpoint: st
     if problem is not None:
         return _usage(problem)
     flags = ["--specperf-endpoint", endpoint, *reference.judge_flags(ref)]
-    _, result = _run_suite(tests, flags, args.pytest_args)
+    run = _run_suite(tests, flags, args.pytest_args)
+    result = run.result
     if any(c.no_baseline for c in result.cases):  # the reference lacks a case: another subset
         result = GateResult(GateExit.USAGE, reference.other_subset(ref, fix), result.cases)
     for line in summary_lines(result, f"{endpoint}, judged against its same-night reference "
-                                      f"({ref.describe()})"):
+                                      f"({ref.describe()})", run.simulated):
         print(line)
     return int(result.code)
 

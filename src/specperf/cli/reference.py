@@ -29,6 +29,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import ConfigError
+from ..measure.identity import server_identity
+
 REFERENCE_FILE = "reference.json"
 DEFAULT_MAX_AGE_H = 4.0
 # A baseline holds a whole text-class × context grid, so the reference measures the main
@@ -76,7 +79,12 @@ class Reference:
 
 
 def same_endpoint(a: str, b: str) -> bool:
-    return a.rstrip("/") == b.rstrip("/")
+    """Whether two spellings name one server, as the GPU lock decides it (``127.0.0.1`` and
+    ``localhost``, a host name and its address, a default port written or not)."""
+    try:
+        return server_identity(a) == server_identity(b)
+    except ConfigError:  # not a URL the lock could name: only the same spelling is the same
+        return a.rstrip("/") == b.rstrip("/")
 
 
 def save_command(directory: Path, endpoint: str, deployment: str | None,

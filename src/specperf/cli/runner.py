@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -44,10 +43,7 @@ def _case(tc: ElementTree.Element) -> CaseOutcome:
                           else _cost(props.get("specperf_measurement")))
     endpoint = props.get("specperf_endpoint", "")
     case_id = _case_id(tc.get("name", ""), endpoint)
-    outcome = _outcome(tc, case_id, verdicts, requests, server_s, endpoint)
-    if outcome.outcome == "error" and _no_baseline(outcome.message):
-        return replace(outcome, no_baseline=True)
-    return outcome
+    return _outcome(tc, case_id, verdicts, requests, server_s, endpoint)
 
 
 def _case_id(name: str, endpoint: str) -> str:
@@ -77,7 +73,11 @@ def _outcome(tc: ElementTree.Element, case_id: str, verdicts: list[dict[str, Any
         if outcome == "failed":
             failing = [v["message"] for v in verdicts if v.get("status") == "fail"]
             message = "\n".join(failing) or message
-        return CaseOutcome(case_id, outcome, message, requests, server_s, endpoint)
+        # A skip whose verdict is undetermined is a statistical outcome, not a missing part.
+        undecided = outcome == "skipped" and any(v.get("status") == "undetermined"
+                                                 for v in verdicts)
+        return CaseOutcome(case_id, outcome, message, requests, server_s, endpoint,
+                           undetermined=undecided)
     return CaseOutcome(case_id, "passed", "", requests, server_s, endpoint)
 
 
@@ -104,13 +104,6 @@ def _cost(measurement: str | None) -> tuple[int, float]:
         return 0, 0.0
     samples: list[dict[str, Any]] = json.loads(measurement).get("samples", [])
     return len(samples), sum(float(s.get("wall_s", 0.0)) for s in samples)
-
-
-def _no_baseline(message: str) -> bool:
-    """Only for a run that left no record: the JUnit XML keeps no error's kind but its words."""
-    # The option by either of its names (the label was unprefixed before flags were prefixed).
-    return message.startswith(("BaselineError: --specperf-require-baseline:",
-                               "BaselineError: --require-baseline:"))
 
 
 # -- reading the record (results.json) --------------------------------------------------------
@@ -148,6 +141,39 @@ def _recorded(nodeid: str, outcome: str, endpoint: str, part: dict[str, Any],
                        no_baseline=outcome == "error" and stopped == "no-baseline")
 
 
+def _misdirected(record: Path, decided: GateResult, flag: str) -> GateResult | None:
+    """A run stopped by its settings (the record's ``run.stopped_by`` is ``config-error``:
+    the endpoint is no LLM server, or the options ask what the server cannot do) is the
+    pipeline's call to fix: exit 2, not an outage. None for any other run, and for a fleet
+    (each endpoint is decided alone there)."""
+    doc = json.loads(record.read_text(encoding="utf-8"))
+    run = doc.get("run") or {}
+    if "endpoints" in doc or run.get("stopped_by") != "config-error":
+        return None
+    url = str((doc.get("settings") or {}).get("endpoint") or "the endpoint")
+    if not doc.get("server"):  # the probe never recognised a server there
+        reason = (f"{url} is not an LLM server specperf can measure (the error above says "
+                  f"what answered): point {flag} at the SGLang, vLLM or llama.cpp server "
+                  "itself, then run the gate again.")
+    else:
+        reason = (f"the gate's options ask for what the server at {url} cannot do (the error "
+                  "above says what): fix the pytest arguments after --, then run the gate "
+                  "again.")
+    return GateResult(GateExit.USAGE, reason, decided.cases)
+
+
+def simulated(record: Path | None) -> bool:
+    """Whether the run's record says it measured a simulator (its times are simulated)."""
+    if record is None:
+        return False
+    try:
+        doc = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    parts = [e.get("document", {}) for e in doc.get("endpoints", ())] or [doc]
+    return any(bool((p.get("server") or {}).get("simulated")) for p in parts)
+
+
 def find_record(report_dir: Path, before: set[Path]) -> Path | None:
     """The results.json this gate's run wrote under ``report_dir`` (absent before it ran)."""
     new = [p for p in report_dir.glob("*/results.json") if p not in before]
@@ -172,8 +198,11 @@ def report_dir_of(pytest_args: Sequence[str]) -> Path:
     return Path(where).resolve()
 
 
-def result_of(pytest_exit: int, junit: Path, record: Path | None = None) -> GateResult:
-    """Decide from the run's record; from the JUnit XML alone when it left none."""
+def result_of(pytest_exit: int, junit: Path, record: Path | None = None,
+              flag: str = "--endpoint") -> GateResult:
+    """Decide from the run's record; from the JUnit XML alone when it left none (its errors
+    are then infrastructure: the XML keeps no error's kind, and words are not data).
+    ``flag``: how the caller named the endpoint, for the sentence of a wrong URL."""
     if pytest_exit not in (PYTEST_OK, PYTEST_FAILED):
         return decide(pytest_exit, [])
     unreadable: Exception | None = None
@@ -183,7 +212,8 @@ def result_of(pytest_exit: int, junit: Path, record: Path | None = None) -> Gate
         worded, unreadable = [], exc
     if record is not None:
         try:
-            return decide(pytest_exit, read_record(record, worded))
+            decided = decide(pytest_exit, read_record(record, worded))
+            return _misdirected(record, decided, flag) or decided
         except (OSError, ValueError, KeyError, TypeError):
             pass  # a record cut short: the JUnit XML still tells the outcomes
     if unreadable is not None:

@@ -12,8 +12,9 @@ _VERDICTS = {GateExit.PASS: "PASS", GateExit.REGRESSION: "REGRESSION",
 _POWER_SENTENCE = "Would have caught "
 
 
-def summary_lines(result: GateResult, endpoint: str) -> list[str]:
-    """The attributed summary: one line per case, then the decision with its exit code."""
+def summary_lines(result: GateResult, endpoint: str, simulated: bool = False) -> list[str]:
+    """The attributed summary: one line per case, then the decision with its exit code
+    (``simulated``: the server is a simulator, whose times are simulated time)."""
     lines = [""]
     if result.cases:
         lines.append(f"specperf gate: {len(result.cases)} smoke cases against {endpoint}")
@@ -30,7 +31,8 @@ def summary_lines(result: GateResult, endpoint: str) -> list[str]:
     requests = sum(c.requests for c in result.cases)
     if requests:
         server_s = sum(c.server_s for c in result.cases)
-        lines.append(f"  cost: {requests} requests, {server_s:.0f} s of server time")
+        clock = "simulated server time" if simulated else "server time"
+        lines.append(f"  cost: {requests} requests, {server_s:.0f} s of {clock}")
     lines.append(decision_line(result))
     return lines
 

@@ -70,8 +70,8 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
     if noise is not None:
         head = f"{head[:-1]}; {noise.of('step_ms').text()})"
     if found == REGRESSION:
-        return Verdict(case_id, REGRESSION, f"{head} — {_cause(base, current, change)}", None,
-                       details)
+        named, why = _cause(base, current, change)
+        return Verdict(case_id, REGRESSION, f"{head} — {why}", None, details, factor=named)
     if found == IMPROVED:
         return Verdict(case_id, IMPROVED, f"{head} — flatter than the baseline: "
                        f"{REFRESH_HINT}.", None, details)
@@ -84,16 +84,17 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
     return Verdict(case_id, UNDETERMINED, f"{head}: {why}", None, details)
 
 
-def _cause(base: ContextFit, current: ContextFit, slope_change: float) -> str:
-    """What a slope that rose means: every step slower (the intercept rose in proportion too:
-    kernels, clocks, the verify pass) or only long contexts (attention scaling)."""
+def _cause(base: ContextFit, current: ContextFit, slope_change: float) -> tuple[str, str]:
+    """What a slope that rose means, as a factor and its words: every step slower (the
+    intercept rose in proportion too: kernels, clocks, the verify pass) or only long contexts
+    (attention scaling)."""
     intercept = _change(base.a_ms, current.a_ms) if base.a_ms > 0 else 0.0
     if intercept >= 0.5 * slope_change:
-        return (f"step-time regression: the intercept rose too ({base.a_ms:.1f} {ARROW} "
+        return "step", (f"step-time regression: the intercept rose too ({base.a_ms:.1f} {ARROW} "
                 f"{current.a_ms:.1f} ms, {format_percent(intercept)}), so every step is "
                 f"slower, not only long contexts: check the kernels, clocks and verify pass.")
-    return ("attention scaling regression: step time grows faster with context than in the "
-            "baseline.")
+    return "slope", ("attention scaling regression: step time grows faster with context than "
+                     "in the baseline.")
 
 
 def slope_limit_text(limit: float, slope_tolerance: float, step_tolerance: float | None,

@@ -34,6 +34,10 @@ class Verdict:
     # What the judge could have seen (the sweep's: judge/sweepverdict.py
     # SweepResult.resolution_dict): the smallest change per factor it catches with ``power``.
     resolution: dict[str, Any] | None = None
+    # The factor a regression names, for views that say it in a word (views/headline.py
+    # FACTORS: "step", "acceptance", "acceptance+step", "prefill", "slope"); "" when the
+    # verdict names none.
+    factor: str = ""
 
     def fails(self) -> str | None:
         """The sentence to fail the case with, or None when it did not regress."""

@@ -60,15 +60,28 @@ class SweepResult:
             return Verdict(self.label, PASS, f"no regression across the {self.label}: "
                            f"{moves}.{at}", None, details, resolution=seen)
         shown = [r for r in self.results if r.status == status]
-        message = " ".join(_status_sentence(r, self.label, self.tolerance, self.results)
-                           for r in shown)
+        message = _once(" ".join(_status_sentence(r, self.label, self.tolerance, self.results)
+                                 for r in shown))
         if status == contract.UNDETERMINED:
             message += f" {_advice(shown)}"
         rest = [r for r in self.results if r.status != status]
         others = f" Otherwise: {', '.join(_move_text(r) for r in rest)}." \
             if rest and status != REGRESSION else ""
         return Verdict(self.label, status, f"{message}{others}", None, details,
-                       resolution=seen)
+                       resolution=seen, factor=self.factor() if status == REGRESSION else "")
+
+    def factor(self) -> str:
+        """The factor a regressed sweep names (views/headline.py FACTORS): the factors that
+        regressed, or for tok/s alone the largest share of its drop."""
+        moved = {r.estimate.factor.name for r in self.results if r.regressed} - {"tok/s"}
+        if moved == {"step", "acceptance"}:
+            return "acceptance+step"
+        if moved:
+            return next(iter(moved))
+        rate = next((r.estimate for r in self.results if r.estimate.factor.name == "tok/s"
+                     and r.regressed), None)
+        shares = _shares(rate, self.results) if rate is not None else None
+        return _cause(shares)[0] if shares else ""
 
     def resolution(self) -> dict[str, float]:
         """What the sweep could have seen: per factor, the smallest change in its bad direction
@@ -105,6 +118,17 @@ def resolution_text(resolution: Mapping[str, Any]) -> str:
     noise = resolution.get("noise") or ""
     power = f"{100 * float(resolution.get('power', 0.95)):g}% power"
     return f"this run sees: {', '.join(parts)} ({power}{'; ' + noise if noise else ''})"
+
+
+def _once(message: str) -> str:
+    """The advice said once: a factor's sentence after the tok/s one that already named the
+    same hint ends at its figures."""
+    for hint in (STEP_HINT, ACCEPTANCE_HINT, PREFILL_HINT):
+        first = message.find(hint)
+        if first >= 0:
+            head, tail = message[:first + len(hint)], message[first + len(hint):]
+            message = head + tail.replace(f" \u2014 {hint}", "")
+    return message
 
 
 def _coarse_sentence(coarse: Sequence[FactorResult], tolerance: float) -> str:
@@ -190,40 +214,52 @@ def _status_sentence(result: FactorResult, label: str, tolerance: float,
             f"neither a pass nor a fail.")
 
 
-def _split(rate: Estimate, others: Sequence[FactorResult]) -> str:
-    """A tok/s drop split into its factors (tok/s = avg commit / step time): each factor's
-    share of the log drop, and the rest (prefill, transport) so that the shares add up."""
+def _shares(rate: Estimate, others: Sequence[FactorResult]) -> dict[str, float] | None:
+    """A tok/s drop's shares (tok/s = avg commit / step time): each factor's share of the log
+    drop, and the rest (prefill, transport) so that they add up; None when a factor is
+    missing."""
     total = rate.d  # positive: tok/s fell
     step = next((r.estimate for r in others if r.estimate.factor.name == "step"), None)
     accs = [r.estimate for r in others if r.estimate.factor.name == "acceptance"]
     if step is None or not accs or total <= 0:
-        return ("acceptance or step time was not measured, so the drop cannot be attributed: "
-                "check the acceptance source")
+        return None
     cases = sum(len(a.factor.case_ids) for a in accs)
     acc_d = sum(a.d * len(a.factor.case_ids) for a in accs) / cases
-    commit = math.expm1(-acc_d)
     shares = {"step time": step.d / total, "acceptance": acc_d / total}
     shares[_REST] = 1.0 - sum(shares.values())
+    return shares
+
+
+def _split(rate: Estimate, others: Sequence[FactorResult]) -> str:
+    """A tok/s drop split into its factors' shares, named by the largest."""
+    shares = _shares(rate, others)
+    step = next((r.estimate for r in others if r.estimate.factor.name == "step"), None)
+    if shares is None or step is None:
+        return ("acceptance or step time was not measured, so the drop cannot be attributed: "
+                "check the acceptance source")
+    commit = math.expm1(-shares["acceptance"] * rate.d)
     named = ", ".join(f"{n} {round(100 * v):d}%".replace("-", MINUS) for n, v in shares.items()
                       if abs(v) >= 0.05 or n != _REST)
     return (f"step time {format_percent(step.change)} and avg commit {format_percent(commit)} "
-            f"(shares of the drop: {named}) \u2014 {_cause(shares)}")
+            f"(shares of the drop: {named}) \u2014 {_cause(shares)[1]}")
 
 
 _REST = "the rest (prefill, transport)"
 
 
-def _cause(shares: dict[str, float]) -> str:
-    """The drop named by its largest share: step time, acceptance, or the rest (prefill or
-    transport: what is neither factor); two factors of a quarter or more each are both."""
+def _cause(shares: dict[str, float]) -> tuple[str, str]:
+    """The drop named by its largest share, as a factor and its words: step time, acceptance,
+    or the rest (prefill or transport: what is neither factor); two factors of a quarter or
+    more each are both."""
     main = max(shares, key=lambda n: shares[n])
     if main == _REST:
-        return (f"{PREFILL_HINT} (neither step time nor acceptance explains most of it; the "
-                f"cases' prefill (TTFT) figures say whether it is prefill or transport)")
+        return "prefill", (f"{PREFILL_HINT} (neither step time nor acceptance explains most "
+                           f"of it; the cases' prefill (TTFT) figures say whether it is "
+                           f"prefill or transport)")
     if min(shares["step time"], shares["acceptance"]) >= 0.25:
-        return ("acceptance and step-time regression: check the drafter and the text, then the "
-                "kernels, attention backend and KV cache")
-    return STEP_HINT if main == "step time" else ACCEPTANCE_HINT
+        return "acceptance+step", ("acceptance and step-time regression: check the drafter and "
+                                   "the text, then the kernels, attention backend and KV cache")
+    return ("step", STEP_HINT) if main == "step time" else ("acceptance", ACCEPTANCE_HINT)
 
 
 def _detail(result: FactorResult) -> dict[str, float]:

@@ -29,6 +29,7 @@ from ..servers import simulated
 from ..settings import endpoints
 from ..settings.config import for_baseline, resolve
 from ..settings.options import OPTIONS
+from ..settings.spelling import renamed_notice, unknown_flag
 from ..views import summary
 from ..views.report import report_dir
 from . import reporting
@@ -62,7 +63,7 @@ from .markers import MARKERS
 from .runstate import RunState
 from .signals import StopOnce, has_line
 from .sweepfixtures import specperf_sweep  # noqa: F401  (the sweep-level test's fixture)
-from .terminal import show_sample, write_line
+from .terminal import say_once, show_sample, write_line
 from .xdistcontroller import XdistController
 
 _PREVIOUS_SIGTERM = pytest.StashKey[Any]()
@@ -90,6 +91,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     for opt in OPTIONS:
         if opt.alias is not None and opt.alias not in taken:
             group.addoption(opt.alias, help=argparse.SUPPRESS, **option_kwargs(opt))
+    # A typo of one of our flags: "did you mean", before pytest's bare "unrecognized".
+    if (typo := unknown_flag(args, registered_flags(parser))) is not None:
+        raise pytest.UsageError(typo)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -196,6 +200,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             "a fleet run needs specperf's fleet plugin, which is not loaded (it is the "
             "pytest11 entry point specperf_fleet): reinstall specperf (pip install .) or add "
             "-p specperf.fleet.plugin.")
+    state = config.stash.get(STATE, None) or config.stash.get(FLEET_REQUEST, None)
+    notice = renamed_notice(state.settings.sources) if state is not None else None
+    if notice is not None and not hasattr(config, "workerinput"):  # once, not per worker
+        write_line(config, notice)
     if threading.current_thread() is threading.main_thread():
         handler = StopOnce()
         session.config.stash[_PREVIOUS_SIGTERM] = [
@@ -237,6 +245,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             # Asked to write a baseline and wrote none: that run did not do its job.
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
     state.close_session()
+    say_once(session.config)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,

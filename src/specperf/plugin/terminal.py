@@ -22,6 +22,21 @@ def write_line(config: pytest.Config, line: str) -> None:
         reporter.write_line(line)
 
 
+def say_once(config: pytest.Config) -> None:
+    """An error every test of the run met (a wrong endpoint: each test's setup raises the one
+    session error again) is shown in full once; each later test's error section points at
+    the first. Run at session end, after the record kept every test's full error."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    first: dict[str, str] = {}
+    for report in reporter.stats.get("error", []):
+        text = getattr(report, "longreprtext", "")
+        shown = first.setdefault(text, report.nodeid) if text else report.nodeid
+        if shown != report.nodeid:
+            report.longrepr = f"the same error as {shown.rsplit('::', 1)[-1]} above."
+
+
 def show_sample(config: pytest.Config, sample: Sample, total: int) -> None:
     """One finished request's line, at -v and above."""
     if config.get_verbosity() >= 1:

@@ -132,7 +132,7 @@ def check_reachable(client: Client, source: str) -> None:
         raise EndpointUnreachable(
             f"specperf cannot reach the endpoint {client.base_url} (from {source}): tried "
             f"GET /health and the connection failed ({exc.__cause__}). Start the server, or "
-            "point --endpoint / SPECPERF_ENDPOINT at one that is up.", url=client.base_url,
+            f"point {source} at one that is up.", url=client.base_url,
         ) from exc
     except BadStatus as exc:
         if _is_html(exc.body):
@@ -176,7 +176,7 @@ def _title(text: str) -> str:
 def _not_llm(client: Client, source: str, what: str) -> NotAnLlmServer:
     return NotAnLlmServer(
         f"specperf: {client.base_url} (from {source}) is not an LLM server: {what}. Point "
-        "--endpoint / SPECPERF_ENDPOINT at the SGLang, vLLM or llama.cpp server itself.",
+        f"{source} at the SGLang, vLLM or llama.cpp server itself.",
         url=client.base_url)
 
 

@@ -17,16 +17,35 @@ from pathlib import Path
 from typing import Any
 
 from ..core import contract
-from ..core.errors import ConfigError
+from ..core.errors import BaselineError, ConfigError
 from ..core.limits import LABELS, format_percent, format_value
 from ..core.noise import NoiseModel
 from ..judge import explain as judge
 from ..judge import prediction
 from ..judge.observation import Observation
-from ..servers import livemetrics
+from ..servers import livemetrics, probe
 from ..servers.client import Client
+from ..servers.fingerprint import deployment_for
+from ..settings.hints import perf_command
+from ..settings.options import OPTIONS_BY_NAME
 from . import plots, template
 from .template import Cell, Table, num
+
+SIMULATED = "SIMULATED"
+
+
+@dataclass(frozen=True)
+class Server:
+    """The live form's server as its GET routes name it (no generation request)."""
+
+    url: str
+    deployment: str  # named by its fingerprint, as the gate and the main job name it
+    simulated: bool
+
+    @property
+    def label(self) -> str:
+        """How the run history labels this box (a simulator: 'SIMULATED (url)')."""
+        return f"{SIMULATED} ({self.url})" if self.simulated else self.url
 
 
 @dataclass(frozen=True)
@@ -36,19 +55,51 @@ class Outcome:
     explanation: judge.Explanation
     live: livemetrics.LiveObservation | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    simulated: bool = False  # the live server is a simulator: its times are simulated
 
     def to_dict(self) -> dict[str, Any]:
         out = self.explanation.to_dict()
         out["live"] = None if self.live is None else self.live.to_dict()
         out["notes"] = list(self.notes)
+        out["simulated"] = self.simulated
         return out
+
+
+def identify(endpoint: str) -> Server:
+    """Check ``endpoint`` is an LLM server (NotAnLlmServer when it is not, before any
+    /metrics reading) and name its deployment from its fingerprint."""
+    client = Client(endpoint, retries=0)
+    try:
+        found = probe.identify(client, simulated=False, endpoint_source="--endpoint")
+    finally:
+        client.close()
+    profile = str(OPTIONS_BY_NAME["sim_profile"].default)
+    return Server(client.base_url, deployment_for(None, profile, found),
+                  bool(found["simulated"]))
+
+
+def _load(root: Path, deployment: str, endpoint: str | None) -> tuple[Any, Any]:
+    """The deployment's baseline; none yet is one sentence with the command that writes it
+    for this server and this deployment name, working as printed."""
+    try:
+        return prediction.load(root, deployment)
+    except BaselineError as exc:
+        if any((root / deployment).glob("v*.json")):  # there is one: unreadable, not missing
+            raise
+        where = [] if root == Path("baselines") else ["--specperf-baseline-dir", str(root)]
+        command = perf_command("-m", "context_scaling", "--specperf-endpoint",
+                               endpoint or "URL", "--specperf-deployment", deployment, *where,
+                               "--specperf-update-baselines")
+        url = "" if endpoint else " (URL: the deployment's server)"
+        raise BaselineError(f"no baseline for deployment {deployment!r} in {root / deployment}: "
+                            f"create one with `{command}` against a quiet server{url}.") from exc
 
 
 def offline(root: Path, deployment: str, text_class: str, context: float, tok_s: float, *,
             avg_commit: float | None = None, concurrency: float = 1.0,
             output_tokens: int | None = None, noise: NoiseModel | None = None) -> Outcome:
     """Explain figures a dashboard showed (``--observed-tok-s``, ``--observed-commit``)."""
-    baseline, conc = prediction.load(root, deployment)
+    baseline, conc = _load(root, deployment, None)
     sources = {"tok_s": "--observed-tok-s", "context": "--context"}
     if avg_commit is not None:
         sources["avg_commit"] = "--observed-commit"
@@ -57,15 +108,18 @@ def offline(root: Path, deployment: str, text_class: str, context: float, tok_s:
     return Outcome(judge.explain(baseline, obs, noise=noise, conc=conc))
 
 
-def live(root: Path, deployment: str, endpoint: str, window_s: float, *,
+def live(root: Path, deployment: str, server: Server | str, window_s: float, *,
          text_class: str | None = None, context: float | None = None,
          noise: NoiseModel | None = None, poll_s: float = 1.0) -> Outcome:
-    """Read the server's /metrics over ``window_s`` and explain what production did."""
-    baseline, conc = prediction.load(root, deployment)
+    """Read the server's /metrics over ``window_s`` and explain what production did
+    (``server``: :func:`identify`'s, or a URL it is then called on)."""
+    if isinstance(server, str):
+        server = identify(server)
+    baseline, conc = _load(root, deployment, server.url)
     if text_class is not None:
         # an unknown class before the window, not after
         prediction.class_cases(baseline, text_class)
-    client = Client(endpoint, retries=0)
+    client = Client(server.url, retries=0)
     try:
         seen = livemetrics.observe(client, window_s, poll_s=poll_s, context=context)
     finally:
@@ -84,22 +138,44 @@ def live(root: Path, deployment: str, endpoint: str, window_s: float, *,
         sources["context"] = "--context"
     obs = Observation(text_class, ctx, seen.tok_s, seen.avg_commit, seen.step_ms, output,
                       seen.concurrency, sources)
-    return Outcome(judge.explain(baseline, obs, noise=noise, conc=conc), seen, tuple(notes))
+    return Outcome(judge.explain(baseline, obs, noise=noise, conc=conc), seen, tuple(notes),
+                   server.simulated)
+
+
+def distance(outcome: Outcome) -> str:
+    """How far the observed tok/s is from the prediction and from its range: '32.0 tok/s:
+    13.4% above the predicted 28.2 tok/s, 3.7% above the top of its range (30.9)'."""
+    e, figure = outcome.explanation, outcome.explanation.prediction.tok_s
+    seen, low, high = e.observation.tok_s, *figure.bounds()
+    side = "above" if seen >= figure.value else "below"
+    head = (f"{seen:.1f} tok/s: {abs(seen / figure.value - 1.0):.1%} {side} the predicted "
+            f"{figure.value:.1f} tok/s")
+    if seen > high:
+        return f"{head}, {seen / high - 1.0:.1%} above the top of its range ({high:.1f})"
+    if seen < low:
+        return f"{head}, {1.0 - seen / low:.1%} below the bottom of its range ({low:.1f})"
+    return f"{head}, inside its range ({low:.1f}–{high:.1f})"
 
 
 def text(outcome: Outcome) -> str:
     """The short explanation the command prints."""
     e = outcome.explanation
-    lines = [f"specperf explain: {contract.NAMES.get(e.status, e.status)} — {e.message}"]
+    mark = f"{SIMULATED} " if outcome.simulated else ""
+    lines = [f"specperf explain: {mark}{contract.NAMES.get(e.status, e.status)} — {e.message}",
+             f"  observed {distance(outcome)}"]
     lines += [f"  ({n})" for n in outcome.notes]
     if outcome.live is not None:
         lv = outcome.live
         commit = "n/a" if lv.avg_commit is None else format_value("avg_commit", lv.avg_commit)
         step = "n/a" if lv.step_ms is None else f"{format_value('step_ms', lv.step_ms)} ms"
-        lines.append(f"  live over {lv.window_s:.0f} s ({lv.requests:g} requests finished): "
-                     f"{lv.tok_s:.1f} tok/s per request, avg commit {commit}, step time "
-                     f"{step}, context {e.observation.context:.0f}, concurrency "
+        clock = " of simulated time" if outcome.simulated else ""
+        lines.append(f"  live over {lv.window_s:.0f} s{clock} ({lv.requests:g} requests "
+                     f"finished): {lv.tok_s:.1f} tok/s per request, avg commit {commit}, step "
+                     f"time {step}, context {e.observation.context:.0f}, concurrency "
                      f"{lv.concurrency:.1f}")
+    if outcome.simulated:
+        lines.append(f"  {SIMULATED}: the server is the simulator; its times are simulated "
+                     "time, not a real box's.")
     return "\n".join(lines)
 
 
@@ -144,6 +220,8 @@ def card(outcome: Outcome) -> str:
                p.step_ms.source, "run-to-run noise": p.noise,
                **{f"note {i + 1}": n for i, n in enumerate([*p.notes, *outcome.notes])}}
     where = "live " + outcome.live.endpoint if outcome.live else "offline"
+    if outcome.live and outcome.simulated:
+        where += f", {outcome.live.window_s:.0f} s of simulated time"
     view = {"title": f"{p.deployment}, {p.text_class} at {p.context:.0f} tokens ({where})",
             "status": e.status, "status_word": contract.NAMES.get(e.status, e.status),
             "badge": _BADGES.get(e.status, "error"),
@@ -155,6 +233,7 @@ def card(outcome: Outcome) -> str:
             "figures": figures,
             "sources": Table(["figure", "source"], [[Cell(k), Cell(v)]
                                                     for k, v in sources.items()]),
-            "baseline": f"{p.deployment} v{p.version}"}
+            "baseline": f"{p.deployment} v{p.version}", "simulated": outcome.simulated,
+            "distance": distance(outcome)}
     return template.render("explain.html.j2", title=f"specperf explain — {p.deployment}",
                            card=view)

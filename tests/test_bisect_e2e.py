@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from specperf.cli import main
@@ -74,5 +75,8 @@ def test_bisect_on_the_simulator_names_both_drawn_culprits(
             "specperf-sim/drafter-ckpt2"
     assert named["step time"]["regression"]["low"] > 0.2
     assert doc["versions_measured"] <= 12 and doc["gpu_s"] > 0
+    assert doc["restored"] == "v15"  # the box runs what it ran before the bisect
+    faults = httpx.get(sim.url + "/_sim/faults").json()
+    assert (faults["step_time_mult"], faults["acceptance_mult"]) == (1.3, 0.8)
     html = page.read_text()
     assert html.count('data-plot="bisect-') == 3 and draw["step time"] in html

@@ -159,7 +159,8 @@ class Change:
     def to_dict(self) -> dict[str, Any]:
         low, high = self.interval()
         return {"relative": self.relative, "low": low, "high": high, "log": self.log,
-                "se": self.se, "df": self.df, "cases": self.cases}
+                "se": self.se, "df": self.df if math.isfinite(self.df) else None,
+                "cases": self.cases}
 
 
 def _common(a: Side, b: Side) -> list[str]:

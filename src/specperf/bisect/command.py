@@ -28,7 +28,7 @@ from typing import Any
 from ..core.errors import ConfigError, SpecperfError
 from . import classify as cl
 from . import report
-from .deploylog import check_ends, load_versions, pick
+from .deploylog import Version, check_ends, load_versions, pick
 from .lab import BoxLab, deploy_argv, measuring_settings
 from .search import DeployFailed, Plan, Search
 
@@ -91,6 +91,9 @@ def add_subcommand(subparsers: Any) -> None:
                    help=f"output tokens per request (default {DEFAULT_OUTPUT_TOKENS})")
     p.add_argument("--deploy-timeout", type=_positive, default=600.0,
                    help="seconds a deploy may take until the server is healthy (default 600)")
+    p.add_argument("--restore", default=None, metavar="V",
+                   help="the version deployed again when the bisect ends (default: the "
+                        "versions file's last, what ran before; 'none' leaves the box as is)")
     p.add_argument("--json", action="store_true", help="print the outcome as JSON")
     p.add_argument("--html", type=Path, default=None, help="write the outcome's page here")
     p.set_defaults(run=run)
@@ -120,6 +123,21 @@ def _plan(args: argparse.Namespace) -> Plan:
                 budget_s=args.budget_s, factors=factors, min_change=args.min_change)
 
 
+def _restore(lab: BoxLab, search: Search, version: Version | None) -> str | None:
+    """Deploy ``version`` again (what ran before the bisect) unless it is on the box."""
+    if version is None or search.deploys == 0:  # nothing was deployed (or asked to stay)
+        return None
+    if search.deployed == version.index:
+        return version.name
+    _say(f"restoring {version.name}")
+    try:
+        lab.deploy(version)
+    except (DeployFailed, SpecperfError) as exc:
+        _say(f"could not restore {version.name}: {exc}: deploy it by hand")
+        return None
+    return version.name
+
+
 def _say(line: str) -> None:
     print(f"specperf bisect: {line}", file=sys.stderr, flush=True)
 
@@ -131,6 +149,8 @@ def run(args: argparse.Namespace) -> int:
         good = pick(versions, args.good, 0, "--good")
         bad = pick(versions, args.bad, len(versions) - 1, "--bad")
         check_ends(good, bad)
+        restore = None if args.restore == "none" else \
+            pick(versions, args.restore, len(versions) - 1, "--restore")
         deploy_argv(args.deploy, good.name)
         plan = _plan(args)
         settings = measuring_settings(args.endpoint, {
@@ -140,9 +160,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"specperf bisect: {exc}", file=sys.stderr)
         return BisectExit.USAGE
     lab = BoxLab(settings, args.deploy, args.deploy_timeout, progress=_say)
+    search = Search(lab, versions, good, bad, plan, progress=_say)
     try:
         lab.open()
-        outcome = Search(lab, versions, good, bad, plan, progress=_say).run()
+        outcome = search.run()
     except DeployFailed as exc:
         print(f"specperf bisect: an end of the range could not be measured: {exc}. Fix the "
               "box or choose other --good/--bad versions.", file=sys.stderr)
@@ -151,10 +172,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"specperf bisect: {exc}", file=sys.stderr)
         return BisectExit.INFRASTRUCTURE
     finally:
+        restored = _restore(lab, search, restore)
         lab.close()
     code = EXIT_OF[outcome.status]
     doc = report.to_dict(outcome, args.endpoint, int(code), lab.fingerprints)
     doc["deploy_s"] = round(lab.deploy_s, 1)
+    doc["restored"] = restored
     if args.html is not None:
         args.html.parent.mkdir(parents=True, exist_ok=True)
         args.html.write_text(report.html(doc), encoding="utf-8")

@@ -118,6 +118,8 @@ def text(doc: Mapping[str, Any]) -> str:
     budget = f"; budget {doc['budget_s']:g} s" if doc["budget_s"] is not None else ""
     lines.append(f"GPU time {doc['gpu_s']:.1f} s over {doc['versions_measured']} versions "
                  f"measured, {doc['deploys']} deploys, {skipped} skipped{budget}.")
+    if doc.get("restored"):
+        lines.append(f"The box runs {doc['restored']} again.")
     return "\n".join(lines)
 
 

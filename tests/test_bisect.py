@@ -285,3 +285,15 @@ def test_the_three_views_say_the_same_and_the_page_escapes_names() -> None:
     # each factor's axis draws a point per measured version (the good end at 0)
     assert page.count("<circle") == 3 * measured
     assert page.count('data-plot="bisect-') == 3
+
+
+def test_help_lists_every_option_and_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bisect", "--help"]) == 0
+    out = capsys.readouterr().out
+    options = re.findall(r"^  (--[\w-]+)", out, re.M)
+    assert options == ["--endpoint", "--versions", "--deploy", "--good", "--bad",
+                       "--budget-s", "--factor", "--repeats", "--max-repeats", "--min-change",
+                       "--contexts", "--classes", "--output-tokens", "--deploy-timeout",
+                       "--restore", "--json", "--html"]
+    assert "Exit 0 culprit found, 2 usage, 3 infrastructure, 5 not reproduced, 6 undecided" \
+        in " ".join(out.split())

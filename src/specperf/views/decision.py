@@ -64,10 +64,11 @@ def decide(doc: Mapping[str, Any]) -> Decision:
            "nothing was compared with a baseline" if not verdicts else ""]
     if any(why):
         return Decision(UNDETERMINED_WORD, "; ".join(w for w in why if w), sweep, counts)
-    noted = [contract.NAMES[s] for s in (IMPROVED, NOTED) if s in statuses]
-    return Decision(PASS_WORD, "nothing moved past its tolerance"
-                    + (f" ({' and '.join(noted)} changes inside it are listed below)"
-                       if noted else ""), sweep, counts)
+    sure = [f"{statuses.count(s)} {contract.NAMES[s]}" for s in (IMPROVED, NOTED)
+            if s in statuses]
+    return Decision(PASS_WORD, "nothing moved past its tolerance in the bad direction"
+                    + (f" ({' and '.join(sure)}: see the verdicts)" if sure else ""),
+                    sweep, counts)
 
 
 def _counts(statuses: Sequence[str], errors: int) -> str:
@@ -108,7 +109,7 @@ def _why_no_sweep(doc: Mapping[str, Any]) -> str:
     sweep_tests = [o for node, o in (doc.get("outcomes") or {}).items() if "test_sweep" in node]
     if sweep_tests:
         return f"its test {sweep_tests[0]} without a verdict"
-    return f"this {run.get('label') or 'run'} has no sweep test; its cases were judged alone"
+    return "no sweep test ran; the cases were judged alone"
 
 
 def _moved(verdicts: Sequence[Mapping[str, Any]]) -> str:
@@ -151,8 +152,8 @@ def verdict_words(doc: Mapping[str, Any], skipped: Mapping[str, str] | None = No
     own = [v for v in verdicts if not str(v["case_id"]).endswith(COMPARISONS)
            and v.get("reason") != UNMEASURED]
     skipped = dict(skipped or {})
-    if not verdicts and not skipped:
-        return []
+    if not verdicts and (not skipped or doc.get("baseline") is None):
+        return []  # nothing judged at all: the closing block's NOT JUDGED line says why
     statuses = [str(v["status"]) for v in verdicts]
     counts = _counts(statuses, 0)
     lines = [f"verdicts: {counts}" + (f", not judged {len(skipped)}" if skipped else "")]

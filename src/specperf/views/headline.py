@@ -86,7 +86,9 @@ def reason(verdict: Mapping[str, Any], sweep_tolerance: float = SWEEP_TOLERANCE)
         found = _slope(details["slope"])
     else:
         found = "; ".join(_case_reason(details, status))
-    return found or one_line(str(verdict.get("message", "")))
+    # Without figures (an older record, or a change only the sentence locates, such as a draft
+    # position's), the sentence's end: where a noted or open verdict says why.
+    return found or one_line(str(verdict.get("message", "")), tail=True)
 
 
 def factor(verdict: Mapping[str, Any]) -> str:
@@ -142,11 +144,14 @@ def without_power(message: str) -> str:
     return head.rstrip() if found else message
 
 
-def one_line(message: str) -> str:
-    """A sentence on one line, cut at a word near :data:`LINE_MAX` characters."""
+def one_line(message: str, tail: bool = False) -> str:
+    """A sentence on one line, cut at a word near :data:`LINE_MAX` characters (its end kept
+    with ``tail``)."""
     flat = " ".join(message.split())
     if len(flat) <= LINE_MAX:
         return flat
+    if tail:
+        return "\u2026 " + flat[-LINE_MAX:].split(" ", 1)[-1]
     return flat[:LINE_MAX].rsplit(" ", 1)[0].rstrip(",;:") + " \u2026"
 
 

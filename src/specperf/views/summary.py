@@ -202,7 +202,7 @@ def render(found: Collector, settings: Settings) -> list[str]:
     if doc["measurements"] or not doc.get("concurrency"):  # a concurrency run: its own table
         lines += table(doc["measurements"]) + fit_lines(doc["fits"])
     lines += concurrency_lines(doc.get("concurrency"))
-    closing = [*decision.verdict_words(doc, found.skipped), *verdict_lines(doc)]
+    closing = [*verdict_lines(doc), *decision.verdict_words(doc, found.skipped)]
     closing += [line for line in (decision.resolution_line(doc),) if line]
     if closing:  # the run ends with its verdicts and what they decide
         closing.append(f"decision: {decision.decide(doc).line()}")

@@ -1,0 +1,125 @@
+"""What a run decided, said first on report.html and last in the terminal (issue 41, items 3
+and 4): every verdict's word, the noted and undetermined ones with a one-line reason, the
+sweep's decision, the factor that moved, and what the run could have seen."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+from specperf.settings.config import resolve
+from specperf.views import decision, page, summary
+
+TOK = {"base": 47.3, "new": 47.1, "change": -0.004, "limit": -0.1, "low": -0.01, "high": 0.0}
+
+
+def _case(case_id: str, status: str, **details: Any) -> dict[str, Any]:
+    return {"case_id": case_id, "status": status, "message": f"{case_id}: the sentence.",
+            "details": {"tok_s": TOK, **details}, "reason": "", "attribution": None}
+
+
+NOTED = _case("reasoning-ctx1663", "noted", avg_commit={
+    "base": 3.01, "new": 2.95, "change": -0.02, "limit": -0.1, "low": -0.03, "high": -0.01})
+OPEN_SWEEP = {"case_id": "sweep", "status": "undetermined", "reason": "", "attribution": None,
+              "message": "tok/s fell 1.8% across the sweep … neither a pass nor a fail.",
+              "details": {"tok/s": {"change": -0.018, "low": -0.035, "high": -0.001,
+                                    "regressed": 0.0, "noted": 0.0},
+                          "step": {"change": 0.0, "low": -0.005, "high": 0.005,
+                                   "regressed": 0.0, "noted": 0.0}}}
+RESOLUTION = {"power": 0.95, "noise": "run-to-run prior ±3.0 %: no history yet",
+              "factors": {"tok_s": -0.06, "step_ms": 0.05, "avg_commit": -0.04}}
+STEP = {"base": 62.0, "new": 71.4, "change": 0.15, "limit": 0.1, "low": 0.13, "high": 0.17}
+FAILING = _case("padding-ctx13", "fail", step_ms=STEP) | {
+    "details": {"tok_s": {"base": 141.6, "new": 123.6, "change": -0.127, "limit": -0.1},
+                "step_ms": STEP}, "attribution": {"acceptance": 0.0, "step": 1.03, "rest": -0.03}}
+
+
+def _doc(verdicts: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    doc = {"run_id": "20261203-000000-abcd", "created": "2026-12-03T00:00:00Z",
+           "duration_s": 30.0, "lock_wait_s": 0.0, "suite_version": "0.1.0",
+           "git_revision": "abc", "interrupted": False,
+           "server": {"simulated": True, "url": "http://127.0.0.1:1", "time_scale": 0.05,
+                      "fingerprint": {"sim_profile": "p"}, "notes": []},
+           "settings": {"sim_profile": "p", "output_tokens": 600, "repeats": 3,
+                        "sweep_tolerance": 0.02, "contexts": [13], "text_classes": ["padding"]},
+           "fingerprint": {}, "fingerprint_differences": [], "errors": {}, "outcomes": {},
+           "measurements": {}, "fits": {}, "reconcile": [], "paths": [],
+           "baseline": {"deployment": "dep", "version": 3, "created": "x", "fits": {}},
+           "run": {"kind": "full", "label": "full sweep"}, "verdicts": verdicts}
+    return {**doc, **extra}
+
+
+def _closing(doc: dict[str, Any], tmp_path: Path, skipped: dict[str, str] | None = None
+             ) -> list[str]:
+    found = summary.Collector(record=doc, skipped=dict(skipped or {}))
+    settings = resolve({"baseline_dir": str(tmp_path)}, {}, {})
+    lines = summary.render(found, settings)
+    return lines[lines.index(next(x for x in lines if x.startswith("verdicts:"))):]
+
+
+def test_a_run_without_regressions_ends_with_every_verdicts_word(tmp_path):
+    doc = _doc([_case("padding-ctx13", "pass"), NOTED, _case("padding-fit", "pass"),
+                OPEN_SWEEP], resolution=RESOLUTION)
+    skipped = {"test_context_fit[reasoning]": "baseline dep v3 has no reasoning fit: write one."}
+    assert _closing(doc, tmp_path, skipped) == [
+        "verdicts: undetermined 1, noted 1, pass 2, not judged 1",
+        "  pass: padding-ctx13, padding-fit",
+        "  noted reasoning-ctx1663: avg commit 3.01 → 2.95 (−2.0%, limit −10%), a change we are "
+        "sure of, inside the limit",
+        "  undetermined sweep: tok/s −1.8% (95% CI −3.5% to −0.1%): its interval reaches past "
+        "the 2% sweep tolerance",
+        "  not judged (test_context_fit[reasoning]): baseline dep v3 has no reasoning fit: "
+        "write one.",
+        "This run sees: tok/s −6.0%, step time +5.0%, avg commit −4.0% (95% power; run-to-run "
+        "prior ±3.0 %: no history yet).",
+        "decision: UNDETERMINED — 1 verdict could not decide. Sweep: undetermined — tok/s −1.8% "
+        "(95% CI −3.5% to −0.1%): its interval reaches past the 2% sweep tolerance. Verdicts: "
+        "undetermined 1, noted 1, pass 2."]
+
+
+def test_a_clean_run_passes_and_a_regression_fails_naming_the_factor(tmp_path):
+    sweep = {**OPEN_SWEEP, "status": "pass"}
+    assert decision.decide(_doc([_case("padding-ctx13", "pass"), NOTED, sweep])).line() == (
+        "PASS — nothing moved past its tolerance in the bad direction (1 noted: see the "
+        "verdicts). Sweep: pass — no factor moved past the 2% sweep tolerance. Verdicts: "
+        "noted 1, pass 2.")
+    failed = decision.decide(_doc([FAILING, NOTED], errors={"t::x": "boom"})).line()
+    assert failed == ("FAIL — step time moved (1 regression). Sweep: none — no sweep test "
+                      "ran; the cases were judged alone. Verdicts: regression 1, noted 1, "
+                      "errored 1 (infrastructure: see Errors).")
+
+
+def test_nothing_judged_is_undetermined_and_says_why():
+    doc = _doc([], baseline=None)
+    assert decision.decide(doc).line() == (
+        "UNDETERMINED — nothing was compared with a baseline. Sweep: none — no baseline to "
+        "compare with. Verdicts: none.")
+    doc["settings"]["update_baselines"] = True
+    assert "this run wrote a baseline" in decision.decide(doc).sweep
+
+
+def test_the_page_opens_with_the_decision_then_regressions_verdicts_and_charts():
+    doc = _doc([FAILING, NOTED, OPEN_SWEEP], resolution=RESOLUTION)
+    text = page.render(doc)
+    order = [text.index(mark) for mark in ('id="decision"', 'id="resolution"',
+                                           'id="regressions"', 'id="verdicts"', 'id="run"',
+                                           'id="cases"', 'id="plots"')]
+    assert order == sorted(order)
+    shown = html.unescape(re.sub(r"<[^>]+>", "", text.split('id="decision"')[1]
+                                 .split("</p>")[0]))
+    assert shown.startswith(' class="decision fail" data-decision="FAIL">FAIL — step time '
+                            'moved (1 regression). Sweep: undetermined')
+    assert "This run sees: tok/s −6.0%, step time +5.0%, avg commit −4.0% (95% power; " \
+           "run-to-run prior ±3.0 %: no history yet)." in html.unescape(text)
+    assert 'data-factor="step"' in text  # grouped by the field, not by the sentence
+    for status in ("noted", "undetermined"):  # rendered like the others, and coloured
+        assert f'<li class="verdict {status}" data-case=' in text
+        assert re.search(rf"\.{status}\{{background:#[0-9a-f]{{6}}\}}", text)
+
+
+def test_a_record_without_a_resolution_shows_no_line():
+    assert 'id="resolution"' not in page.render(_doc([NOTED]))
+    assert decision.resolution_line({"resolution": {"factors": {"tok_s": -0.05}}}) == \
+        "This run sees: tok/s −5.0%."

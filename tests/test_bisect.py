@@ -161,6 +161,32 @@ def test_a_version_between_good_and_bad_stays_unknown_and_the_bisect_says_undeci
     assert outcome.versions[1].repeats == 24
 
 
+class EndGoesDown(FakeLab):
+    """The good end deploys once, then its image is gone."""
+
+    def deploy(self, version: Version) -> None:
+        if version.index == 0 and "v00" in self.deployed:
+            self.deployed.append(version.name)
+            raise DeployFailed("the deploy command exited 1: image v00 pruned")
+        super().deploy(version)
+
+
+def test_an_end_that_fails_to_redeploy_never_blames_the_version_being_decided() -> None:
+    # v01 half-way and measured precisely: only more of the ends could decide it
+    truths = [Truth(), Truth(step=math.sqrt(1.2), noise=0.001), Truth(step=1.2)]
+    versions = _versions(3)
+    lab = EndGoesDown(truths)
+    search = Search(lab, versions, versions[0], versions[-1],
+                    Plan(repeats=16, end_repeats=2, max_repeats=32))
+    outcome = search.run()
+    assert lab.deployed.count("v00") == 2  # the top-up of the ends was tried
+    assert search.ends_failed == "the deploy command exited 1: image v00 pruned"
+    assert [v.version.name for v in outcome.versions if v.skipped] == []
+    [result] = outcome.factors
+    assert (result.status, result.reason) == (
+        "undecided", "v01 stayed between good and bad at 32 requests per case")
+
+
 def test_the_gpu_budget_stops_the_bisect_undecided_with_the_range_it_narrowed() -> None:
     plan = Plan(repeats=3, end_repeats=12, max_repeats=24, budget_s=150.0)
     outcome, _ = _bisect(_history(32, step=(20, 1.08)), plan)

@@ -137,13 +137,14 @@ class Search:
         self.progress = progress
         self.deployed: int | None = None
         self.deploys = 0
+        self.ends_failed = ""  # why an end could not be measured more (then only versions are)
 
     @property
     def gpu_s(self) -> float:
         return sum(s.gpu_s for s in self.states)
 
     # -- measuring ------------------------------------------------------------------------
-    def _cost_of(self, state: VersionState, repeats: int) -> float:
+    def _cost_of(self, repeats: int) -> float:
         """The GPU seconds ``repeats`` more requests per case should take (from the past)."""
         done = [(s.gpu_s, s.repeats) for s in self.states if s.repeats]
         per_repeat = sum(g for g, _ in done) / max(sum(r for _, r in done), 1)
@@ -154,7 +155,7 @@ class Search:
         more = target - state.repeats
         if more <= 0:
             return
-        if self.gpu_s + self._cost_of(state, more) > self.plan.budget_s:
+        if self.gpu_s + self._cost_of(more) > self.plan.budget_s:
             raise BudgetSpent
         if self.deployed != state.version.index:
             self.deployed = None
@@ -204,13 +205,24 @@ class Search:
             if found != "unknown" or sides is None:
                 return found
             ends = 2 * max(self.good.repeats, self.bad.repeats)
-            if cl.ends_dominate(*sides) and ends <= self.plan.max_repeats:
-                for end in (self.good, self.bad):
-                    self.measure(end, ends)
+            if cl.ends_dominate(*sides) and ends <= self.plan.max_repeats \
+                    and not self.ends_failed and self._top_up_ends(ends):
                 continue
             target = 2 * max(target, state.repeats)
             if target > self.plan.max_repeats:
                 return found
+
+    def _top_up_ends(self, target: int) -> bool:
+        """More requests of both ends; False (and never again) when an end's redeploy fails:
+        a failing end is not the middle version's fault."""
+        try:
+            for end in (self.good, self.bad):
+                self.measure(end, target)
+        except DeployFailed as exc:
+            self.ends_failed = str(exc)
+            self.progress(f"the ends are not measured more: {exc}")
+            return False
+        return True
 
     def bisect(self, factor: cl.Factor, regression: cl.Change) -> FactorResult:
         """One factor's binary search between the ends."""

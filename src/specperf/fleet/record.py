@@ -20,12 +20,14 @@ from typing import Any
 
 import pytest
 
+from ..core.errors import StoreError
 from ..core.version import __version__
 from ..measure.session import git_revision
 from ..plugin.reporting import ERROR_CHARS, custom_matrix, endpoint_document
 from ..plugin.runstate import RunState
 from ..record import results, runkind
 from ..settings.endpoints import Endpoint
+from ..store import ingest
 from ..views import summary
 from ..views.report import report_dir
 from . import page
@@ -125,6 +127,9 @@ class FleetCollector:
             self.written = write(doc, where)
         except OSError as exc:
             self.problem = f"{exc}; point --specperf-report-dir at a writable directory"
+        except StoreError as exc:  # results.json and the history lines are written: say so
+            self.problem = f"{exc} (results.json and history.jsonl were written)"
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
     def document(self, interrupted: bool) -> dict[str, Any]:
         """The fleet's results document: the whole run, and each endpoint's own part."""
@@ -270,10 +275,14 @@ def write(doc: dict[str, Any], directory: Path) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "results.json").write_text(
         json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
-    lines = [json.dumps(results.history_entry(part["document"], f"{doc['run_id']}/results.json"),
-                        sort_keys=True, ensure_ascii=False) for part in doc["endpoints"]]
+    entries = [results.history_entry(part["document"], f"{doc['run_id']}/results.json")
+               for part in doc["endpoints"]]
+    lines = [json.dumps(e, sort_keys=True, ensure_ascii=False) for e in entries]
     with (directory / "history.jsonl").open("a", encoding="utf-8") as fh:
         fh.write("".join(line + "\n" for line in lines))
     out = run_dir / "report.html"
     out.write_text(page.render(doc), encoding="utf-8")
+    # Last, each endpoint as its own run: a store that is down loses none of the files.
+    for entry, part in zip(entries, doc["endpoints"], strict=True):
+        ingest.write_run(entry, part["document"], directory)
     return out

@@ -21,13 +21,13 @@ def runs_in(path: Path) -> list[Run]:
     """The runs under ``path``: a report directory, a history.jsonl or one results.json."""
     if path.is_dir():
         history = path / HISTORY_FILE
-        named = [(e, results_doc(path, e)) for e in file_runs(history)]
+        named = [(e, results_doc(path, e)) for e in file_runs(history) if "run_id" in e]
         seen = {e["run_id"] for e, _ in named}
         loose = [r for f in sorted(path.glob("*/results.json")) for r in _documents(f, path)
                  if r[0]["run_id"] not in seen]
         return named + sorted(loose, key=lambda r: str(r[0].get("created", "")))
     if path.name.endswith(".jsonl"):
-        return [(e, results_doc(path.parent, e)) for e in file_runs(path)]
+        return [(e, results_doc(path.parent, e)) for e in file_runs(path) if "run_id" in e]
     if path.is_file():
         return list(_documents(path, path.parent.parent))
     raise ConfigError(f"{path} is neither a report directory, a history.jsonl nor a "

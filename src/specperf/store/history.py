@@ -85,4 +85,5 @@ def _entry(line: str) -> dict[str, Any] | None:
         entry = json.loads(line)
     except ValueError:
         return None
-    return entry if isinstance(entry, dict) and "run_id" in entry else None
+    whole = isinstance(entry, dict) and ("run_id" in entry or "cells" in entry)
+    return entry if whole else None

@@ -115,7 +115,7 @@ def write_run(entry: Mapping[str, Any], doc: Mapping[str, Any], report_dir: Path
     url = engine.store_url((doc.get("settings") or {}).get("results_db"), report_dir)
     if not engine.read(url, _has_runs):
         earlier = [e for e in history.file_runs(report_dir / history.HISTORY_FILE)
-                   if e["run_id"] != entry["run_id"]]
+                   if e.get("run_id") not in (None, entry["run_id"])]
         put_runs(url, ((e, results_doc(report_dir, e)) for e in earlier))
     with engine.transaction(url) as connection:
         put_run(connection, entry, doc)

@@ -39,6 +39,8 @@ PRIVATE_BENCHMARKS = {
     # Benchmarks of one private piece itself, below any API:
     "sim_cost.py": "measures the simulator's scheduler step, which has no HTTP route",
     "drift_cusum.py": "compares an alternative with core/drift.py's own constants and series",
+    "store_scale.py": "bulk-loads millions of rows straight into the results store's tables "
+                      "(store/) and runs the drift scan the trend page runs",
     "bisect_power.py": "drives bisect's own search and classification on a modelled box",
 }
 

@@ -44,6 +44,7 @@ runs = Table(
     Column("entry", JSON, nullable=False),
 )
 Index("runs_label_created", runs.c.label, runs.c.created)
+Index("runs_created", runs.c.created)
 
 cells = Table(
     "cells", metadata,

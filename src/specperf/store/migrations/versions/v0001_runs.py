@@ -33,6 +33,7 @@ def upgrade() -> None:
         sa.Column("entry", sa.JSON, nullable=False),
     )
     op.create_index("runs_label_created", "runs", ["label", "created"])
+    op.create_index("runs_created", "runs", ["created"])
     op.create_table(
         "cells",
         sa.Column("run", sa.Integer, sa.ForeignKey("runs.id", ondelete="CASCADE"),

@@ -113,12 +113,18 @@ def test_a_case_is_judged_against_the_other_cases_of_its_night() -> None:
 
 def test_the_trend_page_says_what_no_flag_means(tmp_path: Path) -> None:
     history = tmp_path / "history.jsonl"
-    cells = _cells(0.0, 99, nights=8)
+    cells = _cells(0.0, 99, nights=9)
     lines = [json.dumps({"run_id": f"r{n}", "created": f"2026-11-{n + 1:02d}", "cells": {
         c: {m: cells[f"{m}|{c}"][n] for m in ("step_ms", "avg_commit")} for c in CELLS}})
-        for n in range(8)]
-    history.write_text("\n".join(lines) + "\n")
+        for n in range(9)]
+    history.write_text("\n".join(lines[:8]) + "\n")
+    # 8 nights: the last 4 have only 4 before them, one short of the 5 the scan needs.
     assert trend.drift_lines(trend.build(trend.load_history(history))) == []
     assert trend.section("drift", trend.build(trend.load_history(history))) == (
-        "<p>No persistent shift: no factor or case moved over its last 4 runs against the "
-        "runs before them (drift.py).</p>")
+        '<ul class="drift"><li data-status="undetermined">Drift undetermined: the scan '
+        "compares the last 4 runs with at least 5 before them, since the last boundary. It "
+        "has 8 of the 9 runs it needs: 1 more.</li></ul>")
+    history.write_text("\n".join(lines) + "\n")
+    assert trend.section("drift", trend.build(trend.load_history(history))) == (
+        '<ul class="drift"><li data-status="pass">No persistent shift: no factor or case '
+        "moved over the last 4 runs against the 5 before them (drift.py).</li></ul>")

@@ -38,7 +38,8 @@ def test_a_concurrency_run_is_listed_as_one_with_its_baseline(tmp_path, capsys):
         f"1 concurrency, 1 empty): {tmp_path / 'trend.html'}\n")
     page = (tmp_path / "trend.html").read_text()
     assert ('data-kind="concurrency" data-plotted="no"><td>r2</td><td>2026-01-02T02:17:00Z'
-            '</td><td class="">concurrency</td><td>http://box:30000</td><td>demo v3 (concurrency)'
+            '</td><td class="">concurrency</td><td>demo</td><td>http://box:30000</td><td>demo v3 '
+            '(concurrency)'
             '</td>') in page
     assert cli.main(["trend", "--history", str(history), "--kind", "concurrency"]) == 0
     assert capsys.readouterr().out.startswith(

@@ -88,7 +88,7 @@ def shapes(doc: Mapping[str, Any]) -> list[Figure | str]:
         else:
             svg = shape_plot(f"s-pos{i}", f"{cid}: acceptance per draft position",
                              "draft position", "conditional acceptance rate", pos, base_pos,
-                             range(1, 1 + max(len(pos), len(base_pos))))
+                             range(1, 1 + max(len(pos), len(base_pos))), integer_x=True)
             dashed = BASELINE_DASHED if _drawn(base_pos) else ""
             out.append(figure("positions", svg, f"{cid}: rate of each draft position given the "
                               f"one before it was accepted ({shape['positions_from']}){dashed}."))

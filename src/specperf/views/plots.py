@@ -31,6 +31,8 @@ BASE_LINE, BASE_ALPHA = "--", 0.6  # the baseline: dashed and lighter than this 
 # The trend's run ids, cells and boundaries are cut to this many characters: longer ones
 # squeeze its axes to nothing; the page's tables under the plot hold them whole.
 _TREND_LABEL_MAX = 40
+_TREND_TICKS = 16  # at most this many run labels under a trend plot: more overlap
+_MARKERS = "osD^vP*Xhp<>"  # a trend cell's marker when colour names the deployment
 
 
 def _label(text: str, limit: int | None = None) -> str:
@@ -167,32 +169,62 @@ def concurrency_plot(prefix: str, title: str, ylabel: str,
 
 def trend_plot(prefix: str, ylabel: str, runs: Sequence[str],
                series: Mapping[str, Sequence[float | None]],
-               boundaries: Iterable[tuple[int, str]]) -> str:
-    """One metric per cell over past runs; labelled vertical lines mark boundaries."""
+               boundaries: Iterable[tuple[int, str]],
+               deployments: Sequence[str] | None = None) -> str:
+    """One metric per cell over past runs (x: ``runs``' short labels, thinned to at most
+    :data:`_TREND_TICKS`, slanted); boundaries as dotted lines tagged B1, B2, … (their text
+    is listed on the page). With ``deployments`` (each run's), each deployment is its own
+    series in its own colour, each cell its own marker, and the legend names both."""
+    from matplotlib.lines import Line2D
+
+    names = list(dict.fromkeys(deployments or ()))
+    colour_of = {name: _colour(j) for j, name in enumerate(names)}
+    groups: list[str | None] = [*names] or [None]  # None: one deployment, a colour per cell
     with _style():
         fig, ax = _figure(width=9.0)
         for i, (name, ys) in enumerate(sorted(series.items())):
-            pts = [(x, y) for x, y in enumerate(ys) if y is not None]
-            if pts:
+            marker = _MARKERS[i % len(_MARKERS)] if names else "o"
+            for dep in groups:
+                pts = [(x, y) for x, y in enumerate(ys) if y is not None
+                       and (dep is None or (deployments or ())[x] == dep)]
+                if not pts:
+                    continue
                 xs, vs = zip(*pts, strict=True)
-                ax.plot(xs, vs, marker="o", color=_colour(i), label=_label(name, _TREND_LABEL_MAX))
-        for x, text in boundaries:
-            ax.axvline(x - 0.5, color="grey", linestyle=":")
-            ax.annotate(_label(text, _TREND_LABEL_MAX), (x - 0.5, 0.02),
-                        xycoords=("data", "axes fraction"), rotation=90, va="bottom",
-                        ha="right", fontsize=7, color="dimgrey")
+                ax.plot(xs, vs, marker=marker, markersize=4,
+                        color=colour_of[dep] if dep is not None else _colour(i),
+                        label=None if dep is not None else _label(name, _TREND_LABEL_MAX))
+        for n, (x, _) in enumerate(boundaries, 1):
+            colour = colour_of.get((deployments or ())[x], "grey") if names else "grey"
+            ax.axvline(x - 0.5, color=colour, linestyle=":")
+            ax.annotate(f"B{n}", (x - 0.5, 1.0), xycoords=("data", "axes fraction"),
+                        xytext=(2, -2), textcoords="offset points", va="top", ha="left",
+                        fontsize=7, color="dimgrey")
         ax.set_xlim(-0.7, len(runs) - 0.3)
-        ax.set_xticks(range(len(runs)), [_label(r, _TREND_LABEL_MAX) for r in runs], rotation=30,
-                      ha="right", fontsize=7)
-        _finish(ax, "run", ylabel, f"{ylabel} per cell over runs", len(series), outside=True)
+        step = max(1, -(-len(runs) // _TREND_TICKS))
+        ticks = sorted({*range(0, len(runs), step), len(runs) - 1} - {-1})
+        ax.set_xticks(ticks, [_label(runs[t], _TREND_LABEL_MAX) for t in ticks], rotation=40,
+                      ha="right", rotation_mode="anchor", fontsize=7)
+        if names:
+            handles = [Line2D([], [], color=colour_of[d], label=_label(f"deployment {d}",
+                                                                        _TREND_LABEL_MAX))
+                       for d in names]
+            handles += [Line2D([], [], color="dimgrey", marker=_MARKERS[i % len(_MARKERS)],
+                               linestyle="none", label=_label(cell, _TREND_LABEL_MAX))
+                        for i, cell in enumerate(sorted(series))]
+            ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
+            _finish(ax, "run (ended)", ylabel, f"{ylabel} per cell over runs", 0)
+        else:
+            _finish(ax, "run (ended)", ylabel, f"{ylabel} per cell over runs", len(series),
+                    outside=True)
         return to_svg(fig, prefix)
 
 
 def shape_plot(prefix: str, title: str, xlabel: str, ylabel: str,
                current: Sequence[float | None], baseline: Sequence[float | None],
-               xs: Sequence[float]) -> str:
+               xs: Sequence[float], integer_x: bool = False) -> str:
     """One case's acceptance profile (per draft position, or along the output) at ``xs``:
-    this run solid, the baseline dashed; None values are gaps."""
+    this run solid, the baseline dashed; None values are gaps. ``integer_x``: the x axis
+    ticks whole numbers only (draft positions: there is no position 1.5)."""
     with _style():
         fig, ax = _figure(width=4.6)
         for values, style in ((current, {"label": "this run", "marker": "o"}),
@@ -203,6 +235,10 @@ def shape_plot(prefix: str, title: str, xlabel: str, ylabel: str,
             if any(y == y for y in ys):
                 ax.plot(xs[:len(ys)], ys, color=_colour(0), **style)
         ax.set_ylim(bottom=0)
+        if integer_x:
+            from matplotlib.ticker import MaxNLocator
+
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         _finish(ax, xlabel, ylabel, _label(title), 2)
         return to_svg(fig, prefix)
 

@@ -12,12 +12,17 @@ an outage (every case errored: the box was down), a lock timeout, a missing base
 error, an interrupted run, a gate run, a custom context list or a subset shows as such instead
 of as a silent gap or a misleading point. A concurrency run (only the concurrency_scaling
 tests) is its own kind, listed with the concurrency baseline it was judged against; its levels
-live in its results.json, not in the history's cells. The markup is templates/trend.html.j2.
+live in its results.json, not in the history's cells.
+
+Runs of different deployments are never one series: each deployment (:func:`deployment_of`)
+gets its own colour, its own boundaries and its own drift scan, which says *undetermined*
+until a deployment has the nights it needs. The markup is templates/trend.html.j2.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +30,7 @@ from typing import Any
 
 from ..core import drift
 from ..core.errors import ConfigError
-from ..servers.fingerprint import fingerprint_differences
+from ..servers.fingerprint import deployment_for, fingerprint_differences
 from . import template
 from .plots import trend_plot
 from .template import Cell, Table, figure, num
@@ -94,6 +99,7 @@ class Trend:
     boundaries: list[tuple[int, str]]
     all_runs: list[dict[str, Any]] = field(default_factory=list)
     kind: str = "full"
+    deployments: list[str] = field(default_factory=list)  # each plotted run's deployment
 
     def left_out(self) -> dict[str, int]:
         """How many runs of each other kind the plots leave out (listed, not plotted)."""
@@ -110,6 +116,24 @@ class Trend:
     def run_labels(self) -> list[str]:
         return [str(run.get("run_id", i)) for i, run in enumerate(self.runs)]
 
+    def short_labels(self) -> list[str]:
+        """Each run's x label: 'MM-DD HH:MM' from its id (seconds, then its id's tail, only
+        where two would read the same); the runs table holds the whole id."""
+        return short_labels(self.run_labels())
+
+    def by_deployment(self) -> dict[str, Trend]:
+        """The plotted runs split by deployment, each with its own boundaries (one deployment:
+        this trend)."""
+        names = list(dict.fromkeys(self.deployments))
+        if len(names) <= 1:
+            return {names[0] if names else "": self}
+        out = {}
+        for name in names:
+            runs = [r for r, d in zip(self.runs, self.deployments, strict=True) if d == name]
+            out[name] = Trend(runs, self.cells, boundaries(runs), runs, self.kind,
+                              [name] * len(runs))
+        return out
+
 
 def _value(run: Mapping[str, Any], cell: str, metric: str) -> float | None:
     value = (run["cells"].get(cell) or {}).get(metric)
@@ -120,7 +144,67 @@ def build(entries: Sequence[dict[str, Any]], kind: str = "full") -> Trend:
     every = sorted(entries, key=lambda e: (str(e.get("created", "")), str(e.get("run_id", ""))))
     runs = [run for run in every if group(run) == kind]
     cells = sorted({c for run in runs for c in run["cells"]}, key=_cell_key)
-    return Trend(runs, cells, boundaries(runs), list(every), kind)
+    deployments = [deployment_of(run, runs) for run in runs]
+    return Trend(runs, cells, _boundaries_by_deployment(runs, deployments), list(every), kind,
+                 deployments)
+
+
+def deployment_of(run: Mapping[str, Any], runs: Sequence[Mapping[str, Any]] = ()) -> str:
+    """Which deployment a run measured: the history line's own ``deployment`` when it has
+    one; else the baseline it was judged against (a concurrency run: its concurrency
+    baseline); else (a run that wrote the first baseline,
+    or judged nothing) the deployment of the nearest run of the same endpoint that names
+    one; else the name its server's fingerprint gives (servers/fingerprint.py)."""
+    if run.get("deployment"):
+        return str(run["deployment"])
+    for base in (run.get("baseline"), run.get("concurrency_baseline")):
+        if base and base.get("deployment"):
+            return str(base["deployment"])
+    same = [r for r in runs if r.get("label") and r.get("label") == run.get("label")
+            and (r.get("deployment") or r.get("baseline") or r.get("concurrency_baseline"))]
+    if same:
+        index = runs.index(run) if run in runs else 0
+        near = min(same, key=lambda r: abs(runs.index(r) - index))
+        return deployment_of(near)
+    fingerprint = run.get("fingerprint") or {}
+    return deployment_for(None, str(fingerprint.get("sim_profile") or "?"),
+                          {"simulated": run.get("simulated"), "fingerprint": fingerprint})
+
+
+def _boundaries_by_deployment(runs: Sequence[Mapping[str, Any]], deployments: Sequence[str]
+                              ) -> list[tuple[int, str]]:
+    """:func:`boundaries` within each deployment's runs, at their places in ``runs``: runs of
+    another deployment between two nights of one are no change of that one."""
+    names = list(dict.fromkeys(deployments))
+    if len(names) <= 1:
+        return boundaries(runs)
+    out = []
+    for name in names:
+        where = [i for i, d in enumerate(deployments) if d == name]
+        for i, text in boundaries([runs[i] for i in where]):
+            out.append((where[i], text if text.startswith("baseline ") else f"{name}: {text}"))
+    return sorted(out)
+
+
+_RUN_ID = re.compile(r"^\d{4}(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})")
+
+
+def short_labels(run_ids: Sequence[str]) -> list[str]:
+    """'12-03 09:27' for a run id '20261203-092719-8535'; with the seconds, then the id's
+    tail, only where two runs would read the same; an id of another shape as it is."""
+    def label(run_id: str, detail: int) -> str:
+        found = _RUN_ID.match(run_id)
+        if found is None:
+            return run_id
+        month, day, hour, minute, second = found.groups()
+        text = f"{month}-{day} {hour}:{minute}" + (f":{second}" if detail else "")
+        return text + (f" {run_id[found.end() + 1:]}" if detail > 1 else "")
+
+    out = [label(r, 0) for r in run_ids]
+    for detail in (1, 2):
+        clash = {x for x in out if out.count(x) > 1}
+        out = [label(r, detail) if x in clash else x for r, x in zip(run_ids, out, strict=True)]
+    return out
 
 
 def describe(trend: Trend) -> str:
@@ -171,22 +255,27 @@ def section(name: str, trend: Trend) -> str:
 
 def _metrics(trend: Trend) -> list[dict[str, Any]]:
     """Per metric any plotted run measured: its plot over runs and its table."""
-    labels = trend.run_labels()
+    labels = trend.short_labels()
+    several = len(set(trend.deployments)) > 1
     out = []
     for metric, label, fmt in METRICS:
         series = trend.series(metric)
         if not any(v is not None for values in series.values() for v in values):
             continue
+        svg = trend_plot(f"t-{metric}", label, labels, series, trend.boundaries,
+                         trend.deployments if several else None)
+        what = ("colour: deployment, marker: cell" if several else "one line per cell")
         out.append({"id": metric, "label": label, "figure": figure(
-            metric, trend_plot(f"t-{metric}", label, labels, series, trend.boundaries),
-            f"{label} per cell over runs; dotted lines: boundaries."),
+            metric, svg, f"{label} per cell over runs ({what}); dotted lines: boundaries "
+                         "B1, B2, … listed above; x: run end (MM-DD HH:MM)."),
             "table": _metric_table(metric, fmt, labels, series)})
     return out
 
 
-def _boundaries(trend: Trend) -> list[tuple[int, str, str]]:
+def _boundaries(trend: Trend) -> list[tuple[str, str, str]]:
+    """(tag, run, what changed): the tag marks the boundary's line on the plots."""
     labels = trend.run_labels()
-    return [(i, labels[i], text) for i, text in trend.boundaries]
+    return [(f"B{n}", labels[i], text) for n, (i, text) in enumerate(trend.boundaries, 1)]
 
 
 def baseline_text(run: Mapping[str, Any]) -> str:
@@ -205,13 +294,14 @@ def _runs_table(trend: Trend) -> Table:
         cls = "warn" if kind in (*STOPPED, "interrupted") else ""
         rows.append([Cell(run.get("run_id", "")), Cell(run.get("created", "")),
                      Cell(run.get("kind_label") or kind, {"class": cls}),
+                     Cell(deployment_of(run, trend.all_runs)),
                      Cell(run.get("label", "")), Cell(baseline_text(run)),
                      Cell(run.get("git_revision", "")),
                      Cell(", ".join(run.get("failed", [])) or "—"),
                      Cell("; ".join(run.get("errors", [])[:2]) or "—")])
         attrs.append({"data-kind": kind, "data-plotted": "yes" if kind == trend.kind else "no"})
-    return Table(["run", "ended", "kind", "server", "baseline", "git", "regressed", "errors"],
-                 rows, "runs", attrs)
+    return Table(["run", "ended", "kind", "deployment", "server", "baseline", "git", "regressed",
+                  "errors"], rows, "runs", attrs)
 
 
 def _metric_table(metric: str, fmt: str, labels: Sequence[str],
@@ -235,13 +325,47 @@ def drift_flags(trend: Trend) -> list[drift.DriftFlag]:
 
 
 def drift_lines(trend: Trend) -> list[str]:
-    """One sentence per flag, for the nightly job's log."""
-    labels = trend.run_labels()
-    return [f"drift: {flag.sentence(labels)}" for flag in drift_flags(trend)]
+    """One sentence per flag, for the nightly job's log (each deployment scanned alone)."""
+    parts = trend.by_deployment()
+    out = []
+    for name, part in parts.items():
+        labels = part.run_labels()
+        who = f"{name}: " if len(parts) > 1 else ""
+        out += [f"drift: {who}{flag.sentence(labels)}" for flag in drift_flags(part)]
+    return out
+
+
+def drift_status(trend: Trend) -> list[tuple[str, str]]:
+    """Per deployment, what the scan found: ('flag', sentence) per flag; else whether its last
+    night could be judged at all: ('undetermined', why) until it has ``min_reference``
+    nights since its last boundary and ``window`` after them, else ('pass', …)."""
+    scan, out = drift.DRIFT_SCAN, []
+    parts = trend.by_deployment()
+    for name, part in parts.items():
+        if not part.runs or not part.cells:
+            continue
+        who = f" ({name})" if len(parts) > 1 else ""
+        flags = drift_flags(part)
+        if flags:
+            out += [("flag", f"drift{who}: {f.sentence(part.run_labels())}") for f in flags]
+            continue
+        start = max((i for i, _ in part.boundaries), default=0)
+        since, needed = len(part.runs) - start, scan.min_reference + scan.window
+        if since < needed:
+            out.append(("undetermined", (
+                f"Drift undetermined{who}: the scan compares the last {scan.window} runs with "
+                f"at least {scan.min_reference} before them, since the last boundary. It has "
+                f"{since} of the {needed} runs it needs: {needed - since} more.")))
+        else:
+            out.append(("pass", (
+                f"No persistent shift{who}: no factor or case moved over the last "
+                f"{scan.window} runs against the {since - scan.window} before them "
+                f"(drift.py).")))
+    return out
 
 
 def _drift(trend: Trend) -> dict[str, Any]:
-    return {"lines": drift_lines(trend), "window": drift.WINDOW}
+    return {"lines": drift_status(trend), "window": drift.WINDOW}
 
 
 # The page's parts, each drawn by the macro of the same name in trend.html.j2.

@@ -242,7 +242,7 @@ def _cases(doc: Mapping[str, Any]) -> Table:
                   *(_pct(_delta(doc, data, m)) for m in ("tok_s", "avg_commit", "step_ms",
                                                          "ttft_ms"))]
         rows.append([num(case["context"]), Cell(case["text_class"]), *map(num, values),
-                     Cell(status, {"class": status})])
+                     Cell(_WORDS.get(status, status), {"class": status})])
         attrs.append({"class": "case", "data-case": cid, "data-status": status})
     for cid, text in _errored_cases(doc).items():
         name, _, context = cid.partition("-ctx")

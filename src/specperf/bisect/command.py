@@ -73,8 +73,9 @@ def add_subcommand(subparsers: Any) -> None:
                    help="GPU seconds of measured requests the bisect may spend (default: no "
                         "limit); when the next measurement would not fit, it stops undecided")
     p.add_argument("--factor", action="append", default=None,
-                   choices=[f.name for f in cl.FACTORS],
-                   help="bisect only this factor (repeatable; default: every factor that moved)")
+                   choices=[f.name for f in cl.ALL_FACTORS],
+                   help="bisect only this factor (repeatable; default: every factor that "
+                        "moved, and tok/s when none did)")
     p.add_argument("--repeats", type=_positive_int, default=3,
                    help="requests per case on a middle version before its first verdict "
                         "(default 3; the ends get 4 × as many; doubled while unknown)")
@@ -114,13 +115,16 @@ def _positive_int(text: str) -> int:
 
 
 def _plan(args: argparse.Namespace) -> Plan:
-    factors = tuple(f for f in cl.FACTORS if args.factor is None or f.name in args.factor)
+    chosen = args.factor is not None
+    factors = tuple(f for f in (cl.ALL_FACTORS if chosen else cl.FACTORS)
+                    if not chosen or f.name in args.factor)
     most = args.max_repeats or 8 * args.repeats
     if most < 4 * args.repeats:
         raise ConfigError(f"--max-repeats {most} is below 4 × --repeats {args.repeats}: the "
                           "ends are measured with 4 × --repeats requests per case.")
     return Plan(repeats=args.repeats, end_repeats=4 * args.repeats, max_repeats=most,
-                budget_s=args.budget_s, factors=factors, min_change=args.min_change)
+                budget_s=args.budget_s, factors=factors, min_change=args.min_change,
+                fallback=None if chosen else cl.THROUGHPUT)
 
 
 def _restore(lab: BoxLab, search: Search, version: Version | None) -> str | None:

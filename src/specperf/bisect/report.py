@@ -36,7 +36,7 @@ def _version(v: VersionState, outcome: Outcome, good: VersionState) -> dict[str,
                            "state": _state(v, outcome), "skipped": v.skipped,
                            "requests_per_case": v.repeats, "gpu_s": round(v.gpu_s, 3),
                            "verdicts": dict(v.verdicts), "figures": {}}
-    for factor in cl.FACTORS:
+    for factor in cl.ALL_FACTORS:
         mine, base = v.side(factor.metric), good.side(factor.metric)
         if mine is None:
             continue
@@ -134,7 +134,8 @@ def _findings(doc: Mapping[str, Any]) -> list[str]:
         return [f"  The GPU budget ({doc['budget_s']:g} s) was spent before both ends were "
                 "measured: raise --budget-s."]
     if doc["status"] == "not-reproduced" or not doc["factors"]:
-        moved = ", ".join(f"{f.metric} {_pct(doc['ends'].get(f.name))}" for f in cl.FACTORS)
+        moved = ", ".join(f"{f.metric} {_pct(doc['ends'].get(f.name))}"
+                          for f in cl.ALL_FACTORS if f.name in doc["ends"])
         unsure = [k for k, v in doc["reproduction"].items() if v == "unsure"]
         note = f"; not confirmed either way: {', '.join(unsure)}" if unsure else ""
         return [f"  No factor got worse from {doc['good']} to {doc['bad']} measured tonight "
@@ -190,7 +191,8 @@ def _chart(doc: Mapping[str, Any], factor: cl.Factor) -> dict[str, Any]:
 
 def html(doc: Mapping[str, Any]) -> str:
     """The page: the outcome, one chart per factor, the versions' table."""
-    charts = [_chart(doc, f) for f in cl.FACTORS]
+    shown = {f["metric"] for f in doc["factors"]}
+    charts = [_chart(doc, f) for f in cl.ALL_FACTORS if f in cl.FACTORS or f.metric in shown]
     return template.render("bisect.html.j2", title=f"specperf bisect {doc['good']} … {doc['bad']}",
                            doc=doc, headline=_headline(doc), charts=charts,
                            factor_lines=[line.strip() for line in _findings(doc)])

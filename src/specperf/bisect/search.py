@@ -2,7 +2,8 @@
 
 Lifecycle (owned here, explained once): the good and the bad end are measured tonight
 (``end_repeats`` requests per case, doubled while a factor's reproduction is unknown); a
-factor that did not get worse is left alone, and none at all means *not reproduced*. Each
+factor that did not get worse is left alone; when none did, tok/s itself is bisected if it
+fell (a cost outside the decode), and nothing at all means *not reproduced*. Each
 moved factor is then bisected between the ends: the version nearest the middle of the open
 range is deployed and measured (measurements are shared across factors), classified good,
 bad or unknown against tonight's ends (``classify``), and an unknown one gets more requests
@@ -121,6 +122,7 @@ class Plan:
     max_repeats: int = 8 * DEFAULT_REPEATS
     budget_s: float = math.inf
     factors: tuple[cl.Factor, ...] = cl.FACTORS
+    fallback: cl.Factor | None = cl.THROUGHPUT  # bisected when none of ``factors`` moved
     min_change: float = cl.MIN_CHANGE
 
 
@@ -275,6 +277,11 @@ class Search:
         except BudgetSpent:
             return self._outcome("undecided", (), {f.name: "unsure" for f in self.plan.factors})
         moved = [f for f in self.plan.factors if reproduction[f.name] == "yes"]
+        if not moved and self.plan.fallback is not None:
+            fallback = self.plan.fallback
+            reproduction[fallback.name] = cl.reproduced(self.ends_change(fallback), fallback,
+                                                        self.plan.min_change)
+            moved = [fallback] if reproduction[fallback.name] == "yes" else []
         if not moved:
             return self._outcome("not-reproduced", (), reproduction)
         results = []
@@ -287,7 +294,7 @@ class Search:
 
     def _outcome(self, status: str, results: tuple[FactorResult, ...],
                  reproduction: dict[str, str]) -> Outcome:
-        ends = {f.name: c for f in self.plan.factors if (c := self.ends_change(f)) is not None}
+        ends = {f.name: c for f in cl.ALL_FACTORS if (c := self.ends_change(f)) is not None}
         return Outcome(status, self.good.version.name, self.bad.version.name, results,
                        tuple(self.states), ends, reproduction, self.gpu_s, self.deploys,
                        self.plan.budget_s)

@@ -8,6 +8,7 @@ once; an old unprefixed flag prints a deprecation notice once, and a typo of a f
 
 from __future__ import annotations
 
+import argparse
 import http.server
 import json
 import os
@@ -20,8 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from specperf.cli import runner
+from specperf.cli import explain, runner
 from specperf.cli.decision import GateExit
+from specperf.core.errors import NotAnLlmServer
+from specperf.servers.client import Client
+from specperf.servers.probe import check_reachable
 from specperf.settings.spelling import renamed_notice, unknown_flag
 
 JUNIT = ('<testsuites><testsuite>'
@@ -96,6 +100,7 @@ def _specperf(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           check=False)
 
 
+@pytest.mark.slow  # a whole gate run: the gate, then pytest, in subprocesses
 def test_the_gate_at_a_web_server_exits_2_with_one_sentence(tmp_path, web_server):
     done = _specperf(tmp_path, "gate", "--endpoint", web_server)
     out = done.stdout + done.stderr
@@ -109,28 +114,39 @@ def test_the_gate_at_a_web_server_exits_2_with_one_sentence(tmp_path, web_server
     assert "the same error as test_smoke[reasoning-ctx3333] above." in out
 
 
-def test_explain_at_a_web_server_says_it_is_no_llm_server_and_exits_2(tmp_path, web_server):
-    done = _specperf(tmp_path, "explain", "--endpoint", web_server, "--window", "1")
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.startswith(
+def test_explain_at_a_web_server_says_it_is_no_llm_server_and_exits_2(capsys, web_server):
+    parser = argparse.ArgumentParser(prog="specperf")
+    explain.add_subcommand(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["explain", "--endpoint", web_server, "--window", "1"])
+    assert args.run(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
         f"specperf explain: specperf: {web_server} (from --endpoint) is not an LLM server: "
-        "GET /health answered HTTP 404"), done.stderr
-    assert "--enable-metrics" not in done.stderr
+        "GET /health answered HTTP 404"), err
+    assert "--enable-metrics" not in err
 
 
-@pytest.mark.parametrize("flag", ["--endpoint", "--specperf-endpoint"])
-def test_an_old_flag_gets_one_notice_and_errors_name_the_flag_typed(perf_project, web_server,
-                                                                     flag):
+def test_the_sentence_names_the_flag_as_typed(web_server):
+    for typed in ("--specperf-endpoint", "SPECPERF_ENDPOINT"):
+        with pytest.raises(NotAnLlmServer) as err:
+            check_reachable(Client(web_server, retries=0), typed)
+        assert f"(from {typed}) is not an LLM server" in str(err.value)
+        assert str(err.value).endswith(
+            f"Point {typed} at the SGLang, vLLM or llama.cpp server itself.")
+
+
+def test_an_old_flag_gets_one_notice_and_errors_name_the_flag_typed(perf_project, web_server):
+    flag = "--endpoint"
     project = perf_project()
     result = project.run_inprocess("-m", "context_scaling", "--specperf-text-classes",
                                    "padding", "--specperf-contexts", "13", flag, web_server)
     out = result.stdout.str()
     result.assert_outcomes(errors=2)  # the case and the fit, both at setup
     # (the project's FAST flags spell --output-tokens by its old name too)
-    notices = [line for line in out.splitlines() if "old name" in line and "--endpoint" in line]
-    assert notices == ([] if flag.startswith("--specperf-") else [
+    notices = [line for line in out.splitlines() if "old name" in line]
+    assert notices == [
         "specperf: --endpoint and --output-tokens are old names, kept for this release only: "
-        "type --specperf-endpoint, --specperf-output-tokens instead (docs/options.md)."]), out
+        "type --specperf-endpoint, --specperf-output-tokens instead (docs/options.md)."], out
     assert out.count(f"(from {flag}) is not an LLM server") == 1, out
     assert f"Point {flag} at the SGLang, vLLM or llama.cpp server itself." in out
     assert "the same error as test_context_scaling[padding-ctx13] above." in out

@@ -109,3 +109,11 @@ def test_noted_and_undetermined_verdicts_say_why_in_one_line():
                                    "past the 2% sweep tolerance")
     assert reason({"case_id": "x", "status": "undetermined", "reason": "no-baseline"}) == \
         "nothing in the baseline to compare with"
+
+
+def test_an_undetermined_fit_says_its_interval_from_the_fits_margin():
+    fit = {"case_id": "padding-fit", "status": "undetermined", "details": {"slope": {
+        "base": 17.7, "new": 20.3, "change": 0.147, "limit": 0.15, "margin": 0.35}}}
+    assert reason(fit) == ("step time per 1k context 17.7 → 20.3 ms (+14.7%, limit +15%, "
+                           "undetermined) has a 95% interval of +12.7% to +16.7%, across the "
+                           "limit")

@@ -83,7 +83,7 @@ def reason(verdict: Mapping[str, Any], sweep_tolerance: float = SWEEP_TOLERANCE)
             found += f": its interval reaches past the {_pct(sweep_tolerance, 0)[1:]} sweep " \
                      "tolerance"
     elif "slope" in details:
-        found = _slope(details["slope"])
+        found = _slope(details["slope"], status)
     else:
         found = "; ".join(_case_reason(details, status))
     # Without figures (an older record, or a change only the sentence locates, such as a draft
@@ -227,11 +227,21 @@ def _figure(entry: Mapping[str, Any], name: str, fmt: str, unit: str) -> str:
     return f"{name} {values}({_pct(entry['change'])}, limit {_pct(entry['limit'], 0)}{unsure})"
 
 
-def _slope(entry: Mapping[str, Any]) -> str:
-    """A context fit's slope: 'step time per 1k context 17.7 → 23.0 ms (+30.1%, limit +15%)'."""
+def _slope(entry: Mapping[str, Any], status: str = "") -> str:
+    """A context fit's slope: 'step time per 1k context 17.7 → 23.0 ms (+30.1%, limit +15%)',
+    with its 95% interval (the fit's ``margin``) when that is why it is undetermined."""
     if entry.get("change") is None or not entry.get("limit"):
         return ""
-    return _figure(entry, "step time per 1k context", "{:.1f}", " ms")
+    found = dict(entry)
+    base, new, margin = entry.get("base"), entry.get("new"), entry.get("margin")
+    if base and new is not None and margin:
+        found.update(low=(float(new) - float(margin)) / float(base) - 1.0,
+                     high=(float(new) + float(margin)) / float(base) - 1.0)
+    text = _figure(found, "step time per 1k context", "{:.1f}", " ms")
+    if status == "undetermined" and "low" in found:
+        text += (f" has a 95% interval of {_pct(found['low'])} to {_pct(found['high'])}, "
+                 + ("across the limit" if _straddles(found) else "too wide to decide"))
+    return text
 
 
 # -- a sweep's factors --------------------------------------------------------------------------

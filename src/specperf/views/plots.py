@@ -212,9 +212,9 @@ def trend_plot(prefix: str, ylabel: str, runs: Sequence[str],
                                linestyle="none", label=_label(cell, _TREND_LABEL_MAX))
                         for i, cell in enumerate(sorted(series))]
             ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
-            _finish(ax, "run (ended)", ylabel, f"{ylabel} per cell over runs", 0)
+            _finish(ax, "run (started)", ylabel, f"{ylabel} per cell over runs", 0)
         else:
-            _finish(ax, "run (ended)", ylabel, f"{ylabel} per cell over runs", len(series),
+            _finish(ax, "run (started)", ylabel, f"{ylabel} per cell over runs", len(series),
                     outside=True)
         return to_svg(fig, prefix)
 

@@ -117,8 +117,8 @@ class Trend:
         return [str(run.get("run_id", i)) for i, run in enumerate(self.runs)]
 
     def short_labels(self) -> list[str]:
-        """Each run's x label: 'MM-DD HH:MM' from its id (seconds, then its id's tail, only
-        where two would read the same); the runs table holds the whole id."""
+        """Each run's x label: when it started, 'MM-DD HH:MM' from its id (seconds, then the
+        id's tail, only where two would read the same); the runs table holds the whole id."""
         return short_labels(self.run_labels())
 
     def by_deployment(self) -> dict[str, Trend]:
@@ -267,7 +267,7 @@ def _metrics(trend: Trend) -> list[dict[str, Any]]:
         what = ("colour: deployment, marker: cell" if several else "one line per cell")
         out.append({"id": metric, "label": label, "figure": figure(
             metric, svg, f"{label} per cell over runs ({what}); dotted lines: boundaries "
-                         "B1, B2, … listed above; x: run end (MM-DD HH:MM)."),
+                         "B1, B2, … listed above; x: each run's start (MM-DD HH:MM, from its id)."),
             "table": _metric_table(metric, fmt, labels, series)})
     return out
 

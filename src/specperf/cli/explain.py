@@ -62,8 +62,9 @@ def add_subcommand(subparsers: Any) -> None:
                    help="history.jsonl of this box: its run-to-run noise (default: "
                         "reports/history.jsonl, or under SPECPERF_REPORT_DIR, when it exists; "
                         "else the prior)")
-    p.add_argument("--label", default="", help="the box's label in --history (default: the "
-                                                "endpoint)")
+    p.add_argument("--label", default="", help="the box's label in --history (default: live, "
+                                                "the server's; offline, the box whose runs were "
+                                                "judged against --deployment)")
     p.add_argument("--run-noise", type=float, default=DEFAULT_RUN_NOISE,
                    help=f"prior run-to-run noise per case (default {DEFAULT_RUN_NOISE:g})")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")

@@ -114,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
         lines = summary_lines(result, f"candidate {endpoint}, judged against production "
                                       f"{args.production} (figures read production \u2192 "
                                       "candidate)", run.simulated)
+    elif result.code == GateExit.USAGE:  # a wrong URL: pytest showed its sentence once
+        lines = ["", decision_line(result)]
     else:
         lines = summary_lines(result, endpoint, run.simulated)
     for line in lines:

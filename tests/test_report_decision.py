@@ -122,4 +122,5 @@ def test_the_page_opens_with_the_decision_then_regressions_verdicts_and_charts()
 def test_a_record_without_a_resolution_shows_no_line():
     assert 'id="resolution"' not in page.render(_doc([NOTED]))
     assert decision.resolution_line({"resolution": {"factors": {"tok_s": -0.05}}}) == \
-        "This run sees: tok/s −5.0%."
+        "This run sees: tok/s −5.0% (95% power)."
+    assert decision.resolution_line({"resolution": {"factors": {"avg_commit:x": -0.05}}}) == ""

@@ -19,15 +19,14 @@ from typing import Any
 
 from ..core import contract
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED, UNMEASURED
-from ..core.limits import format_percent
 from ..judge.factortest import SWEEP_TOLERANCE
 from ..judge.pathverdict import COMPARISONS
+from ..judge.sweepverdict import RESOLUTION_NAMES, resolution_text
 from .headline import FACTORS, factor, headline, is_sweep, one_line, reason
 
 FAIL_WORD, PASS_WORD, UNDETERMINED_WORD = "FAIL", "PASS", "UNDETERMINED"
 # The order verdict words are counted in: what needs a look first.
 _ORDER = (REGRESSION, UNDETERMINED, IMPROVED, NOTED, PASS)
-_RESOLUTION = (("tok_s", "tok/s"), ("step_ms", "step time"), ("avg_commit", "avg commit"))
 
 
 @dataclass(frozen=True)
@@ -126,21 +125,19 @@ def _moved(verdicts: Sequence[Mapping[str, Any]]) -> str:
 
 
 def resolution_line(doc: Mapping[str, Any]) -> str:
-    """'This run sees: tok/s −6.0%, step time +5.0%, avg commit −4.0% (95% power; <noise>)':
-    the smallest change per factor the run would catch, from the record's ``resolution``;
-    '' when the record has none."""
+    """'This run sees: tok/s −6.0%, step time +5.0%, avg commit −4.0% (95% power; <noise>).':
+    the smallest change per factor the run would catch, from the record's ``resolution``
+    (worded by judge/sweepverdict.py); '' when the record has none."""
     found = doc.get("resolution")
     if not isinstance(found, Mapping):
         return ""
-    factors = found.get("factors") or {}
-    parts = [f"{name} {format_percent(float(factors[key]))}" for key, name in _RESOLUTION
-             if isinstance(factors.get(key), (int, float)) and math.isfinite(factors[key])]
-    if not parts:
+    factors = found.get("factors")
+    if not isinstance(factors, Mapping) or not any(
+            isinstance(factors.get(key), (int, float)) and math.isfinite(factors[key])
+            for key in RESOLUTION_NAMES):
         return ""
-    power = found.get("power")
-    said = [f"{100 * float(power):g}% power"] if isinstance(power, (int, float)) else []
-    said += [str(found["noise"])] if found.get("noise") else []
-    return f"This run sees: {', '.join(parts)}" + (f" ({'; '.join(said)})" if said else "") + "."
+    text = resolution_text(found)
+    return f"{text[:1].upper()}{text[1:]}."
 
 
 def verdict_words(doc: Mapping[str, Any], skipped: Mapping[str, str] | None = None) -> list[str]:

@@ -1,0 +1,68 @@
+"""One place turns a verdict into a pytest outcome, after recording it (plugin/conclude.py):
+an undetermined verdict — a fit, a sweep — is a skip with a one-line reason, and it is in
+results.json with its whole sentence and the run's resolution."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+TESTS = '''
+import pytest
+
+from specperf.judge.outcome import Verdict
+from specperf.plugin.conclude import conclude
+
+
+@pytest.fixture(autouse=True)
+def _as_perf_test(request):
+    # what the perf fixtures mark a perf test with: the run then leaves a record
+    request.node.user_properties.append(("specperf_case", request.node.name))
+
+SEEN = {"scope": "sweep", "power": 0.95, "noise": "run-to-run prior ±3.0 %: no history yet",
+        "factors": {"tok_s": -0.126, "step_ms": 0.133, "avg_commit": -0.13},
+        "extra_requests": 0, "extra_s": 0.0}
+
+
+def test_fit(request):
+    conclude(request, [Verdict("reasoning-fit", "undetermined",
+                               "reasoning: the slope sits within its uncertainty, so it is "
+                               "neither a pass nor a fail")])
+
+
+def test_sweep(request):
+    conclude(request, [Verdict("sweep", "undetermined", "step time rose 9.0% across the "
+                               "sweep: the interval straddles the 2% sweep tolerance",
+                               resolution=SEEN)])
+
+
+def test_regressed(request):
+    conclude(request, [Verdict("padding-ctx13", "fail", "step time 33 → 40 ms (+21.2%)")])
+
+
+def test_passed(request):
+    conclude(request, [Verdict("padding-ctx1663", "pass", "within tolerance")])
+'''
+
+
+def test_undetermined_fit_and_sweep_are_skips_recorded_in_results_json(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_verdicts=TESTS)
+    reports = pytester.path / "reports"
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs",
+                                f"--specperf-report-dir={reports}")
+    result.assert_outcomes(passed=1, failed=1, skipped=2)
+    result.stdout.fnmatch_lines([
+        "SKIPPED*reasoning-fit undetermined: reasoning: the slope sits within its "
+        "uncertainty, so it is neither a pass nor a fail",
+        "SKIPPED*sweep undetermined: step time rose 9.0% across the sweep*"])
+    [doc_path] = reports.glob("*/results.json")
+    doc = json.loads(doc_path.read_text(encoding="utf-8"))
+    statuses = {v["case_id"]: v["status"] for v in doc["verdicts"]}
+    assert statuses == {"reasoning-fit": "undetermined", "sweep": "undetermined",
+                        "padding-ctx13": "fail", "padding-ctx1663": "pass"}
+    assert doc["resolution"]["factors"]["step_ms"] == pytest.approx(0.133)
+    assert doc["resolution"]["noise"] == "run-to-run prior ±3.0 %: no history yet"

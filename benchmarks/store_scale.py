@@ -116,13 +116,20 @@ def _load(url: str, batch: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
                                          first + len(batch) - 1)))
 
 
-def endpoint_read(url: str, label: str) -> int:
+def endpoint_read(url: str, label: str) -> dict[str, float]:
+    """Seconds of each part: the history lines out of the store, the noise model, the drift
+    scan over every night (the last two do not touch the store)."""
+    marks = [time.perf_counter()]
     entries = store_runs(url, label)
+    marks.append(time.perf_counter())
     noise_from_history(entries, label)
+    marks.append(time.perf_counter())
     series = {f"{m}|{cid}": [(e["cells"].get(cid) or {}).get(m) for e in entries]
               for m in ("step_ms", "avg_commit") for cid in CASES}
     drift.detect_all(series, [])
-    return len(entries)
+    marks.append(time.perf_counter())
+    return {"runs": len(entries), "history_read_s": marks[1] - marks[0],
+            "noise_model_s": marks[2] - marks[1], "drift_scan_s": marks[3] - marks[2]}
 
 
 def fleet_regressions(url: str, since: str) -> dict[str, int]:
@@ -163,7 +170,8 @@ def measure(name: str, url: str, endpoints: int, nights: int, rounds: int) -> di
     rows = counts(url)
     since = (START + timedelta(days=nights - 30)).strftime("%Y-%m-%dT%H:%M:%SZ")
     label = f"box-{endpoints // 2:02d}"
-    read_s, read_n = best(rounds, lambda: endpoint_read(url, label))
+    reads = [endpoint_read(url, label) for _ in range(rounds)]
+    read = {k: round(min(r[k] for r in reads), 3) for k in reads[0] if k != "runs"}
     fleet_s, by_factor = best(rounds, lambda: fleet_regressions(url, since))
     ingest_times = []
     for r in range(rounds):
@@ -171,8 +179,9 @@ def measure(name: str, url: str, endpoints: int, nights: int, rounds: int) -> di
         assert night_ingest(url, endpoints, nights + r) == endpoints
         ingest_times.append(time.perf_counter() - start)
     result = {"engine": name, "endpoints": endpoints, "nights": nights, "rows": rows,
-              "bulk_load_s": round(load_s, 1), "endpoint_read_s": round(read_s, 3),
-              "endpoint_runs": read_n, "fleet_regressions_30_nights_s": round(fleet_s, 3),
+              "bulk_load_s": round(load_s, 1), "endpoint_runs": reads[0]["runs"],
+              **{f"endpoint_{k}": v for k, v in read.items()},
+              "fleet_regressions_30_nights_s": round(fleet_s, 3),
               "regressions_by_factor": by_factor,
               "night_ingest_s": round(min(ingest_times), 3)}
     print(json.dumps(result), flush=True)

@@ -225,7 +225,8 @@ def card(outcome: Outcome) -> str:
     view = {"title": f"{p.deployment}, {p.text_class} at {p.context:.0f} tokens ({where})",
             "status": e.status, "status_word": contract.NAMES.get(e.status, e.status),
             "badge": _BADGES.get(e.status, "error"),
-            "factor": "as predicted" if e.factor == "none" else f"factor: {e.factor}",
+            "factor": f"factor: {e.factor}" if e.factor != "none" else
+            "as predicted" if e.status in (contract.PASS, contract.NOTED) else "",
             "message": e.message,
             "plot": template.figure("explain", svg, "The observation (red) on the baseline's "
                                     "predicted tok/s for this class, with its 95 % band; squares "

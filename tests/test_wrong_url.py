@@ -189,3 +189,11 @@ def test_a_reference_is_the_same_server_however_its_url_is_spelled(tmp_path) -> 
     assert other is not None and other.startswith(
         f"the reference in {tmp_path} was measured on http://127.0.0.1:30000, not on "
         "http://127.0.0.1:30001")
+
+
+def test_a_typo_of_a_gate_option_gets_did_you_mean(capsys) -> None:
+    from specperf.cli import main
+
+    assert main(["gate", "--endpiont", "http://127.0.0.1:1"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "specperf gate: error: unrecognized arguments: --endpiont (did you mean --endpoint?)")

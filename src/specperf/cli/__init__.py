@@ -13,6 +13,7 @@ May import: core, store, measure, record, views, bisect
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Callable, Sequence
 
@@ -37,6 +38,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _unrecognized(unknown: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """argparse's sentence, with a "did you mean" for a flag close to one of the command's."""
+    # argparse lists a parser's flags only privately (``_actions``, stable since Python 3.2).
+    known = [flag for action in parser._actions for flag in action.option_strings]
+    said = f"unrecognized arguments: {' '.join(unknown)}"
+    for arg in unknown:
+        close = difflib.get_close_matches(arg.partition("=")[0], known, n=1, cutoff=0.8)
+        if arg.startswith("--") and close:
+            return f"{said} (did you mean {close[0]}?)"
+    return said
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``specperf`` console script."""
     parser = _parser()
@@ -44,7 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args, unknown = parser.parse_known_args(argv)
         if unknown:
             # `specperf gate --bogus` answers with the gate's usage, not the top level's.
-            args.subcommands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
+            sub = args.subcommands[args.command]
+            sub.error(_unrecognized(unknown, sub))
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     run: Command = args.run

@@ -67,11 +67,14 @@ def test_a_fit_and_a_sweep_are_read_from_their_own_fields():
         "regression")
 
 
-def test_an_older_record_without_figures_shows_its_sentence_on_one_line():
+def test_a_verdict_without_figures_falls_back_to_its_sentence():
+    # An older record, or a path verdict (its record holds the sentence alone).
     old = {"case_id": "sweep", "status": "fail",
-           "message": "tok/s fell 35.3% across\nthe sweep — step-time regression. Would have "
-                      "caught a 5% tok/s fall with probability 0.95."}
-    assert headline(old) == "tok/s fell 35.3% across the sweep — step-time regression."
+           "message": "tok/s fell 35.3% across\nthe sweep (95% CI −39.6% to −30.8%): step time "
+                      "+30.0% — step-time regression: check the kernels. Would have caught a "
+                      "5% tok/s fall with probability 0.95."}
+    assert headline(old) == ("tok/s fell 35.3% across the sweep (95% CI −39.6% to −30.8%) — "
+                             "step-time regression")
     assert len(headline({**old, "message": "word " * 100})) <= 202
 
 

@@ -88,9 +88,9 @@ def test_changed_cases_on_a_changed_server_name_the_fingerprint_fields():
 def test_a_failure_drops_the_power_sentence_a_pass_keeps_it():
     failing = {"case_id": "sweep", "status": "fail", "message": f"{STEP} {POWER}"}
     lines = summary.verdict_lines(_doc(verdicts=[failing]))
-    # An older record without figures: its sentence on one line, without the power sentence.
     assert lines == ["regressions (1), one line each (the sentences are under FAILURES above "
-                     "and in report.html):", f"  sweep: {STEP}"]
+                     "and in report.html):",
+                     "  sweep: tok/s 54.5 → 38.1 (−30.1%, limit −10%) — step-time regression"]
     assert page.without_power(f"no regression: x. {POWER}") == "no regression: x."
     case = gate.CaseOutcome("sweep", "failed", f"{STEP} {POWER}")
     out = gate.summary_lines(gate.GateResult(gate.GateExit.REGRESSION, "r", (case,)), "URL")

@@ -118,8 +118,8 @@ def _moved(verdicts: Sequence[Mapping[str, Any]]) -> str:
         if v["status"] == REGRESSION:
             name = factor(v)
             found[name] = found.get(name, 0) + 1
-    parts = [f"{FACTORS[name][0] if name in FACTORS else 'an unnamed factor'} moved "
-             f"({n} regression{'s' if n != 1 else ''})"
+    parts = [f"{FACTORS[name][0] if name in FACTORS else 'a factor its record does not name'}"
+             f" moved ({n} regression{'s' if n != 1 else ''})"
              for name, n in sorted(found.items(), key=lambda kv: -kv[1])]
     return "; ".join(parts)
 

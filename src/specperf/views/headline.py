@@ -7,12 +7,14 @@ how much, which factor), a noted, improved or undetermined verdict's :func:`reas
 
 Every line is built from the verdict's fields (``details``: each metric's base, new, change,
 limit and interval; a sweep's factors; ``attribution``; ``exact``; a ``factor`` field when
-the record has one), never from its sentence. A record too old to hold them shows its
-sentence as it is, cut to one line.
+the record has one), never from its sentence. Only a verdict with no figures at all (an older
+record; a parser or stream path verdict, whose record holds its sentence alone) falls back to
+its sentence: :func:`_sentence_headline`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -59,7 +61,7 @@ def headline(verdict: Mapping[str, Any]) -> str:
     else:
         what = _case_moves(details)
     if not what:
-        return one_line(without_power(str(verdict.get("message", ""))))
+        return _sentence_headline(without_power(str(verdict.get("message", ""))))
     exact = verdict.get("exact") or {}
     if exact.get("status") == "changed" and exact.get("compared"):
         cause = f": the {exact['cause']}" if exact.get("cause") else ""
@@ -299,3 +301,26 @@ def _interval(entry: Mapping[str, Any]) -> str:
 
 def _pct(fraction: float, digits: int = 1) -> str:
     return f"{100 * fraction:+.{digits}f}%".replace("-", "\u2212")
+
+
+# -- a verdict without figures ------------------------------------------------------------------
+_FACTOR_WORDS = re.compile(r" \u2014 ((?:[\w-]+ )*?[\w-]+ regression)\b")
+
+
+def _sentence_headline(message: str) -> str:
+    """The fallback for a verdict whose record holds no figures (see the module docstring):
+    its sentence's opening figure (the first clause with a number, ending at ':' or ' — '
+    outside parentheses) and the regression its sentence names; else the sentence on one
+    line."""
+    depth, start, head = 0, 0, ""
+    for i, char in enumerate(message):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and (message.startswith(": ", i) or message.startswith(" \u2014 ", i)):
+            if any(c.isdigit() for c in message[start:i]):
+                head = message[start:i]
+                break
+            start = i + (2 if message[i] == ":" else 3)
+    named = _FACTOR_WORDS.search(message)
+    if not head:
+        return one_line(message)
+    return one_line(f"{head} \u2014 {named[1]}" if named else head)

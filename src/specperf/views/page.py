@@ -182,7 +182,8 @@ def _regressions(doc: Mapping[str, Any]) -> dict[str, Any]:
 def _regression_group(name: str, group: list[Mapping[str, Any]]) -> dict[str, Any]:
     """One cause: what to check and the cases first, then each case's figures."""
     names = ", ".join(str(v["case_id"]) for v in group)
-    hint = FACTORS[name][2] if name in FACTORS else "the factor is not in the record"
+    hint = FACTORS[name][2] if name in FACTORS else \
+        "other regressions (their records name no factor: each line says what its sentence names)"
     return {"title": f"{hint} ({len(group)}: {names})", "factor": name or "unnamed",
             "items": [{"case": v["case_id"], "headline": _without_factor(v),
                        "attribution": _attribution(v)} for v in group]}

@@ -197,3 +197,15 @@ def test_a_typo_of_a_gate_option_gets_did_you_mean(capsys) -> None:
     assert main(["gate", "--endpiont", "http://127.0.0.1:1"]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
         "specperf gate: error: unrecognized arguments: --endpiont (did you mean --endpoint?)")
+
+
+def test_an_ab_gate_stopped_by_its_settings_names_both_sides(tmp_path) -> None:
+    record = _record(tmp_path, "config-error", {"url": "http://box:1"})
+    doc = json.loads(record.read_text())
+    doc["settings"]["compare_endpoint"] = "http://prod:2"
+    record.write_text(json.dumps(doc))
+    result = runner.result_of(1, _junit(tmp_path), record, "--candidate")
+    assert result.code == GateExit.USAGE
+    assert result.reason == (
+        "http://box:1 or http://prod:2 is not an LLM server specperf can measure as asked (the "
+        "error above says which, and why): fix the gate's call, then run it again.")

@@ -110,12 +110,12 @@ def run(args: argparse.Namespace) -> int:
     if fleet is not None:  # the worst endpoint decides, and is named
         result = fleet_result(run.code, result)
         lines = fleet_summary_lines(result, endpoint)
+    elif result.code == GateExit.USAGE:  # a wrong URL: pytest showed its sentence once
+        lines = ["", decision_line(result)]
     elif args.production is not None:  # A/B: name both sides, in the verdicts' order
         lines = summary_lines(result, f"candidate {endpoint}, judged against production "
                                       f"{args.production} (figures read production \u2192 "
                                       "candidate)", run.simulated)
-    elif result.code == GateExit.USAGE:  # a wrong URL: pytest showed its sentence once
-        lines = ["", decision_line(result)]
     else:
         lines = summary_lines(result, endpoint, run.simulated)
     for line in lines:

@@ -150,8 +150,13 @@ def _misdirected(record: Path, decided: GateResult, flag: str) -> GateResult | N
     run = doc.get("run") or {}
     if "endpoints" in doc or run.get("stopped_by") != "config-error":
         return None
-    url = str((doc.get("settings") or {}).get("endpoint") or "the endpoint")
-    if not doc.get("server"):  # the probe never recognised a server there
+    settings = doc.get("settings") or {}
+    url = str(settings.get("endpoint") or "the endpoint")
+    if settings.get("compare_endpoint"):  # A/B: the error above says which side
+        reason = (f"{url} or {settings['compare_endpoint']} is not an LLM server specperf can "
+                  "measure as asked (the error above says which, and why): fix the gate's "
+                  "call, then run it again.")
+    elif not doc.get("server"):  # the probe never recognised a server there
         reason = (f"{url} is not an LLM server specperf can measure (the error above says "
                   f"what answered): point {flag} at the SGLang, vLLM or llama.cpp server "
                   "itself, then run the gate again.")

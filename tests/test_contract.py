@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from specperf.core.contract import (
@@ -124,3 +126,23 @@ def test_every_reason_goes_with_one_contract_status():
     assert REASONS == {"no-baseline": UNDETERMINED, "unmeasured": UNDETERMINED,
                        "explained": NOTED}
     assert set(REASONS.values()) <= set(STATUSES)
+
+
+def test_a_misspelt_status_does_not_type_check(tmp_path) -> None:
+    """Statuses are a type (core/contract.py Status): mypy rejects a verdict built with a
+    word the contract does not have, and accepts the contract's own."""
+    from mypy import api
+
+    root = Path(__file__).resolve().parents[1]
+    typo = tmp_path / "typo.py"
+    typo.write_text("from specperf.core.contract import PASS\n"
+                    "from specperf.judge.outcome import Verdict\n\n"
+                    "good = Verdict('padding-ctx13', PASS, 'within tolerance')\n"
+                    "bad = Verdict('padding-ctx13', 'passs', 'within tolerance')\n",
+                    encoding="utf-8")
+    out, _, code = api.run([str(typo), "--config-file", str(root / "pyproject.toml"),
+                            "--cache-dir", str(root / ".mypy_cache")])
+    assert code == 1, out
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert len(errors) == 1 and "typo.py:5:" in errors[0], out
+    assert 'incompatible type "str"; expected "Status"' in errors[0], out

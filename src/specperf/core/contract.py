@@ -33,16 +33,36 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import Enum
 
-PASS = "pass"
-NOTED = "noted"
-REGRESSION = "fail"  # the contract's "regression", in the word results.json stores
-IMPROVED = "improved"
-UNDETERMINED = "undetermined"
-STATUSES = (PASS, NOTED, REGRESSION, IMPROVED, UNDETERMINED)
+
+class Status(str, Enum):
+    """The contract's five words, as results.json stores them: a type mypy checks, so a
+    misspelt status is an error before it is a wrong verdict (tests/test_contract.py). A
+    str, so it compares, hashes, formats and serialises as its word."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    PASS = "pass"
+    NOTED = "noted"
+    REGRESSION = "fail"  # the contract's "regression", in the word results.json stores
+    IMPROVED = "improved"
+    UNDETERMINED = "undetermined"
+
+
+PASS = Status.PASS
+NOTED = Status.NOTED
+REGRESSION = Status.REGRESSION
+IMPROVED = Status.IMPROVED
+UNDETERMINED = Status.UNDETERMINED
+STATUSES = tuple(Status)
 # The contract's name for each stored word (sentences and docs say "regression").
-NAMES = {PASS: "pass", NOTED: "noted", REGRESSION: "regression", IMPROVED: "improved",
-         UNDETERMINED: "undetermined"}
+NAMES: dict[str, str] = {PASS: "pass", NOTED: "noted", REGRESSION: "regression",
+                         IMPROVED: "improved", UNDETERMINED: "undetermined"}
 # combine(): the first status of this order found among the parts is the whole's.
 PRIORITY = (REGRESSION, UNDETERMINED, IMPROVED, NOTED, PASS)
 
@@ -57,7 +77,7 @@ REASONS = {NO_BASELINE: UNDETERMINED, UNMEASURED: UNDETERMINED, EXPLAINED: NOTED
 SEQUENTIAL = ("regressed", "clean", "more")
 
 
-def combine(statuses: Iterable[str]) -> str:
+def combine(statuses: Iterable[str]) -> Status:
     """The status of a whole from its parts' statuses: regression > undetermined > improved >
     noted > pass (:data:`PRIORITY`).
 
@@ -72,7 +92,7 @@ def combine(statuses: Iterable[str]) -> str:
     unknown = found - set(STATUSES)
     if unknown:
         raise ValueError(f"not a verdict contract status: {sorted(unknown)}; the contract's "
-                         f"words are {list(STATUSES)}")
+                         f"words are {[str(s) for s in STATUSES]}")
     return next((s for s in PRIORITY if s in found), UNDETERMINED)
 
 
@@ -104,7 +124,7 @@ class Change:
 
 
 def status(change: Change, direction: int, tolerance: float,
-           sequential: str | None = None) -> str:
+           sequential: str | None = None) -> Status:
     """The contract's status of ``change`` for a metric of ``direction`` (+1: must not fall,
     −1: must not rise) against ``tolerance`` (a fraction).
 
@@ -131,7 +151,7 @@ def status(change: Change, direction: int, tolerance: float,
     return NOTED if low > 0 or high < 0 else PASS
 
 def sequential_status(change: Change, decisive: Change, direction: int, tolerance: float,
-                      sequential: str | None = None) -> str:
+                      sequential: str | None = None) -> Status:
     """The status of a sequentially tested change: ``change`` carries the 95 % interval,
     ``decisive`` the interval at the test's own level (its share of the false-alarm rate).
 
@@ -154,7 +174,7 @@ def sequential_status(change: Change, decisive: Change, direction: int, toleranc
     return found
 
 
-def _point_status(worse: float, tolerance: float, sequential: str | None) -> str:
+def _point_status(worse: float, tolerance: float, sequential: str | None) -> Status:
     if sequential == "regressed" or (sequential != "clean" and worse > tolerance):
         return REGRESSION
     return IMPROVED if worse < -tolerance else PASS
@@ -186,7 +206,7 @@ def slope_limit(tolerance: float, slope: float, far_step_ms: float, far: float,
 
 
 
-def median_status(change: Change, direction: int, tolerance: float) -> str:
+def median_status(change: Change, direction: int, tolerance: float) -> Status:
     """The status of a case's medians compared with their interval (both sides' request
     spread and the run-to-run noise): what the contract's "pass" means for a point estimate.
 

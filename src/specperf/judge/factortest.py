@@ -102,7 +102,7 @@ class FactorResult:
 
     estimate: Estimate
     ended: str  # "regressed", "clean" (the SPRT decided) or "budget" (fixed-sample rule)
-    status: str  # the contract's: pass, noted, fail (regression), improved, undetermined
+    status: contract.Status  # the contract's: pass, noted, fail, improved, undetermined
     power: float
     # The smallest bad change it catches with probability 1 − β (a relative change in the
     # metric's own direction, e.g. +0.05 for step time), and the change it rules out when it

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.contract import REGRESSION
+from ..core.contract import REGRESSION, Status
 from ..core.model import Attribution
 
 Details = dict[str, dict[str, float]]
@@ -21,7 +21,7 @@ class Verdict:
     """The outcome of one comparison, with the sentence that explains it."""
 
     case_id: str
-    status: str
+    status: Status
     message: str
     attribution: Attribution | None = None
     details: Details = field(default_factory=dict)

@@ -42,7 +42,7 @@ class SweepResult:
         return any(r.regressed for r in self.results)
 
     @property
-    def status(self) -> str:
+    def status(self) -> contract.Status:
         """The sweep's status: its factors' combined by the contract's one priority order
         (no factor at all is undetermined: nothing was judged)."""
         return contract.combine(r.status for r in self.results)

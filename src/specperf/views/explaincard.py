@@ -183,8 +183,9 @@ def as_json(outcome: Outcome) -> str:
     return json.dumps(outcome.to_dict(), indent=2, sort_keys=True, default=str) + "\n"
 
 
-_BADGES = {contract.PASS: "pass", contract.NOTED: "pass", contract.IMPROVED: "improved",
-           contract.REGRESSION: "fail", contract.UNDETERMINED: "error"}
+_BADGES: dict[str, str] = {contract.PASS: "pass", contract.NOTED: "pass",
+                           contract.IMPROVED: "improved", contract.REGRESSION: "fail",
+                           contract.UNDETERMINED: "error"}
 
 
 def _row(label: str, factor: dict[str, Any] | None, predicted: prediction.Figure, metric: str,

@@ -6,4 +6,4 @@ API, which lists every room's names).
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -220,8 +220,10 @@ def add_subcommand(subparsers: Any) -> None:
                     "judge it against the deployment's baseline and exit with a code the "
                     "deploy pipeline acts on.",
         epilog="Exit codes: 0 pass, 1 performance regression (block the deploy), 2 usage "
-               "error, 3 infrastructure problem (unreachable, GPU lock timeout, unstable "
-               "measurements, no baseline). Arguments after -- go to pytest unchanged, e.g. "
+               "error (a bad flag, a refused reference, a URL that is no LLM server), 3 "
+               "infrastructure problem (unreachable, GPU lock timeout, unstable measurements, "
+               "no baseline), 4 undecided (measured, none regressed, the statistics could not "
+               "decide). Arguments after -- go to pytest unchanged, e.g. "
                "-- --specperf-output-tokens 64 -v. A/B: --candidate URL --production URL. Around "
                "a deploy: --save-reference DIR before it, --reference DIR after it "
                "(docs/gate.md).")

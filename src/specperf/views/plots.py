@@ -201,7 +201,7 @@ def trend_plot(prefix: str, ylabel: str, runs: Sequence[str],
                         fontsize=7, color="dimgrey")
         ax.set_xlim(-0.7, len(runs) - 0.3)
         step = max(1, -(-len(runs) // _TREND_TICKS))
-        ticks = sorted({*range(0, len(runs), step), len(runs) - 1} - {-1})
+        ticks = sorted(range(len(runs) - 1, -1, -step))  # counted back from the newest run
         ax.set_xticks(ticks, [_label(runs[t], _TREND_LABEL_MAX) for t in ticks], rotation=40,
                       ha="right", rotation_mode="anchor", fontsize=7)
         if names:

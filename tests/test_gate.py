@@ -83,7 +83,7 @@ def test_clean_deploy_passes_with_exit_0(start_sim, baseline_dir, lock_dir):
         *[f"  pass  {case_id}" for case_id in SMOKE_IDS],
         "  pass  reasoning-ctx3333 parser",
         "  pass  smoke subset",  # the sweep-level test over the subset (perf_tests/test_sweep.py)
-        "  cost: * requests, * s of server time",
+        "  cost: * requests, * s of simulated server time",  # the simulator: its time
         "specperf gate: PASS (exit 0): all 5 smoke cases within their limits.",
     ])
 

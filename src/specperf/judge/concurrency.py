@@ -15,10 +15,10 @@ import math
 from collections.abc import Mapping
 
 from ..baselines.store import CaseBaseline
-from ..core import contract
+from ..core import contract, interval
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION
 from ..core.limits import ARROW, Move, format_percent, tolerance
-from ..core.model import ContextFit, t95
+from ..core.model import ContextFit
 from ..core.noise import NoiseModel
 from ..core.stats import Summary
 from .fit import slope_limit_text
@@ -77,7 +77,7 @@ def judge_batch_fit(name: str, current: ContextFit, base: ContextFit,
     limit = contract.slope_limit(slope_tolerance, old, base.predict_step_ms(far), far,
                                  step_tolerance)
     se_new, se_old = current.b_se_ms_per_token or 0.0, base.b_se_ms_per_token or 0.0
-    margin = t95(current.dof) * math.hypot(se_new, (1.0 + limit) * se_old) \
+    margin = interval.half_width(math.hypot(se_new, (1.0 + limit) * se_old), current.dof) \
         if current.b_se_ms_per_token is not None else 0.0
     change = new / old - 1.0
     head = (f"{name}: step time per extra request in the batch {old:.2f} {ARROW} {new:.2f} ± "
@@ -85,9 +85,9 @@ def judge_batch_fit(name: str, current: ContextFit, base: ContextFit,
             f"{slope_limit_text(limit, slope_tolerance, step_tolerance, f'C = {far:.0f}')})")
     details = {"slope": {"base": old, "new": new, "change": change, "limit": limit,
                          "base_se": se_old, "new_se": se_new, "margin": margin}}
-    interval = contract.Change(change, (new - margin) / old - 1.0, (new + margin) / old - 1.0) \
+    bounds = contract.Change(change, (new - margin) / old - 1.0, (new + margin) / old - 1.0) \
         if math.isfinite(margin) else contract.Change(change, -math.inf, math.inf)
-    found = contract.status(interval, -1, limit)
+    found = contract.status(bounds, -1, limit)
     words = {REGRESSION: BATCH_HINT, IMPROVED: f"flatter than the baseline: {REFRESH_HINT}",
              NOTED: "a change beyond its uncertainty but within tolerance: noted",
              PASS: "within tolerance"}

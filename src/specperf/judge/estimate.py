@@ -13,7 +13,7 @@
   requests (Welch's df for the two), or, with medians only, the larger of the run's and its
   MADs (a MAD of 3–5 requests runs low); in A/B mode production's requests join the pool;
 - ``se_i² = σ²/n_now + k · σ_before²/n_before`` with k = 1 for a mean of requests and
-  ``MEDIAN_SE_FACTOR²`` (π/2) for a stored median (the standard error of a median, see
+  ``interval.MEDIAN_VAR`` (π/2) for a stored median (the standard error of a median, see
   :mod:`specperf.core.stats`), and the inverse-variance mean
   ``D = Σ d_i/se_i² / Σ 1/se_i²`` with ``se = (Σ 1/se_i²)^−½``.
 
@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..core import interval
 from ..core.noise import NoiseModel
-from ..core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, t_quantile
+from ..core.stats import MAD_TO_SIGMA
 from .factor import CaseData, Factor
 
 # Below this a relative spread is quantisation (commits are (N−1)/S for integer S) or clock
@@ -60,7 +61,7 @@ class Estimate:
 
     def ci(self, level: float = 0.95) -> tuple[float, float]:
         """The relative change's confidence interval, in the metric's own direction."""
-        half = t_quantile(0.5 + level / 2, self.df) * self.se
+        half = interval.half_width(self.se, self.df, level)
         low, high = self.factor.sign * (self.d - half), self.factor.sign * (self.d + half)
         return math.expm1(min(low, high)), math.expm1(max(low, high))
 
@@ -106,7 +107,7 @@ def estimate(factor: Factor, cases: Mapping[str, CaseData], noise: NoiseModel | 
         sigma_b = max(sigma, math.sqrt(float(np.mean(np.square(mads)))))
         base_n = [c.base[m].n for c in chosen]
         centre = [math.log(c.base[m].median) for c in chosen]
-        k = MEDIAN_SE_FACTOR**2
+        k = interval.MEDIAN_VAR
     sigma, sigma_b = max(sigma, SIGMA_FLOOR), max(sigma_b, SIGMA_FLOOR)
     run_noise = (NoiseModel.same_night() if paired else noise or NoiseModel.prior()).of(m)
     common, own = run_noise.parts(base_runs)
@@ -126,7 +127,7 @@ def estimate(factor: Factor, cases: Mapping[str, CaseData], noise: NoiseModel | 
         df = (a + b) ** 2 / (a**2 / max(df, 1.0) + b**2 / df_b)
     else:
         df += df_b
-    df = _satterthwaite((request_var, max(df, 1.0)), (run_var, run_noise.df))
+    df = interval.satterthwaite([(request_var, max(df, 1.0)), (run_var, run_noise.df)])
     return Estimate(factor, pooled, math.sqrt(request_var + run_var), df,
                     {c.case.id: float(x) for c, x in zip(chosen, d, strict=True)},
                     run_var, run_noise.text())
@@ -169,7 +170,7 @@ def information_gain(factor: Factor, data: CaseData) -> float:
     stored = len(_stored(data, m)) >= 2
     nb = len((data.base_values or {})[m]) if paired else (
         len(_stored(data, m)) if stored else data.base[m].n)
-    k = 1.0 if paired or stored else MEDIAN_SE_FACTOR**2
+    k = 1.0 if paired or stored else interval.MEDIAN_VAR
     now = 1.0 / (1.0 / n + k / nb)
     after = 1.0 / (1.0 / (n + 1) + k / (nb + int(paired)))
     return (after - now) / max(data.cost_s, 1e-9)

@@ -19,10 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from ..core import contract
+from ..core import contract, interval
 from ..core.contract import REGRESSION
 from ..core.sequential import Sprt
-from ..core.stats import t_quantile
 from .estimate import Estimate
 from .factor import Factor
 
@@ -58,7 +57,7 @@ class FactorTest:
         regression more often than ``alpha``. The standard error is widened by the
         t-quantile over the normal one at the test's own level (1.0 at large df)."""
         level = 1 - self.sprt.alpha
-        return max(1.0, t_quantile(level, df) / _NORMAL.inv_cdf(level))
+        return max(1.0, interval.one_sided(level, df) / interval.one_sided(level))
 
     def final(self, est: Estimate) -> bool:
         return self.sprt.final(est.d - self.null, est.se, est.df)
@@ -67,8 +66,8 @@ class FactorTest:
         """The smallest change in the bad direction (a log-ratio, worse positive) this test
         calls a regression with probability 1 − β at the precision reached: its decisive
         bound (the test's own level) beyond the tolerance, ``β`` of the time short of it."""
-        return (self.null + (t_quantile(1.0 - self.sprt.alpha, est.df)
-                             + _NORMAL.inv_cdf(1.0 - self.sprt.beta)) * est.se)
+        return (self.null + (interval.one_sided(1.0 - self.sprt.alpha, est.df)
+                             + interval.one_sided(1.0 - self.sprt.beta)) * est.se)
 
     def power(self, est: Estimate, ended: str = "budget") -> float:
         """The power of the rule that ended the test. Where the SPRT decided: its design,
@@ -149,6 +148,6 @@ def factor_result(test: FactorTest, est: Estimate, tolerance: float) -> FactorRe
     passed_at = None
     if found == contract.UNDETERMINED and not beyond_95:
         bound = max(reach, test.null + test.sprt.effect)  # worse-positive log-ratios
-        if est.d + t_quantile(0.975, est.df) * est.se <= bound:
+        if est.d + interval.half_width(est.se, est.df) <= bound:
             found, passed_at = contract.PASS, math.expm1(est.factor.sign * bound)
     return FactorResult(est, how, found, test.power(est, how), resolution, passed_at, shown)

@@ -22,11 +22,11 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from ..core import contract
+from ..core import contract, interval
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import ARROW, MINUS, Move, format_percent, format_value
-from ..core.model import CASE_DRIFT, t95
-from ..core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, Summary
+from ..core.model import CASE_DRIFT
+from ..core.stats import MAD_TO_SIGMA, Summary, median_se
 from ..measure.paths import Figures, Parsers
 from .outcome import Verdict
 
@@ -80,8 +80,7 @@ def unmeasured(case_id: str, needed: dict[str, tuple[Figures, ...]], what: str) 
 def _rel_se(summary: Summary) -> float:
     """The relative standard error of a figure's median over its repeats (its spread no
     smaller than CASE_DRIFT: a MAD of a few quantised repeats can be 0)."""
-    sd = max(MAD_TO_SIGMA * summary.rel_mad, CASE_DRIFT)
-    return MEDIAN_SE_FACTOR * sd / math.sqrt(summary.n)
+    return median_se(max(MAD_TO_SIGMA * summary.rel_mad, CASE_DRIFT), summary.n)
 
 
 def judged(move: Move, base: Summary | None, new: Summary | None) -> str:
@@ -91,7 +90,7 @@ def judged(move: Move, base: Summary | None, new: Summary | None) -> str:
         return PASS
     if base is None or new is None or min(base.n, new.n) < 2 or not move.base:
         return move.status
-    half = t95(min(base.n, new.n) - 1) * math.hypot(_rel_se(base), _rel_se(new))
+    half = interval.half_width(math.hypot(_rel_se(base), _rel_se(new)), min(base.n, new.n) - 1)
     ratio = move.new / move.base
     change = contract.Change(move.change, ratio * (1 - half) - 1, ratio * (1 + half) - 1)
     return contract.status(change, move.direction, move.tolerance)

@@ -18,15 +18,16 @@ from typing import Any
 
 from ..baselines.concurrency import ConcurrencyBaseline, ConcurrencyStore
 from ..baselines.store import Baseline, BaselineStore, CaseBaseline
+from ..core import interval
 from ..core.errors import BaselineError, ConfigError
 from ..core.limits import DEFAULT_TOLERANCES, format_value
 from ..core.model import ContextFit, predict_tok_s
 from ..core.noise import NoiseModel
-from ..core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR
+from ..core.stats import MAD_TO_SIGMA, median_se
 from ..measure.sample import mean_context
 from .reconcile import base_rest
 
-Z = 1.96  # two-sided 95 % interval of the prediction
+Z = interval.quantile(0.95)  # two-sided 95 % interval of the prediction
 # A context further outside the fitted range than this share of the range is extrapolated.
 FAR_OUTSIDE = 0.25
 
@@ -106,8 +107,7 @@ def _rel_se(case: CaseBaseline, metric: str) -> float:
     summary = case.metrics.get(metric)
     if summary is None or summary.n < 2 or not summary.median:
         return 0.0
-    rel_sd = MAD_TO_SIGMA * summary.mad / abs(summary.median)
-    return MEDIAN_SE_FACTOR * rel_sd / math.sqrt(summary.n)
+    return median_se(MAD_TO_SIGMA * summary.mad / abs(summary.median), summary.n)
 
 
 def _commit_at(cases: Sequence[CaseBaseline], x: float) -> tuple[float, float, str]:

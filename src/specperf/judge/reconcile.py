@@ -28,10 +28,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..core import contract
+from ..core import contract, interval
 from ..core.contract import EXPLAINED, IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import format_percent, format_value
-from ..core.model import ContextFit, predict_tok_s, rel_se, rest_ratio, t95
+from ..core.model import ContextFit, predict_tok_s, rel_se, rest_ratio
 from ..measure.sample import mean_context, sample_values
 from .outcome import Verdict
 
@@ -62,7 +62,7 @@ def observe(values: Mapping[str, Sequence[float]]) -> Observed | None:
     n = min(len(v) for v in (tok, commit, step) if v)
     return Observed(statistics.median(tok), statistics.median(commit),
                     statistics.median(step) if step else None,
-                    math.sqrt(sum(e * e for e in errors)), t95(n - 1))
+                    math.sqrt(sum(e * e for e in errors)), interval.quantile(0.95, n - 1))
 
 
 def base_rest(base: CaseBaseline | None, output_tokens: int, prefill_ms: float) -> float:

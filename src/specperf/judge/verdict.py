@@ -19,11 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..core import contract
+from ..core import contract, interval
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import DIRECTION, FLOOR, LABELS, Move, format_move, format_percent, tolerance
 from ..core.noise import NoiseModel, baseline_share
-from ..core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, Summary
+from ..core.stats import Summary
 from . import positions
 from .attribution import HINTS, case_attribution, regression_message
 from .fit import judge_fit
@@ -33,7 +33,7 @@ from .outcome import NotJudged, Verdict
 if TYPE_CHECKING:  # only its type is needed here
     from ..baselines.store import CaseBaseline
 
-__all__ = ["PINNED_METRICS", "PINNED_REASON", "REQUEST_SD_FLOOR", "NotJudged", "Verdict",
+__all__ = ["PINNED_METRICS", "PINNED_REASON", "NotJudged", "Verdict",
            "case_se", "judge_case", "judge_fit"]
 
 
@@ -193,30 +193,12 @@ def _moves(current: Mapping[str, Summary], base: CaseBaseline,
     return out
 
 
-# Below this a request spread is clock resolution or commit quantisation, not a quiet box.
-REQUEST_SD_FLOOR = 0.005
-
-
-def _median_var(summary: Summary) -> tuple[float, float]:
-    """The relative variance of a median of ``n`` requests (from their MAD) and its df."""
-    sd = max(MAD_TO_SIGMA * summary.mad / summary.median, REQUEST_SD_FLOOR) \
-        if summary.median > 0 else REQUEST_SD_FLOOR
-    n = max(int(summary.n), 1)
-    return MEDIAN_SE_FACTOR**2 * sd * sd / n, float(max(n - 1, 1))
-
-
 def case_se(now: Summary, then: Summary, noise: NoiseModel | None, metric: str,
-             base_runs: int) -> tuple[float, float]:
-    """A case's log change: its standard error (both medians' request spread and the run
-    term) and its df (Welch–Satterthwaite); (0, inf) without a noise model."""
-    if noise is None:
-        return 0.0, math.inf
-    run = noise.of(metric)
-    parts = [_median_var(now), _median_var(then),
-             (run.case_sd() ** 2 * (1.0 + baseline_share(base_runs)), run.df)]
-    total = sum(v for v, _ in parts)
-    denom = sum(v * v / df for v, df in parts if v > 0 and math.isfinite(df))
-    return math.sqrt(total), (total * total / denom if denom > 0 else math.inf)
+            base_runs: int) -> tuple[float, float]:
+    """A case's log change: its standard error and df (core/interval.py); (0, inf) without a
+    noise model."""
+    return interval.comparison(now, then, None if noise is None else noise.of(metric),
+                               base_runs)
 
 
 def _pass_summary(moves: Mapping[str, Move]) -> str:

@@ -6,7 +6,6 @@ arms). It sits below the verdicts: it judges how sure a case is, never whether i
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -14,9 +13,9 @@ from typing import Protocol
 from ..core.limits import DIRECTION, FLOOR, LABELS, tolerance
 from ..core.stats import (
     MAD_TO_SIGMA,
-    MEDIAN_SE_FACTOR,
     UNSTABLE_REL_MAD,
     Summary,
+    median_se,
     summarize,
 )
 
@@ -28,7 +27,7 @@ class Reference(Protocol):
     def metrics(self) -> Mapping[str, Summary]: ...
 
 
-# A median's standard error is MAD_TO_SIGMA·MAD·MEDIAN_SE_FACTOR/√n (core.stats). A median
+# A median's standard error is MAD_TO_SIGMA·MAD·√(π/2)/√n (core.stats). A median
 # 3 standard errors from its limit would need a 3σ fluke to land on the other side (≈0.1%
 # one-sided), so more repeats would not change the verdict.
 CLEAR_MARGIN_SE = 3.0
@@ -55,7 +54,7 @@ def decide_repeats(values: Mapping[str, Sequence[float]], base: Reference | None
        must never pass or fail.
     3. With a baseline: for each metric with a tolerance, the margin is the median's
        relative distance from its regression limit, in units of the baseline median;
-       the median's uncertainty is MAD_TO_SIGMA·MAD·MEDIAN_SE_FACTOR/√n in the same
+       the median's uncertainty is MAD_TO_SIGMA·MAD·√(π/2)/√n in the same
        units. Any margin within 3 uncertainties (the verdict could still flip): more,
        until ``max_repeats`` (then stop and judge on what there is). Only this run's
        spread counts: more repeats cannot shrink the baseline's.
@@ -133,5 +132,5 @@ def _margin(metric: str, summary: Summary, base_median: float,
     Both are fractions of the baseline median, the unit the tolerance is given in.
     """
     good = DIRECTION[metric] * (summary.median / base_median - 1.0)
-    uncertainty = MAD_TO_SIGMA * summary.mad * MEDIAN_SE_FACTOR / math.sqrt(summary.n)
+    uncertainty = median_se(MAD_TO_SIGMA * summary.mad, summary.n)
     return good + tolerance, uncertainty / abs(base_median)

@@ -3,11 +3,10 @@ case's medians, its mean context, the baseline's summaries of it."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR
+from ..core.stats import MAD_TO_SIGMA, median_se
 from ..measure import sample
 
 
@@ -24,7 +23,7 @@ def median_rel_se(measurement: Mapping[str, Any], metric: str) -> float | None:
     if entry is None or not entry.get("median") or not entry.get("n"):
         return None
     sd = MAD_TO_SIGMA * float(entry.get("mad", 0.0)) / float(entry["median"])
-    return MEDIAN_SE_FACTOR * abs(sd) / math.sqrt(int(entry["n"]))
+    return median_se(abs(sd), int(entry["n"]))
 
 
 def mean_context(case: Mapping[str, Any]) -> float:

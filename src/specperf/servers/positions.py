@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core import interval
 from ..core.errors import MalformedResponse
-from ..core.stats import t_quantile
 from .acceptance import metric_samples
 
 # Accepted drafts per draft position, as the servers count them: unconditional (a step whose
@@ -162,7 +162,7 @@ def _half_width(values: Sequence[float]) -> float | None:
         return None
     mean = sum(values) / len(values)
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-    return t_quantile(0.975, len(values) - 1) * sd / math.sqrt(len(values))
+    return interval.half_width(sd / math.sqrt(len(values)), len(values) - 1)
 
 
 def sample_rates(raw: Mapping[str, Any]) -> list[float | None] | None:

@@ -1,0 +1,46 @@
+"""One way to build a comparison's interval (core/interval.py), used by every judge: no
+module outside core/ takes a quantile, hard-codes 1.96 or writes a median's standard error
+itself (the simulator, a separate server, is not the suite's judge)."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from specperf.core import interval
+from specperf.core.noise import NoiseModel
+from specperf.core.stats import summarize
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "specperf"
+OWN = re.compile(r"t_quantile\(|\bt95\(|\b1\.96\b|\bMEDIAN_SE_FACTOR\b|inv_cdf\(")
+
+
+def test_no_judge_builds_an_interval_of_its_own() -> None:
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        if rel.startswith(("core/", "sim/")):
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if OWN.search(code) and not code.lstrip().startswith(("``", "-")):
+                found.append(f"{rel}:{n}: {line.strip()}")
+    assert not found, "use specperf.core.interval:\n" + "\n".join(found)
+
+
+def test_a_comparison_carries_both_medians_and_the_run_term() -> None:
+    now, then = summarize([100.0, 102.0, 98.0, 101.0, 99.0]), summarize([95.0, 96.0, 94.0])
+    quiet_se, quiet_df = interval.comparison(now, then, NoiseModel.same_night().of("tok_s"))
+    night_se, night_df = interval.comparison(now, then, NoiseModel.prior(0.03).of("tok_s"))
+    assert quiet_se == pytest.approx(math.hypot(interval.median_var(now)[0] ** 0.5,
+                                                interval.median_var(then)[0] ** 0.5))
+    # The prior's run term (both nights) adds whole; it is knowledge, so its df is the
+    # medians' (Satterthwaite), and more than the request part alone would have.
+    assert night_se == pytest.approx(math.sqrt(quiet_se**2 + 2 * 0.03**2))
+    assert night_df > quiet_df
+    low, high = interval.relative(0.05, 0.01)
+    assert (low, high) == pytest.approx((math.expm1(0.05 - 1.959964 * 0.01),
+                                         math.expm1(0.05 + 1.959964 * 0.01)), rel=1e-6)

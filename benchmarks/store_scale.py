@@ -105,12 +105,12 @@ def bulk_load(url: str, endpoints: int, nights: int) -> float:
 def _load(url: str, batch: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
     with engine.transaction(url) as c:
         first = (c.execute(select(func.max(runs.c.id))).scalar() or 0) + 1
-        run_rows = [{"id": first + i, **ingest._run_row(e)} for i, (e, _) in enumerate(batch)]
+        run_rows = [{"id": first + i, **ingest.run_row(e)} for i, (e, _) in enumerate(batch)]
         c.execute(insert(runs), run_rows)
         c.execute(insert(cells), [r for i, (e, d) in enumerate(batch)
-                                  for r in ingest._cells(first + i, e, d)])
+                                  for r in ingest.cell_rows(first + i, e, d)])
         c.execute(insert(verdicts), [r for i, (_, d) in enumerate(batch)
-                                     for r in ingest._verdicts(first + i, d)])
+                                     for r in ingest.verdict_rows(first + i, d)])
         if c.dialect.name == "postgresql":  # explicit ids: move the serial past them
             c.execute(select(func.setval(func.pg_get_serial_sequence("runs", "id"),
                                          first + len(batch) - 1)))

@@ -35,16 +35,13 @@ def put_run(connection: Connection, entry: Mapping[str, Any],
     """One run on an open transaction: 1 if it was new, 0 if its run id was there already.
     ``doc`` (its results.json) adds the measured repeats and the verdicts; without it the
     history line's medians are the cells."""
-    row = _run_row(entry)
+    row = run_row(entry)
     key = connection.execute(_insert_new(connection, row)).scalar_one_or_none()
     if key is None:  # the run id was there: a re-import, or another process wrote it first
         return 0
-    cell_rows = _cells(key, entry, doc)
-    if cell_rows:
-        connection.execute(insert(cells), cell_rows)
-    verdict_rows = _verdicts(key, doc)
-    if verdict_rows:
-        connection.execute(insert(verdicts), verdict_rows)
+    for table, rows in ((cells, cell_rows(key, entry, doc)), (verdicts, verdict_rows(key, doc))):
+        if rows:
+            connection.execute(insert(table), rows)
     return 1
 
 
@@ -54,7 +51,8 @@ def _insert_new(connection: Connection, row: Mapping[str, Any]) -> Any:
         index_elements=["run_id"]).returning(runs.c.id)
 
 
-def _run_row(entry: Mapping[str, Any]) -> dict[str, Any]:
+def run_row(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``runs`` row of a history line (without its key)."""
     base = entry.get("baseline") or {}
     return {"run_id": str(entry["run_id"]), "created": str(entry.get("created", "")),
             "label": str(entry.get("label") or ""),
@@ -68,8 +66,9 @@ def _run_row(entry: Mapping[str, Any]) -> dict[str, Any]:
             "git_revision": str(entry.get("git_revision", "")), "entry": dict(entry)}
 
 
-def _cells(key: int, entry: Mapping[str, Any], doc: Mapping[str, Any] | None
-           ) -> list[dict[str, Any]]:
+def cell_rows(key: int, entry: Mapping[str, Any], doc: Mapping[str, Any] | None
+              ) -> list[dict[str, Any]]:
+    """The ``cells`` rows of run ``key``: the line's medians and SEs, the document's repeats."""
     measurements = (doc or {}).get("measurements") or {}
     ses = entry.get("cell_se") or {}
     out = []
@@ -88,7 +87,8 @@ def _repeats(samples: Sequence[Mapping[str, Any]], metric: str) -> list[float]:
     return [float(s[metric]) for s in samples if isinstance(s.get(metric), int | float)]
 
 
-def _verdicts(key: int, doc: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+def verdict_rows(key: int, doc: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The ``verdicts`` rows of run ``key``: one per judged case and factor."""
     out: list[dict[str, Any]] = []
     for verdict in (doc or {}).get("verdicts") or []:
         scope = str(verdict.get("case_id") or verdict.get("scope") or verdict.get("kind") or "")

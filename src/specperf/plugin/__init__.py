@@ -63,7 +63,7 @@ from .markers import MARKERS
 from .runstate import RunState
 from .signals import StopOnce, has_line
 from .sweepfixtures import specperf_sweep  # noqa: F401  (the sweep-level test's fixture)
-from .terminal import say_once, show_sample, write_line
+from .terminal import SAME_ERROR, error_identity, say_once, show_sample, write_line
 from .xdistcontroller import XdistController
 
 _PREVIOUS_SIGTERM = pytest.StashKey[Any]()
@@ -189,6 +189,8 @@ def pytest_runtest_makereport(item: pytest.Item,
     # One clear sentence instead of a traceback for the suite's own errors.
     if call.excinfo is not None and isinstance(call.excinfo.value, SpecperfError):
         report.longrepr = f"{type(call.excinfo.value).__name__}: {call.excinfo.value}"
+        # shown once at the end when later tests meet the same error (terminal.say_once)
+        report.user_properties.append((SAME_ERROR, error_identity(call.excinfo.value)))
     return report
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ..measure.loop import Sample
@@ -22,17 +24,27 @@ def write_line(config: pytest.Config, line: str) -> None:
         reporter.write_line(line)
 
 
+# The identity of a suite error raised again for later tests (the session's start error, a
+# case's error its sweep meets): its process and object, as a report property (under xdist
+# the controller sees the workers' reports, not their exceptions).
+SAME_ERROR = "specperf_same_error"
+
+
+def error_identity(error: BaseException) -> str:
+    return f"{os.getpid()}:{id(error)}"
+
+
 def say_once(config: pytest.Config) -> None:
-    """An error every test of the run met (a wrong endpoint: each test's setup raises the one
-    session error again) is shown in full once; each later test's error section points at
+    """An error raised again for every later test (a wrong endpoint: each test's setup meets
+    the one session error) is shown in full once; each later test's error section points at
     the first. Run at session end, after the record kept every test's full error."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None:
         return
     first: dict[str, str] = {}
     for report in reporter.stats.get("error", []):
-        text = getattr(report, "longreprtext", "")
-        shown = first.setdefault(text, report.nodeid) if text else report.nodeid
+        same = dict(getattr(report, "user_properties", ())).get(SAME_ERROR)
+        shown = first.setdefault(same, report.nodeid) if same else report.nodeid
         if shown != report.nodeid:
             report.longrepr = f"the same error as {shown.rsplit('::', 1)[-1]} above."
 

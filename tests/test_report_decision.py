@@ -124,3 +124,16 @@ def test_a_record_without_a_resolution_shows_no_line():
     assert decision.resolution_line({"resolution": {"factors": {"tok_s": -0.05}}}) == \
         "This run sees: tok/s −5.0% (95% power)."
     assert decision.resolution_line({"resolution": {"factors": {"avg_commit:x": -0.05}}}) == ""
+
+
+def test_a_sweep_passed_at_its_resolution_never_claims_the_tolerance() -> None:
+    """A first night's sweep passes at the resolution the run-to-run prior allows: the line
+    says what it rules out, never "no factor moved past the 2% sweep tolerance"."""
+    coarse = {**OPEN_SWEEP, "status": "pass", "details": {
+        "tok/s": {"change": -0.004, "low": -0.05, "high": 0.04, "passed_at": -0.118},
+        "step": {"change": 0.003, "low": -0.04, "high": 0.05, "passed_at": 0.133}}}
+    line = decision.decide(_doc([_case("padding-ctx13", "pass"), coarse])).line()
+    assert "Sweep: pass at this run's resolution — it rules out tok/s beyond −11.8%, step " \
+        "time beyond +13.3%; the run-to-run noise keeps it from resolving the 2% sweep " \
+        "tolerance." in line, line
+    assert "no factor moved past" not in line

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core import contract
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED, UNMEASURED
+from ..core.limits import format_percent
 from ..judge.factortest import SWEEP_TOLERANCE
 from ..judge.pathverdict import COMPARISONS
 from ..judge.sweepverdict import RESOLUTION_NAMES, resolution_text
@@ -92,8 +93,23 @@ def _sweep_text(doc: Mapping[str, Any], verdicts: Sequence[Mapping[str, Any]]) -
     if status == REGRESSION:
         return f"regression \u2014 {headline(sweep)}"
     if status == PASS:
+        coarse = _coarse(sweep.get("details") or {})
+        if coarse:  # passed at the run's resolution, not at the tolerance (judge/factortest.py)
+            return (f"pass at this run's resolution \u2014 it rules out {coarse}; the "
+                    f"run-to-run noise keeps it from resolving the {100 * tolerance:g}% sweep "
+                    f"tolerance")
         return f"pass \u2014 no factor moved past the {100 * tolerance:g}% sweep tolerance"
     return f"{contract.NAMES[status]} \u2014 {reason(sweep, tolerance)}"
+
+
+def _coarse(details: Mapping[str, Any]) -> str:
+    """The changes a sweep that passed at its resolution rules out, from its factors'
+    ``passed_at`` fields: 'tok/s beyond −11.8%, step time beyond +13.3%'."""
+    names = {"tok/s": "tok/s", "step": "step time"}
+    found = [f"{names.get(key, 'avg commit ' + key.partition(':')[2])} beyond "
+             f"{format_percent(float(d['passed_at']))}"
+             for key, d in details.items() if isinstance(d, Mapping) and "passed_at" in d]
+    return ", ".join(found)
 
 
 def _why_no_sweep(doc: Mapping[str, Any]) -> str:

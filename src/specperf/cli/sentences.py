@@ -7,7 +7,8 @@ from .decision import FleetResult, GateExit, GateResult
 
 _LABELS = {"passed": "pass", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP"}
 _VERDICTS = {GateExit.PASS: "PASS", GateExit.REGRESSION: "REGRESSION",
-             GateExit.USAGE: "USAGE ERROR", GateExit.INFRASTRUCTURE: "INFRASTRUCTURE PROBLEM"}
+             GateExit.USAGE: "USAGE ERROR", GateExit.INFRASTRUCTURE: "INFRASTRUCTURE PROBLEM",
+             GateExit.UNDECIDED: "UNDECIDED"}
 # The sweep's power sentence (judge/sweepverdict.py): how far to trust a pass, nothing on a failure.
 _POWER_SENTENCE = "Would have caught "
 

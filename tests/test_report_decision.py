@@ -96,6 +96,9 @@ def test_nothing_judged_is_undetermined_and_says_why():
     assert decision.decide(doc).line() == (
         "UNDETERMINED — nothing was compared with a baseline. Sweep: none — no baseline to "
         "compare with. Verdicts: none.")
+    doc["settings"]["compare_endpoint"] = "http://prod:30000"
+    assert decision.decide(doc).sweep == ("none — no sweep verdict in this A/B run; its cases "
+                                          "were judged against production")
     doc["settings"]["update_baselines"] = True
     assert "this run wrote a baseline" in decision.decide(doc).sweep
 

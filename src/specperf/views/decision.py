@@ -119,6 +119,8 @@ def _why_no_sweep(doc: Mapping[str, Any]) -> str:
         return "this run wrote a baseline, so nothing was compared"
     if run.get("outage") or run.get("stopped_by"):
         return f"the run stopped before judging ({run.get('label') or run.get('stopped_by')})"
+    if settings.get("compare_endpoint"):
+        return "no sweep verdict in this A/B run; its cases were judged against production"
     if doc.get("baseline") is None:
         return "no baseline to compare with"
     sweep_tests = [o for node, o in (doc.get("outcomes") or {}).items() if "test_sweep" in node]

@@ -75,6 +75,6 @@ def test_a_step_time_regression_is_not_also_called_unexplained(with_baseline):
         "_*_ test_context_scaling[[]reasoning-ctx1663[]] _*_",
         "tok/s * → * (−*%, limit −10%): step time * → * ms (+*%) explains it; avg commit * → * "
         "(*, within noise) — step-time regression: check the kernels, attention backend and KV "
-        "cache (run-to-run prior ±0.5 %: no history yet)."], consecutive=True)
+        "cache (run-to-run ±0.5 % as stated: no history yet)."], consecutive=True)
     assert "unexplained by the model" not in out
     assert "neither acceptance nor" not in out

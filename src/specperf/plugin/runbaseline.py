@@ -97,7 +97,10 @@ class RunBaseline:
                 # Each embedded simulator listens on a new port: its runs are one "box".
                 label = "SIMULATED"
                 entries = [{**e, "label": label} for e in entries if e.get("simulated")]
-            self._noise = from_history(entries, label, total=self.settings.run_noise)
+            stated = self.settings.sources.get("run_noise", "default") != "default"
+            self._noise = from_history(entries, label, total=self.settings.run_noise,
+                                       stated=stated,
+                                       night_window_h=self.settings.night_window)
         return self._noise
 
     def tolerances(self, base: Baseline | None, case: Case | None,

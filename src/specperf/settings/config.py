@@ -74,6 +74,7 @@ class Settings:
     gpu_lock: Path | None = _default("gpu_lock")
     gpu_lock_timeout: float = _default("gpu_lock_timeout")
     run_noise: float = _default("run_noise")
+    night_window: float = _default("night_window")
     same_night: bool = _default("same_night")
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 

@@ -210,12 +210,17 @@ OPTIONS: tuple[Option, ...] = (
     Option("gpu_lock_timeout", positive_float, "1800",
            "Seconds to wait for another run's GPU lock.", "a positive number"),
     Option("run_noise", noise_fraction, "0.03",
-           "The run-to-run noise to assume while the history has too few runs to tell it: "
-           "the relative σ of one case's figures between two runs on different nights "
-           "(half of it common to every case of a run). 3 % is what the drift model is "
-           "calibrated for on a shared box; the history of full runs of the same endpoint "
-           "corrects it night by night (docs/benchmarks.md). 0 states a box with none.",
+           "The run-to-run noise of this box: the relative σ of one case's figures between "
+           "two runs on different nights (half of it common to every case of a run). "
+           "Stated, it is knowledge of this box (it weighs as 20 nights against the "
+           "history); the default 3 % is a shared box's guess (3 nights). The history of "
+           "full runs of the same endpoint corrects either night by night (docs/noise.md). "
+           "0 states a box with none.",
            "a fraction in [0, 1)"),
+    Option("night_window", positive_float, "12",
+           "Hours after a night's first run within which later runs of the same endpoint "
+           "share its night: the run-to-run noise counts them as one night, not several "
+           "(back-to-back runs, CI retries).", "a positive number"),
     Option("same_night", yes_no, "false",
            "Judge against a reference measured on the same box the same night, just before "
            "a deploy (`specperf gate --reference DIR` sets it): the run-to-run noise cancels "

@@ -5,7 +5,8 @@ code  meaning         when
 ====  ==============  ====================================================================
 0     pass            every smoke case was judged against its baseline and none regressed
 1     regression      a case failed its baseline and none errored: block the deploy
-2     usage error     a bad flag or option value (argparse, or pytest's usage error), or a
+2     usage error     a bad flag or option value (argparse, or pytest's usage error), a URL
+                      that is no LLM server (the record's run.stopped_by: config-error), or a
                       same-night reference that is stale or measured on something else
 3     infrastructure  any case errored (unreachable, timeout, GPU lock, unstable, corrupt
                       baseline), a case had no baseline, nothing was collected, or pytest

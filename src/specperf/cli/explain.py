@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError, NotAnLlmServer, SpecperfError
-from ..core.noise import DEFAULT_RUN_NOISE, NoiseModel, from_history
+from ..core.noise import DEFAULT_COMMON_SHARE, DEFAULT_RUN_NOISE, NoiseModel, from_history
 from ..store.history import read_history
 from ..views import explaincard
 
@@ -65,8 +65,9 @@ def add_subcommand(subparsers: Any) -> None:
     p.add_argument("--label", default="", help="the box's label in --history (default: live, "
                                                 "the server's; offline, the box whose runs were "
                                                 "judged against --deployment)")
-    p.add_argument("--run-noise", type=float, default=DEFAULT_RUN_NOISE,
-                   help=f"prior run-to-run noise per case (default {DEFAULT_RUN_NOISE:g})")
+    p.add_argument("--run-noise", type=float, default=None,
+                   help=f"this box's run-to-run noise per case, stated (knowledge: docs/noise.md; "
+                        f"default the prior {DEFAULT_RUN_NOISE:g})")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--html", type=Path, default=None, help="write the HTML card here")
     p.set_defaults(run=run)
@@ -101,7 +102,7 @@ def _noise(args: argparse.Namespace, label: str = "") -> NoiseModel:
     if args.history is None:
         args.history = _default_history()
     if args.history is None:
-        return NoiseModel.prior(args.run_noise)
+        return NoiseModel.prior(*_prior(args))
     try:
         args.history.stat()  # a --history naming nothing is a usage error, not "no runs"
         entries = read_history(args.history)  # the store beside it when it holds runs
@@ -109,7 +110,14 @@ def _noise(args: argparse.Namespace, label: str = "") -> NoiseModel:
         raise ConfigError(f"--history {args.history} cannot be read ({exc}): point it at a "
                           f"history.jsonl the perf runs wrote.") from exc
     box = args.label or label or _deployment_label(entries, args.deployment)
-    return from_history(entries, box, total=args.run_noise)
+    total, _, stated = _prior(args)
+    return from_history(entries, box, total=total, stated=stated)
+
+
+def _prior(args: argparse.Namespace) -> tuple[float, float, bool]:
+    """The prior's σ, its common share and whether it was stated (--run-noise)."""
+    stated = args.run_noise is not None
+    return (args.run_noise if stated else DEFAULT_RUN_NOISE), DEFAULT_COMMON_SHARE, stated
 
 
 def _outcome(args: argparse.Namespace) -> explaincard.Outcome:

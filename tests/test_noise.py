@@ -164,3 +164,14 @@ def test_a_stated_prior_is_knowledge_the_default_a_guess() -> None:
     assert from_history(noisy, "box", total=0.005, stated=True).of("step_ms").case_sd() < 0.015
     quiet = _dated(_history(rng, 6, 0.005, 0.5, per_segment=100, req_se=0.002))
     assert from_history(quiet, "box").of("step_ms").case_sd() < 0.015
+
+
+def test_nights_that_repeat_each_other_exactly_carry_no_run_term() -> None:
+    """A simulator's exact prompts give the same avg commit every night: the history shows no
+    run-to-run noise at all, and the model learns that rather than keep the prior."""
+    rng = np.random.default_rng(4)
+    lines = _dated(_history(rng, 5, 0.0, 0.5, per_segment=100, req_se=0.0))
+    for line in lines:
+        line["cells"] = {c: {"step_ms": 100.0} for c in line["cells"]}  # type: ignore[union-attr]
+    model = from_history(lines, "box").of("step_ms")
+    assert model.source == "history" and model.case_sd() == 0.0

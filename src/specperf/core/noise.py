@@ -301,8 +301,10 @@ def _blend(prior_var: float, weight: float, found: float, raw: float,
     prior) moves it fast. The prior is knowledge, not a sample: it brings no sampling error,
     so the blend's df counts only the history's share (Satterthwaite); the prior alone has
     infinitely many (the normal quantile)."""
-    if df <= 0 or raw <= 0:
+    if df <= 0:
         return prior_var, math.inf
+    if raw <= 0:  # nights that repeat each other exactly: no run term to carry
+        return 0.0, math.inf
     w_history = df / (raw * raw)
     w_prior = weight / (prior_var * prior_var) if prior_var > 0 else 0.0
     share = w_history / (w_prior + w_history)

@@ -326,6 +326,8 @@ def test_usage_errors_exit_2_before_any_deploy(tmp_path: Path,
     assert "--good 'c' (line position 3) must come before --bad 'a'" in capsys.readouterr().err
     assert main([*base, "--deploy", "deploy.sh"]) == 2
     assert main([*base, "--deploy", "x {version}", "--repeats", "0"]) == 2
+    assert main([*base, "--deploy", "x {version}", "--contexts", "many"]) == 2
+    assert "--contexts = 'many' is not valid" in capsys.readouterr().err
 
 
 # -- the views --------------------------------------------------------------------------------

@@ -32,6 +32,9 @@ PLACEHOLDER = "{version}"
 # The figures each request gives the search (bisected factors and the headline).
 BISECT_METRICS = ("avg_commit", "step_ms", "ttft_ms", "tok_s")
 _POLL_S = 1.0
+# The bisect flags that set the suite's options, so an error names what the user typed.
+SPELLED = {"endpoint": "--endpoint", "contexts": "--contexts", "text_classes": "--classes",
+           "output_tokens": "--output-tokens"}
 
 
 def deploy_argv(template: str, version: str) -> list[str]:
@@ -52,7 +55,7 @@ def measuring_settings(endpoint: str, options: Mapping[str, str],
                        environ: Mapping[str, str]) -> Settings:
     """The suite's settings for a bisect's measurements (repeats decided by the search)."""
     cli = {"endpoint": endpoint, "repeats": "1", "max_repeats": "100000", **options}
-    return resolve(cli, environ, {})
+    return resolve(cli, environ, {}, SPELLED)
 
 
 def _stop_at(count: int) -> Callable[[Mapping[str, Sequence[float]]], RepeatDecision]:

@@ -38,8 +38,8 @@ def test_bisect_names_the_first_noisy_draft_by_acceptance_and_skips_the_broken_o
               "-- -t 1 -c 4096 --prio 2 --prio-batch 2")
     try:
         code = main(["bisect", "--endpoint", f"http://127.0.0.1:{port}", "--versions",
-                     str(versions), "--deploy", deploy, "--contexts", "16,2000", "--classes",
-                     "padding,reasoning", "--output-tokens", "128", "--deploy-timeout", "120",
+                     str(versions), "--deploy", deploy, "--contexts", "16,512", "--classes",
+                     "padding,reasoning", "--output-tokens", "64", "--deploy-timeout", "120",
                      "--json", "--html", str(tmp_path / "bisect.html")])
     finally:  # the bisect restored n2 on the box: stop it
         subprocess.run([sys.executable, str(DEPLOY), "--state", str(state), "stop"],

@@ -286,7 +286,7 @@ def history(box: Box, nights: int, base_night: Mapping[str, np.ndarray],
             for m in ("step_ms", "avg_commit")}
     step = np.array([ph.step_ms for ph in full]) * mult["step_ms"]  # nights × cells
     commit = np.array([ph.commit for ph in full]) * mult["avg_commit"]
-    z = rng.standard_normal((4, nights, len(full), HISTORY_MEDIAN_OF))
+    z = rng.standard_normal((4, nights * per_night, len(full), HISTORY_MEDIAN_OF))
     per_step = box.step_noise / np.sqrt((TOKENS - 1) / commit)[..., None]
     s = (step[..., None] * np.maximum(0.2, 1 + box.request * z[0]) * (1 + STEP_SD * z[1])
          * (1 + per_step * z[3]))

@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..core import interval
 from ..core.noise import NoiseModel
-from ..core.stats import t_quantile
 
 # A comparison's z beyond which the bad end differs from the good end (the regression
 # reproduced), and below which it surely does not (between: more samples of both ends).
@@ -111,17 +111,16 @@ def side(figures: Figures, metric: str) -> Side | None:
 
 
 def welch_df(parts: Sequence[tuple[float, float]]) -> float:
-    """Welch–Satterthwaite degrees of freedom of a sum of variances, each ``(var, df)``."""
-    total = sum(v for v, _ in parts)
-    denom = sum(v * v / d for v, d in parts if v > 0 and math.isfinite(d))
-    return math.inf if denom == 0 else total * total / denom
+    """Welch–Satterthwaite degrees of freedom of a sum of variances, each ``(var, df)``
+    (core/interval.py's, the one every judge uses)."""
+    return interval.satterthwaite(parts)
 
 
 def t_threshold(z: float, df: float) -> float:
     """The Student-t bound at ``df`` with the one-sided tail of a normal ``z``."""
     if not math.isfinite(df):
         return z
-    return t_quantile(0.5 * math.erfc(-z / math.sqrt(2)), df)
+    return interval.one_sided(0.5 * math.erfc(-z / math.sqrt(2)), df)
 
 
 def _parts(side: Side, cases: Sequence[str], weight: float) -> tuple[float, float]:
@@ -143,10 +142,9 @@ class Change:
     def relative(self) -> float:
         return math.expm1(self.log)
 
-    def interval(self, z: float = 1.96) -> tuple[float, float]:
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
         """The relative change's interval (default 95 %; Student's t at the change's df)."""
-        half = t_threshold(z, self.df) * self.se
-        return math.expm1(self.log - half), math.expm1(self.log + half)
+        return interval.relative(self.log, self.se, self.df, level)
 
     def t(self) -> float:
         """The change in standard errors."""

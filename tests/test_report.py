@@ -161,10 +161,15 @@ def test_commands_say_what_is_wrong_with_their_input(tmp_path, capsys):
     assert cli.main(["report", str(bad)]) == 2
     assert "is not a specperf results file" in capsys.readouterr().err
     history = tmp_path / "history.jsonl"
+    # A line cut short by a crash is skipped and said (the one history reader); the rest of
+    # the history is still drawn.
     history.write_text(json.dumps(_entry("r1", 1, "a", 1)) + "\n{oops\n")
-    assert cli.main(["trend", "--history", str(history)]) == 2
-    assert "line 2 is not JSON" in capsys.readouterr().err
+    assert cli.main(["trend", "--history", str(history)]) == 0
+    assert (f"specperf trend: {history} line 2 is not a whole run (cut short?): skipped; the "
+            "other 1 runs are read.") in capsys.readouterr().err
     assert cli.main(["trend", "--history", str(tmp_path / "none.jsonl")]) == 2
+    assert "none.jsonl holds no runs: perf runs append to reports/history.jsonl; pass " \
+        "--history." in capsys.readouterr().err
     with pytest.raises(ConfigError, match="holds no runs"):
         history.write_text("\n")
         trend.load_history(history)

@@ -26,13 +26,13 @@ def _parser() -> argparse.ArgumentParser:
     # does not need before it has parsed its arguments.
     from ..bisect import command as bisect
     from ..views import report
-    from . import explain, gate, store
+    from . import explain, gate, store, trend
 
     # Plain text in --help: the docstring's RST literals (``x``) read as x.
     summary = __doc__.split("\n\n")[0].replace("``", "")
     parser = argparse.ArgumentParser(prog="specperf", description=summary)
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (report, gate, explain, bisect, store):
+    for module in (report, trend, gate, explain, bisect, store):
         module.add_subcommand(sub)
     parser.set_defaults(subcommands=sub.choices)
     return parser

@@ -1,5 +1,5 @@
 """Reports of a perf run: ``reports/<run-id>/`` with results.json, report.html and the history,
-and the commands that render them outside a run (``specperf report RESULTS``, ``specperf trend``).
+and the command that renders a run's page outside it (``specperf report RESULTS``).
 
 Where reports go: ``--specperf-report-dir``, else ``$SPECPERF_REPORT_DIR``, else ``reports``,
 relative to where pytest was started. This module renders only from the record (results.json,
@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core.errors import SpecperfError
 from ..record import results
-from . import page, trend
+from . import page
 
 REPORT_DIR_ENV = "SPECPERF_REPORT_DIR"
 USAGE_ERROR = 2
@@ -41,25 +41,13 @@ def write_report(doc: dict[str, Any], directory: Path) -> Path:
 
 # -- the command line -----------------------------------------------------------------------------
 def add_subcommand(subparsers: Any) -> None:
-    """Register ``specperf report`` and ``specperf trend``."""
+    """Register ``specperf report`` (``specperf trend`` is cli/trend.py's)."""
     rep = subparsers.add_parser("report", help="re-render report.html from a results.json",
                                 description="Render the HTML report of a run done elsewhere.")
     rep.add_argument("results", type=Path, help="a results.json written by a perf run")
     rep.add_argument("--out", type=Path, default=None,
                      help="where to write the page (default: report.html beside RESULTS)")
     rep.set_defaults(run=run_report)
-    default = report_dir() / "history.jsonl"
-    tr = subparsers.add_parser("trend", help="render tok/s, step ms and avg commit over runs",
-                               description="Per cell over past runs, with baseline versions "
-                                           "and fingerprint changes marked.")
-    tr.add_argument("--history", type=Path, default=default,
-                    help=f"history file (default: {default})")
-    tr.add_argument("--out", type=Path, default=None,
-                    help="where to write the page (default: trend.html beside the history)")
-    tr.add_argument("--kind", choices=trend.GROUPS, default="full",
-                    help="which runs the plots compare (default: full sweeps); every run is "
-                         "listed with its kind either way")
-    tr.set_defaults(run=run_trend)
 
 
 def _read(command: str, load: Callable[[Path], Any], path: Path) -> Any:
@@ -79,18 +67,4 @@ def run_report(args: argparse.Namespace) -> int:
     out = args.out or args.results.with_name("report.html")
     out.write_text(page.render(doc), encoding="utf-8")
     print(f"specperf: report {out}")
-    return 0
-
-
-def run_trend(args: argparse.Namespace) -> int:
-    """``specperf trend``: 0 when written, 2 when the history is missing or unreadable."""
-    entries = _read("trend", trend.load_history, args.history)
-    if entries is None:
-        return USAGE_ERROR
-    out = args.out or args.history.with_name("trend.html")
-    found = trend.build(entries, args.kind)
-    out.write_text(trend.render(found), encoding="utf-8")
-    for line in trend.drift_lines(found):  # the nightly job's log names a slow drift
-        print(f"specperf {line}")
-    print(f"specperf: trend: {trend.describe(found)}: {out}")
     return 0

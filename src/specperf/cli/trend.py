@@ -1,0 +1,63 @@
+"""``specperf trend``: tok/s, step ms and avg commit per cell over the runs of the history.
+
+The runs come from the one history reader (:func:`specperf.store.history.read_history`): the
+results store when it holds runs (``--db``, else ``$SPECPERF_RESULTS_DB``, else the SQLite
+``results.db`` beside the history file), else ``history.jsonl`` — a line cut short by a crash
+is skipped and said, never an error. The page itself is :mod:`specperf.views.trend`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+from ..store.history import HistoryLineSkipped, read_history
+from ..views import trend
+from ..views.report import report_dir
+
+USAGE_ERROR = 2
+DB_ENV = "SPECPERF_RESULTS_DB"
+
+
+def add_subcommand(subparsers: Any) -> None:
+    """Register ``specperf trend``."""
+    default = report_dir() / "history.jsonl"
+    tr = subparsers.add_parser("trend", help="render tok/s, step ms and avg commit over runs",
+                               description="Per cell over past runs, with baseline versions "
+                                           "and fingerprint changes marked.")
+    tr.add_argument("--history", type=Path, default=default,
+                    help=f"history file or report directory (default: {default})")
+    tr.add_argument("--db", default=None,
+                    help=f"the results store URL (default: ${DB_ENV}, else results.db beside "
+                         f"the history, when a run wrote one)")
+    tr.add_argument("--out", type=Path, default=None,
+                    help="where to write the page (default: trend.html beside the history)")
+    tr.add_argument("--kind", choices=trend.GROUPS, default="full",
+                    help="which runs the plots compare (default: full sweeps); every run is "
+                         "listed with its kind either way")
+    tr.set_defaults(run=run_trend)
+
+
+def run_trend(args: argparse.Namespace) -> int:
+    """0 when written, 2 when the history holds no run."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", HistoryLineSkipped)
+        entries = read_history(args.history, args.db or os.environ.get(DB_ENV) or None)
+    for warning in caught:
+        print(f"specperf trend: {warning.message}", file=sys.stderr)
+    if not entries:
+        print(f"specperf trend: {args.history} holds no runs: perf runs append to "
+              f"reports/history.jsonl; pass --history.", file=sys.stderr)
+        return USAGE_ERROR
+    base = args.history if args.history.is_dir() else args.history.parent
+    out = args.out or base / "trend.html"
+    found = trend.build(entries, args.kind)
+    out.write_text(trend.render(found), encoding="utf-8")
+    for line in trend.drift_lines(found):  # the nightly job's log names a slow drift
+        print(f"specperf {line}")
+    print(f"specperf: trend: {trend.describe(found)}: {out}")
+    return 0

@@ -353,8 +353,24 @@ def test_help_lists_every_option_and_the_exit_codes(capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     options = re.findall(r"^  (--[\w-]+)", out, re.M)
     assert options == ["--endpoint", "--versions", "--deploy", "--good", "--bad",
-                       "--budget-s", "--factor", "--repeats", "--max-repeats", "--min-change",
+                       "--from-history", "--results-db", "--budget-s", "--factor", "--repeats",
+                       "--max-repeats", "--min-change",
                        "--contexts", "--classes", "--output-tokens", "--deploy-timeout",
                        "--restore", "--json", "--html"]
     assert "Exit 0 culprit found, 2 usage, 3 infrastructure, 5 not reproduced, 6 undecided" \
         in " ".join(out.split())
+
+
+def test_the_text_and_json_name_the_runs_the_history_chose() -> None:
+    outcome, _ = _bisect(_history(4, step=(2, 1.3)))
+    doc = report.to_dict(outcome, "http://box", 0)
+    doc["from_history"] = {
+        "history": "reports",
+        "good": {"version": "v00", "run_id": "r3", "created": "2026-12-01T02:00:00+00:00",
+                 "fingerprint": {}, "failed": []},
+        "bad": {"version": "v03", "run_id": "r7", "created": "2026-12-02T02:00:00+00:00",
+                "fingerprint": {}, "failed": ["sweep"]}}
+    assert report.text(doc).splitlines()[1] == (
+        "  ends from reports: v00 ran the last passing run r3 (2026-12-01T02:00:00+00:00), v03 "
+        "the first failing run r7 (2026-12-02T02:00:00+00:00).")
+    assert json.loads(report.to_json(doc))["from_history"]["bad"]["run_id"] == "r7"

@@ -7,5 +7,5 @@ suite's own loop (``lab``), and bisects each factor that moved separately (``sea
 every comparison a same-night one against tonight's measurement of the good end
 (``classify``); ``report`` renders the outcome, ``command`` is the CLI. docs/bisect.md.
 
-May import: core, settings, plan, servers, measure, views
+May import: core, store, settings, plan, servers, measure, views
 """

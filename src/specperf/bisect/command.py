@@ -6,7 +6,8 @@ Exit codes (the gate's family; 1 and 4 are the gate's own and never returned her
 code  meaning          when
 ====  ===============  ===================================================================
 0     culprit found    every factor that moved has its first bad version named
-2     usage error      a bad flag, an unreadable or malformed versions file, unknown ends
+2     usage error      a bad flag, an unreadable or malformed versions file, unknown ends,
+                       ends the history (``--from-history``) does not name one version each
 3     infrastructure   the endpoint, the GPU lock, or a deploy of the good or bad end
                        failed: nothing can be compared; fix the box
 5     not reproduced   tonight the bad end is not worse than the good end in any factor
@@ -26,9 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError, SpecperfError
+from ..settings.parsers import database_url
+from ..store.history import read_history
+from ..views.report import report_dir
 from . import classify as cl
 from . import report
 from .deploylog import Version, check_ends, load_versions, pick
+from .history import HistoryEnds, ends_from_history
 from .lab import BoxLab, deploy_argv, measuring_settings
 from .search import DeployFailed, Plan, Search
 
@@ -69,6 +74,13 @@ def add_subcommand(subparsers: Any) -> None:
                         "no shell), e.g. 'ci/deploy.sh {version}'")
     p.add_argument("--good", default=None, help="the good version (default: the first)")
     p.add_argument("--bad", default=None, help="the bad version (default: the last)")
+    p.add_argument("--from-history", nargs="?", const="", default=None, metavar="PATH",
+                   help="take the ends from the run history instead (a report directory or "
+                        "its history.jsonl; default: the report directory): the versions the "
+                        "last passing and the first failing run of --endpoint reported")
+    p.add_argument("--results-db", default=None, metavar="URL",
+                   help="the results store --from-history reads (default: "
+                        "$SPECPERF_RESULTS_DB, else the results.db beside the history)")
     p.add_argument("--budget-s", type=_positive, default=math.inf,
                    help="GPU seconds of measured requests the bisect may spend (default: no "
                         "limit); when the next measurement would not fit, it stops undecided")
@@ -146,12 +158,36 @@ def _say(line: str) -> None:
     print(f"specperf bisect: {line}", file=sys.stderr, flush=True)
 
 
+def _from_history(args: argparse.Namespace, versions: list[Version]) -> HistoryEnds:
+    """The ends the history names (``--from-history``); ConfigError when it names none."""
+    if args.good is not None or args.bad is not None:
+        raise ConfigError("--from-history takes the ends from the history: leave out "
+                          "--good and --bad, or leave out --from-history.")
+    path = Path(args.from_history) if args.from_history else report_dir()
+    if not path.exists():
+        raise ConfigError(f"--from-history {path} does not exist: point it at the report "
+                          "directory or the history.jsonl the perf runs wrote.")
+    db = args.results_db or os.environ.get("SPECPERF_RESULTS_DB") or None
+    try:
+        url = database_url(db) if db else None
+    except ValueError:
+        raise ConfigError(f"--results-db {db!r} is not a store URL: give postgresql://USER@"
+                          "HOST:PORT/DB, sqlite:///PATH or a file path.") from None
+    return ends_from_history(read_history(path, url), args.endpoint, versions, str(path))
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``specperf bisect``; returns its exit code."""
+    chosen: HistoryEnds | None = None
     try:
         versions = load_versions(args.versions)
-        good = pick(versions, args.good, 0, "--good")
-        bad = pick(versions, args.bad, len(versions) - 1, "--bad")
+        if args.from_history is not None:
+            chosen = _from_history(args, versions)
+            good, bad = chosen.good, chosen.bad
+            _say(report.history_line(chosen.to_dict()))
+        else:
+            good = pick(versions, args.good, 0, "--good")
+            bad = pick(versions, args.bad, len(versions) - 1, "--bad")
         check_ends(good, bad)
         restore = None if args.restore == "none" else \
             pick(versions, args.restore, len(versions) - 1, "--restore")
@@ -163,6 +199,9 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"specperf bisect: {exc}", file=sys.stderr)
         return BisectExit.USAGE
+    except SpecperfError as exc:  # the results store --from-history reads
+        print(f"specperf bisect: {exc}", file=sys.stderr)
+        return BisectExit.INFRASTRUCTURE
     lab = BoxLab(settings, args.deploy, args.deploy_timeout, progress=_say)
     search = Search(lab, versions, good, bad, plan, progress=_say)
     try:
@@ -182,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
     doc = report.to_dict(outcome, args.endpoint, int(code), lab.fingerprints)
     doc["deploy_s"] = round(lab.deploy_s, 1)
     doc["restored"] = restored
+    doc["from_history"] = chosen.to_dict() if chosen is not None else None
     if args.html is not None:
         args.html.parent.mkdir(parents=True, exist_ok=True)
         args.html.write_text(report.html(doc), encoding="utf-8")

@@ -111,7 +111,7 @@ def _version_line(v: Mapping[str, Any]) -> str:
 
 def text(doc: Mapping[str, Any]) -> str:
     """The terminal summary."""
-    lines = [_headline(doc), *_findings(doc)]
+    lines = [_headline(doc), *_history(doc), *_findings(doc)]
     lines.append("versions (change against tonight's good end):")
     lines += [_version_line(v) for v in doc["versions"]]
     skipped = sum(1 for v in doc["versions"] if v["state"] == "skipped")
@@ -126,6 +126,20 @@ def text(doc: Mapping[str, Any]) -> str:
 def _headline(doc: Mapping[str, Any]) -> str:
     return (f"specperf bisect: {doc['good']} (good) … {doc['bad']} (bad) on {doc['endpoint']}: "
             f"{HEADLINE[doc['status']]} (exit {doc['exit_code']}).")
+
+
+def _history(doc: Mapping[str, Any]) -> list[str]:
+    """Which runs of the history chose the ends (``--from-history``), if they did."""
+    chosen = doc.get("from_history")
+    return [f"  {history_line(chosen)}"] if chosen else []
+
+
+def history_line(chosen: Mapping[str, Any]) -> str:
+    """The runs that chose the ends (``HistoryEnds.to_dict()``) in a sentence."""
+    good, bad = chosen["good"], chosen["bad"]
+    return (f"ends from {chosen['history']}: {good['version']} ran the last passing run "
+            f"{good['run_id']} ({good['created']}), {bad['version']} the first failing run "
+            f"{bad['run_id']} ({bad['created']}).")
 
 
 def _findings(doc: Mapping[str, Any]) -> list[str]:

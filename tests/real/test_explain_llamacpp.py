@@ -71,12 +71,15 @@ def test_live_figures_agree_with_the_suites_reading(
     assert doc["observation"]["sources"]["context"] == "--context"
 
 
-def test_unknown_deployment_is_infrastructure(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unreachable_endpoint_is_infrastructure_before_the_baseline(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The live form checks the server first (cli/explain.py): a port nothing listens on is
+    exit 3 with the reachability sentence, whatever the baseline."""
     parser = argparse.ArgumentParser(prog="specperf")
     cli.add_subcommand(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["explain", "--deployment", "nowhere", "--baseline-dir",
                               str(tmp_path), "--endpoint", "http://127.0.0.1:9"])
     assert args.run(args) == 3
-    assert capsys.readouterr().err.startswith("specperf explain: no baseline for deployment "
-                                              "'nowhere'")
+    assert capsys.readouterr().err.startswith(
+        "specperf explain: specperf cannot reach the endpoint http://127.0.0.1:9 (from "
+        "--endpoint): tried GET /health and the connection failed")

@@ -319,3 +319,74 @@ if __name__ == "__main__":  # the graph between rooms, one line per edge; then t
     print(f"import cycles between modules: {len(loops) or 'none'}")
     for loop in loops:
         print(f"  {' <-> '.join(loop)}")
+
+
+# --- one name, one path -----------------------------------------------------------------------
+
+
+def _resolve(node: ast.ImportFrom, package: tuple[str, ...]) -> str:
+    base = list(package[:len(package) - node.level + 1]) if node.level else []
+    return ".".join([*base, *(node.module.split(".") if node.module else [])])
+
+
+@functools.cache
+def imported_only() -> dict[str, frozenset[str]]:
+    """Module (not a package) → the names it binds by importing them (``from X import n``)."""
+    out = {}
+    for name, path in modules().items():
+        if path.name == "__init__.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        out[name] = frozenset(a.asname or a.name for node in ast.walk(tree)
+                              if isinstance(node, ast.ImportFrom) for a in node.names)
+    return out
+
+
+def reexport_uses(paths: list[Path]) -> list[str]:
+    """Each ``from specperf.M import n`` (or relative) where M only imports n from elsewhere:
+    one name reached under two paths. The public API (``specperf``) and a package's
+    ``__init__`` may gather names; a module may not pass another's on."""
+    bound, known, found = imported_only(), modules(), []
+    for path in paths:
+        try:
+            here = _module_name(path)
+            package = tuple(here.split(".")) if path.name == "__init__.py" \
+                else tuple(here.split(".")[:-1])
+        except ValueError:  # tests, benchmarks, examples: absolute imports only
+            package = ()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or (node.level and not package):
+                continue
+            module = _resolve(node, package)
+            for alias in node.names:
+                if alias.name in bound.get(module, ()) and f"{module}.{alias.name}" not in known:
+                    where = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+                    found.append(f"{where}:{node.lineno}: {alias.name} "
+                                 f"through {module}")
+    return found
+
+
+def test_no_module_passes_on_a_name_it_imports() -> None:
+    paths = [p for d in (SRC, REPO / "tests", BENCHMARKS, REPO / "examples")
+             for p in sorted(d.rglob("*.py")) if SIMULATOR not in p.relative_to(REPO).parts[2:3]]
+    assert reexport_uses(paths) == []
+
+
+def test_the_reexport_search_finds_one(tmp_path: Path) -> None:
+    # Sample is defined in measure/sample.py and imported by measure/loop.py.
+    probe = tmp_path / "probe.py"
+    probe.write_text("from specperf.measure.loop import Sample\n"
+                     "from specperf.measure.sample import Sample as S2\n", encoding="utf-8")
+    found = reexport_uses([probe])
+    assert len(found) == 1 and found[0].endswith("Sample through specperf.measure.loop")
+
+
+def test_the_public_api_names_each_module_that_defines_the_name() -> None:
+    for node in ast.parse((SRC / "__init__.py").read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and node.target.id == "_PUBLIC":
+            table = ast.literal_eval(node.value)
+    through = sorted(f"{name}: {attr} through {module}"
+                     for name, (module, attr) in table.items()
+                     if attr in imported_only().get(f"specperf.{module}", ()))
+    assert through == []

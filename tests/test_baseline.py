@@ -19,7 +19,7 @@ from specperf.baselines.store import SCHEMA_VERSION, Baseline, BaselineStore, Ca
 from specperf.core.errors import BaselineError, ConfigError
 from specperf.core.model import ContextFit
 from specperf.core.stats import Summary
-from specperf.measure.loop import Measurement, Sample
+from specperf.measure.sample import Measurement, Sample
 from specperf.plan.workload import Case
 from specperf.servers.fingerprint import deployment_slug, fingerprint_differences
 

@@ -12,9 +12,9 @@ import pytest
 from specperf.baselines.store import Baseline, CaseBaseline
 from specperf.core.stats import Summary
 from specperf.judge import exact
-from specperf.judge.verdict import Verdict
+from specperf.judge.outcome import Verdict
 from specperf.measure.determinism import PromptRecord
-from specperf.measure.loop import Measurement, Sample
+from specperf.measure.sample import Measurement, Sample
 from specperf.plan import digest, nonce, reuse
 from specperf.plan.workload import Case, Prompt, TextClass
 from specperf.servers import routes

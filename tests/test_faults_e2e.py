@@ -26,7 +26,7 @@ import httpx
 import pytest
 
 from specperf.core.errors import ContaminatedMeasurement, EndpointTimeout
-from specperf.measure.loop import guard
+from specperf.measure import guard
 from specperf.measure.session import PerfSession
 from specperf.plan.workload import Case, TextClass
 from specperf.servers.acceptance import MetricsSnapshot

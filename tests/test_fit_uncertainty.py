@@ -10,7 +10,7 @@ import math
 import pytest
 
 from specperf.core.model import CASE_DRIFT, ContextFit, fit_repeats
-from specperf.judge.verdict import judge_fit
+from specperf.judge.fit import judge_fit
 
 # Mean contexts (prompt + output/2 at 600 output tokens) of the default contexts.
 BASE = fit_repeats([(313, [33.0, 33.05, 32.98]), (1963, [61.9, 62.0, 62.1]),

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from specperf.cli.gate import CaseOutcome, GateExit, GateResult, fleet_result, fleet_summary_lines
+from specperf.cli.decision import CaseOutcome, GateExit, GateResult, fleet_result
+from specperf.cli.sentences import fleet_summary_lines
 from specperf.core.errors import ConfigError
 from specperf.fleet.schedule import scope_of
 from specperf.settings.config import Settings, resolve

@@ -209,11 +209,11 @@ def test_the_stopped_endpoint_errors_with_one_sentence(fleet_run):
 
 def test_one_document_with_a_part_per_endpoint(fleet_run):
     doc = fleet_run.doc
-    from specperf.record import results
+    from specperf.record import schema as record_schema
 
-    assert results.validate(doc, results.schema()) == []
+    assert record_schema.validate(doc, record_schema.schema()) == []
     for part in doc["endpoints"]:
-        assert results.validate(part["document"], results.schema()) == []
+        assert record_schema.validate(part["document"], record_schema.schema()) == []
         assert part["deployment"] == part["name"]
         assert part["document"]["baseline"]["deployment"] == part["name"]
     measured = {p["name"]: sorted(p["document"]["measurements"]) for p in doc["endpoints"]}

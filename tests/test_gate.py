@@ -19,7 +19,8 @@ from specperf.cli.decision import CaseOutcome, GateExit, decide
 from specperf.cli.runner import read_junit
 from specperf.cli.sentences import summary_lines
 from specperf.core.stats import summarize
-from specperf.judge.sweep import CaseData, judge_sweep
+from specperf.judge.factor import CaseData
+from specperf.judge.sweep import judge_sweep
 from specperf.measure.lock import lock_path_for
 from specperf.plan.workload import Case
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from specperf.measure.loop import guard
+from specperf.measure import guard
 from specperf.servers import acceptance
 from specperf.servers.acceptance import MetricsSnapshot, parse_metrics
 

@@ -25,7 +25,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from specperf.core.errors import ContaminatedMeasurement
-from specperf.measure.loop import Sample
+from specperf.measure.sample import Sample
 from specperf.measure.session import PerfSession
 from specperf.plan.workload import Case
 from specperf.settings.config import resolve

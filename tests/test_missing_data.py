@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import json
 
-from specperf.cli.gate import read_junit
+from specperf.cli.runner import read_junit
 from specperf.judge.pathverdict import judge_chat_stream, judge_parser, judge_stream
 from specperf.measure.paths import Figures, Parsers
 

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from specperf.core.errors import ContaminatedMeasurement, DegenerateOutput, EndpointError
-from specperf.measure.loop import guard
+from specperf.measure import guard
 from specperf.measure.paths import Path, PathSampler, chat_path, deployed_parsers, native_path
 from specperf.measure.session import PerfSession
 from specperf.plan.workload import Case, Prompt

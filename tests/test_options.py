@@ -17,7 +17,7 @@ from inprocess import NO_HYPOTHESIS
 from specperf import cli
 from specperf.baselines.diff import _small_percent
 from specperf.core.errors import ConfigError
-from specperf.measure.loop import Sample
+from specperf.measure.sample import Sample
 from specperf.plugin.signals import StopOnce
 from specperf.settings.config import resolve
 from specperf.settings.options import OPTIONS, OPTIONS_BY_NAME

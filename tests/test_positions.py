@@ -224,7 +224,7 @@ def test_a_position_this_run_is_unsure_of_is_undetermined() -> None:
 def test_production_in_ab_mode_keeps_its_shape_as_the_baseline() -> None:
     # A/B: production's samples are the baseline, per draft position too (judge/ab.py)
     from specperf.judge.ab import as_baseline
-    from specperf.measure.loop import Measurement, Sample
+    from specperf.measure.sample import Measurement, Sample
     from specperf.plan.workload import Case
 
     c = Case("reasoning", 3333, 600)

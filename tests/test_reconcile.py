@@ -11,11 +11,12 @@ from specperf.core.limits import DEFAULT_TOLERANCES
 from specperf.core.model import ContextFit, fit_repeats, predict_tok_s
 from specperf.core.stats import Summary, summarize
 from specperf.judge import reconcile
+from specperf.judge.outcome import Verdict
 from specperf.judge.reconcile import Observed, base_rest, observe
-from specperf.judge.verdict import Verdict, judge_case
+from specperf.judge.verdict import judge_case
 from specperf.measure.sample import Measurement, Sample
 from specperf.plan.workload import Case
-from specperf.record import results
+from specperf.record import schema as record_schema
 
 # Mean contexts (prompt + output/2 at 600 output tokens) of the default contexts.
 BASE = fit_repeats([(313, [33.0, 33.05, 32.98]), (1963, [61.9, 62.0, 62.1]),
@@ -153,7 +154,7 @@ def test_the_record_copies_the_rows_the_verdicts_carry_by_case_id() -> None:
     assert [r["case_id"] for r in rows] == ["a-first", CASE.id]
     assert set(rows[1]) == {"case_id", "avg_commit", "predicted_step_ms", "predicted_tok_s",
                             "observed_tok_s", "change", "status", "reason", "message"}
-    assert results.validate({"reconcile": rows}, {
-        **results.schema(), "required": ["reconcile"]}) == []
+    assert record_schema.validate({"reconcile": rows}, {
+        **record_schema.schema(), "required": ["reconcile"]}) == []
     assert reconcile.attach(verdict, measured, _entry(500.0, measured), None, 0.10) is verdict
 

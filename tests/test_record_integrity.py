@@ -22,7 +22,9 @@ import pytest
 from perf_project import FAST, ROOT
 from specperf.fleet import page as fleet_page
 from specperf.fleet.record import cross_lines
-from specperf.record import results, runkind
+from specperf.record import readers as record_readers
+from specperf.record import runkind
+from specperf.record import schema as record_schema
 from specperf.views import trend
 
 SCALE = 0.5
@@ -74,7 +76,7 @@ def test_a_regressed_gate_records_the_samples_its_verdict_judged(pytester, clean
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     [run_dir] = [p for p in (pytester.path / "reports").glob("2*") if p.name not in before]
     doc = json.loads((run_dir / "results.json").read_text())
-    assert results.validate(doc, results.schema()) == []
+    assert record_schema.validate(doc, record_schema.schema()) == []
     judged = next(v for v in doc["verdicts"] if v["case_id"] == "reasoning-ctx3333")
     assert judged["status"] == "fail", judged
     recorded = doc["measurements"]["reasoning-ctx3333"]
@@ -83,9 +85,9 @@ def test_a_regressed_gate_records_the_samples_its_verdict_judged(pytester, clean
     native = path_run["paths"]["native"]["measurement"]
     assert not set(_digests(native)) & set(_digests(recorded))
     # The recorded samples are the judged ones: their median is the verdict's.
-    tok = results.median(recorded, "tok_s")
+    tok = record_readers.median(recorded, "tok_s")
     assert tok == pytest.approx(judged["details"]["tok_s"]["new"])
-    step = results.median(recorded, "step_ms")
+    step = record_readers.median(recorded, "step_ms")
     assert step == pytest.approx(judged["details"]["step_ms"]["new"])
     assert _history(pytester.path)[-1]["cells"]["reasoning-ctx3333"]["tok_s"] == \
         pytest.approx(tok)
@@ -225,7 +227,7 @@ def test_an_unstable_case_keeps_every_sample_it_took(pytester, clean_sim, tmp_pa
                   "--specperf-max-spread=0.0001", "--specperf-max-repeats=4")
     result.stdout.fnmatch_lines(["*UnstableMeasurement*"])
     [doc] = _records(pytester.path)
-    assert results.validate(doc, results.schema()) == []
+    assert record_schema.validate(doc, record_schema.schema()) == []
     partial = doc["partial"]["padding-ctx13"]
     assert partial["state"] == "errored"
     assert partial["reason"].startswith("UnstableMeasurement: padding-ctx13:")
@@ -263,7 +265,7 @@ def test_an_interrupted_case_keeps_the_samples_it_took(pytester, start_sim, tmp_
     out = "".join(seen) + rest
     assert proc.returncode == pytest.ExitCode.INTERRUPTED, out
     [doc] = _records(pytester.path)
-    assert results.validate(doc, results.schema()) == []
+    assert record_schema.validate(doc, record_schema.schema()) == []
     partial = doc["partial"]["padding-ctx1663"]
     assert partial["state"] == "interrupted"
     printed = [line for line in out.splitlines() if line.strip().startswith("padding-ctx1663 ")]

@@ -14,7 +14,7 @@ import pytest
 
 from slowb_runs import BUSY_CLIENT_SPREAD
 from specperf import cli
-from specperf.record.results import history_entry
+from specperf.record.files import history_entry
 from specperf.views import trend
 
 # At 0.5 a request of these 64-token cases lasts 0.1-0.5 s of wall time, long against the

@@ -17,10 +17,13 @@ from specperf.core.errors import ConfigError
 from specperf.core.limits import DEFAULT_TOLERANCES
 from specperf.core.model import fit_context
 from specperf.judge.verdict import judge_case
-from specperf.measure.loop import Measurement, Sample
+from specperf.measure.sample import Measurement, Sample
 from specperf.plan.workload import Case
 from specperf.plugin.runstate import RunState
+from specperf.record import files as record_files
 from specperf.record import results
+from specperf.record import schema as record_schema
+from specperf.record import scrub as record_scrub
 from specperf.views import page, trend
 
 FINGERPRINT = {"model": "kimi-k2.6", "draft_model": "drafter-a", "speculative_algorithm": "DDTREE"}
@@ -74,14 +77,14 @@ def make_doc(*, base_commit: float = 7.8, commit: float = 7.8, server: dict | No
 
 def test_document_validates_and_the_schema_catches_defects():
     doc = make_doc()
-    schema = results.schema()
-    assert results.validate(doc, schema) == []
+    schema = record_schema.schema()
+    assert record_schema.validate(doc, schema) == []
     broken = json.loads(json.dumps(doc))
     del broken["measurements"]
     broken["verdicts"][0]["status"] = "meh"
     broken["measurements_typo"] = 1
     broken["fits"]["padding"]["a_ms"] = "fast"
-    problems = results.validate(broken, schema)
+    problems = record_schema.validate(broken, schema)
     assert "$: 'measurements' is a required property" in problems
     assert ("$: Additional properties are not allowed ('measurements_typo' was unexpected)"
             in problems)
@@ -91,8 +94,8 @@ def test_document_validates_and_the_schema_catches_defects():
 
 def test_results_file_round_trips_and_history_gets_one_line(tmp_path):
     doc = make_doc(commit=5.0)
-    path = results.write(doc, tmp_path)
-    assert results.load(path) == json.loads(json.dumps(doc))
+    path = record_files.write(doc, tmp_path)
+    assert record_schema.load(path) == json.loads(json.dumps(doc))
     (line,) = (tmp_path / "history.jsonl").read_text().splitlines()
     entry = json.loads(line)
     assert entry["cells"]["padding-ctx3333"]["avg_commit"] == pytest.approx(599 / 120)
@@ -131,7 +134,7 @@ def test_server_strings_are_escaped():
 def test_secrets_and_credential_headers_are_scrubbed():
     doc = {"errors": {"n": "401 with Authorization: Bearer sk-live-9 and key sk-live-9",
                       "m": '{"authorization": "Bearer tok-1", "x": 1}'}, "k": ["sk-live-9"]}
-    clean = json.dumps(results.scrub(doc, ["sk-live-9"]))
+    clean = json.dumps(record_scrub.scrub(doc, ["sk-live-9"]))
     assert "sk-live-9" not in clean and "tok-1" not in clean
     assert "Authorization: [redacted]" in clean
 
@@ -182,7 +185,7 @@ def test_a_perf_run_writes_its_report_and_says_where(tmp_path_factory):
     reports = folder / "reports"
     result.fnmatch_lines(["specperf: report */report.html"])
     (run_dir,) = reports.glob("2*")
-    doc = results.load(run_dir / "results.json")
+    doc = record_schema.load(run_dir / "results.json")
     assert doc["server"]["simulated"] and len(doc["measurements"]) == 4
     assert len((reports / "history.jsonl").read_text().splitlines()) == 1
     html = (run_dir / "report.html").read_text()

@@ -23,7 +23,7 @@ from browser import chromium, needs_chromium
 from perf_project import FAST, ROOT
 from slowb_runs import BUSY_CLIENT_SPREAD, BUSY_CLIENT_TOK_S, once
 from specperf import cli
-from specperf.record import results
+from specperf.record import schema as record_schema
 
 # Whole perf sessions against simulators: `pytest -m slow` (README: test commands).
 pytestmark = pytest.mark.slow
@@ -103,8 +103,8 @@ def test_every_run_writes_results_history_and_page(scenario):
 
 def test_results_validate_against_the_schema(scenario):
     for run in scenario.runs:
-        assert results.validate(run.doc, results.schema()) == []
-        assert results.load(run.run_dir / "results.json")["run_id"] == run.run_dir.name
+        assert record_schema.validate(run.doc, record_schema.schema()) == []
+        assert record_schema.load(run.run_dir / "results.json")["run_id"] == run.run_dir.name
 
 
 def test_results_hold_every_sample_and_the_regression(scenario):

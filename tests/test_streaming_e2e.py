@@ -14,7 +14,7 @@ import pytest
 from slow_proxy import SlowProxy
 from specperf.core.errors import BadStatus, EndpointUnreachable, MalformedResponse
 from specperf.servers.client import Client
-from specperf.servers.routes import Chunk
+from specperf.servers.messages import Chunk
 from specperf.servers.streaming import stream_stats
 from test_parser_e2e import ARGS, project_with_paths
 

@@ -11,7 +11,7 @@ import pytest
 from specperf.core.noise import NoiseModel
 from specperf.core.sequential import Sprt
 from specperf.core.stats import summarize
-from specperf.judge.sweep import CaseData
+from specperf.judge.factor import CaseData
 from specperf.judge.sweep import judge_sweep as _judge_sweep
 from specperf.plan.workload import Case
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from specperf import cli
-from specperf.record.results import history_entry
+from specperf.record.files import history_entry
 from specperf.views import trend
 
 

@@ -14,7 +14,8 @@ from specperf.core.limits import (
 )
 from specperf.core.model import ContextFit
 from specperf.core.stats import Summary, summarize
-from specperf.judge.verdict import judge_case, judge_fit
+from specperf.judge.fit import judge_fit
+from specperf.judge.verdict import judge_case
 from specperf.measure.repeats import decide_repeats
 
 TOL = dict(DEFAULT_TOLERANCES)

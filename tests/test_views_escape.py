@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from specperf.fleet import page as fleet_page
-from specperf.record import results
+from specperf.record import files as record_files
 from specperf.views import extras, page, trend
 from test_report import FINGERPRINT, make_doc
 
@@ -129,7 +129,7 @@ def test_every_field_of_the_run_page_is_text(doc):
 
 def test_every_field_of_the_trend_page_is_text(doc, tmp_path: Path):
     H = hostile
-    line = results.history_entry(doc, "r/results.json")
+    line = record_files.history_entry(doc, "r/results.json")
     line.update(kind_label=H("kind label"), errors=[H("history error")])
     later = {**line, "run_id": H("later run"), "baseline": {"deployment": H("deployment"),
                                                             "version": 2},

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from specperf.cli import gate
+from specperf.cli.decision import CaseOutcome, GateExit, GateResult
+from specperf.cli.sentences import summary_lines
 from specperf.settings.config import resolve
 from specperf.settings.hints import perf_command, perf_tests_args, update_command
 from specperf.views import page, summary
@@ -92,8 +93,8 @@ def test_a_failure_drops_the_power_sentence_a_pass_keeps_it():
                      "and in report.html):",
                      "  sweep: tok/s 54.5 → 38.1 (−30.1%, limit −10%) — step-time regression"]
     assert page.without_power(f"no regression: x. {POWER}") == "no regression: x."
-    case = gate.CaseOutcome("sweep", "failed", f"{STEP} {POWER}")
-    out = gate.summary_lines(gate.GateResult(gate.GateExit.REGRESSION, "r", (case,)), "URL")
+    case = CaseOutcome("sweep", "failed", f"{STEP} {POWER}")
+    out = summary_lines(GateResult(GateExit.REGRESSION, "r", (case,)), "URL")
     assert not any("Would have caught" in line for line in out)
 
 
@@ -115,8 +116,8 @@ def test_report_groups_regressions_by_cause_summary_first():
 
 
 def test_the_ab_gate_names_both_sides():
-    case = gate.CaseOutcome("padding-ctx13", "failed", "production → candidate: " + STEP)
-    out = gate.summary_lines(gate.GateResult(gate.GateExit.REGRESSION, "r", (case,)),
+    case = CaseOutcome("padding-ctx13", "failed", "production → candidate: " + STEP)
+    out = summary_lines(GateResult(GateExit.REGRESSION, "r", (case,)),
                              "candidate C, judged against production P")
     assert out[1] == "specperf gate: 1 smoke cases against candidate C, judged against production P"
 

@@ -38,9 +38,9 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "generate_text": ("plan.workload", "generate"),
     "PromptPlan": ("plan.reuse", "PromptPlan"),
     "PerfSession": ("measure.session", "PerfSession"),
-    "Measurement": ("measure.loop", "Measurement"),
-    "Sample": ("measure.loop", "Sample"),
-    "step_repeats": ("measure.loop", "step_repeats"),
+    "Measurement": ("measure.sample", "Measurement"),
+    "Sample": ("measure.sample", "Sample"),
+    "step_repeats": ("measure.sample", "step_repeats"),
     "decide_repeats": ("measure.repeats", "decide_repeats"),
     "RepeatDecision": ("measure.repeats", "RepeatDecision"),
     # servers: the simulator as a process, a server's Prometheus counters
@@ -63,13 +63,13 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "scan_drift": ("core.drift", "scan_night"),
     # verdicts
     "DEFAULT_TOLERANCES": ("core.limits", "DEFAULT_TOLERANCES"),
-    "Verdict": ("judge.verdict", "Verdict"),
-    "NotJudged": ("judge.verdict", "NotJudged"),
+    "Verdict": ("judge.outcome", "Verdict"),
+    "NotJudged": ("judge.outcome", "NotJudged"),
     "judge_case": ("judge.verdict", "judge_case"),
-    "judge_fit": ("judge.verdict", "judge_fit"),
+    "judge_fit": ("judge.fit", "judge_fit"),
     "pair_decider": ("judge.ab", "pair_decider"),
-    "SweepCase": ("judge.sweep", "CaseData"),
-    "SweepResult": ("judge.sweep", "SweepResult"),
+    "SweepCase": ("judge.factor", "CaseData"),
+    "SweepResult": ("judge.sweepverdict", "SweepResult"),
     "judge_sweep": ("judge.sweep", "judge_sweep"),
     # baselines, the record and its report
     "Baseline": ("baselines.store", "Baseline"),
@@ -131,11 +131,14 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .core.noise import from_history as noise_from_history
     from .core.stats import median_se, summarize
     from .judge.ab import pair_decider
-    from .judge.sweep import CaseData as SweepCase
-    from .judge.sweep import SweepResult, judge_sweep
-    from .judge.verdict import NotJudged, Verdict, judge_case, judge_fit
-    from .measure.loop import Measurement, Sample, step_repeats
+    from .judge.factor import CaseData as SweepCase
+    from .judge.fit import judge_fit
+    from .judge.outcome import NotJudged, Verdict
+    from .judge.sweep import judge_sweep
+    from .judge.sweepverdict import SweepResult
+    from .judge.verdict import judge_case
     from .measure.repeats import RepeatDecision, decide_repeats
+    from .measure.sample import Measurement, Sample, step_repeats
     from .measure.session import PerfSession
     from .plan.reuse import PromptPlan
     from .plan.workload import Case, TextClass, load_text_classes, plan

@@ -22,8 +22,7 @@ from typing import Any
 
 from ..core.model import ContextFit, fit_repeats
 from ..core.stats import Summary, summarize
-from ..measure.loop import METRICS, Measurement
-from ..measure.sample import mean_context
+from ..measure.sample import METRICS, Measurement, mean_context
 from ..servers.fingerprint import deployment_for
 from ..store.history import read_history
 from .store import Baseline, CaseBaseline

@@ -22,7 +22,7 @@ from ..core.limits import DEFAULT_TOLERANCES, DIRECTION, tolerance
 from ..core.model import ContextFit
 from ..core.stats import Summary
 from ..measure import determinism
-from ..measure.loop import METRICS, Measurement, sample_values
+from ..measure.sample import METRICS, Measurement, sample_values
 from ..servers.positions import case_shape
 from ..settings.hints import perf_command
 from .versions import REPAIR, Versions

@@ -22,21 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from . import reference, runner
-from .decision import PYTEST_USAGE, CaseOutcome, GateExit, GateResult, fleet_result
+from .decision import PYTEST_USAGE, GateExit, GateResult, fleet_result
 from .runner import (
     find_record,
     perf_tests_dir,
     pytest_command,
-    read_junit,
     report_dir_of,
     result_of,
     run_pytest,
 )
 from .sentences import decision_line, fleet_summary_lines, summary_lines
 
-# The gate's names other code reads from here (the pieces live in decision, runner, sentences).
-__all__ = ["CaseOutcome", "GateExit", "GateResult", "add_subcommand", "fleet_result",
-           "fleet_summary_lines", "read_junit", "run", "summary_lines"]
+__all__ = ["add_subcommand", "run"]
 
 
 def gate_flags(args: argparse.Namespace) -> list[str]:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..record.results import median
+from ..record.readers import median
 from ..views import page, template
 from ..views.template import Cell, Table
 

@@ -4,7 +4,7 @@ On the controller only (xdist workers send their reports to it), :class:`FleetCo
 sorts each test report to its endpoint by the ``specperf_endpoint`` property the plugin
 gives every fleet item, into one :class:`~specperf.views.summary.Collector` per endpoint, so each
 endpoint's part is built exactly as a single-endpoint run's. :func:`document` nests those
-parts under ``endpoints`` in one results document (results.schema.json); ``page.py``
+parts under ``endpoints`` in one results document (record_schema.schema.json); ``page.py``
 renders it; the closing block puts the same case on every box side by side.
 """
 
@@ -25,7 +25,10 @@ from ..core.version import __version__
 from ..measure.session import git_revision
 from ..plugin.reporting import ERROR_CHARS, custom_matrix, endpoint_document
 from ..plugin.runstate import RunState
+from ..record import files as record_files
+from ..record import readers as record_readers
 from ..record import results, runkind
+from ..record import scrub as record_scrub
 from ..settings.endpoints import Endpoint
 from ..store import ingest
 from ..views import summary
@@ -151,7 +154,7 @@ class FleetCollector:
         doc["interrupted"] = interrupted
         doc["run"] = _run_kind(self.records.values(), first, interrupted)
         doc["endpoints"] = parts
-        scrubbed: dict[str, Any] = results.scrub(doc, _secrets(self.states))
+        scrubbed: dict[str, Any] = record_scrub.scrub(doc, _secrets(self.states))
         return scrubbed
 
     def _part(self, record: EndpointRecord, revision: str, interrupted: bool) -> dict[str, Any]:
@@ -241,7 +244,7 @@ def cross_lines(parts: Sequence[tuple[str, Mapping[str, Any]]],
 def _cell(data: Mapping[str, Any] | None) -> str:
     if data is None:
         return "—"
-    values = [results.median(data, m) for m in ("tok_s", "step_ms", "avg_commit")]
+    values = [record_readers.median(data, m) for m in ("tok_s", "step_ms", "avg_commit")]
     return " / ".join("n/a" if v is None else f"{v:.1f}" if i < 2 else f"{v:.2f}"
                       for i, v in enumerate(values))
 
@@ -275,7 +278,7 @@ def write(doc: dict[str, Any], directory: Path) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "results.json").write_text(
         json.dumps(doc, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
-    entries = [results.history_entry(part["document"], f"{doc['run_id']}/results.json")
+    entries = [record_files.history_entry(part["document"], f"{doc['run_id']}/results.json")
                for part in doc["endpoints"]]
     lines = [json.dumps(e, sort_keys=True, ensure_ascii=False) for e in entries]
     with (directory / "history.jsonl").open("a", encoding="utf-8") as fh:

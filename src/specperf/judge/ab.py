@@ -19,8 +19,9 @@ from ..baselines.store import CaseBaseline
 from ..core.errors import UnstableMeasurement
 from ..core.model import ContextFit
 from ..core.stats import UNSTABLE_REL_MAD, summarize
-from ..measure.loop import Measurement, Measurer, Sample, context_fit, sample_values
+from ..measure.loop import Measurer
 from ..measure.repeats import RepeatDecision, decide_repeats
+from ..measure.sample import Measurement, Sample, context_fit, sample_values
 from ..measure.session import PerfSession
 from ..plan.workload import Case
 from ..servers.fingerprint import fingerprint_differences

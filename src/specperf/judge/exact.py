@@ -39,7 +39,7 @@ from ..measure.determinism import (
 from .outcome import Verdict
 
 if TYPE_CHECKING:
-    from ..measure.loop import Measurement, Sample
+    from ..measure.sample import Measurement, Sample
 
 SHOWN_CHANGES = 4
 DRAFTER = ("the output text is the same, so the drafter proposes differently — check the "

@@ -32,7 +32,7 @@ from .factortest import (
 )
 from .sweepverdict import SweepResult
 
-__all__ = ["CaseData", "More", "SweepResult", "judge_sweep"]
+__all__ = ["More", "judge_sweep"]
 
 # Takes one more request of a case (both arms in A/B) into its CaseData.
 More = Callable[[CaseData], None]

@@ -26,15 +26,13 @@ from ..core.noise import NoiseModel, baseline_share
 from ..core.stats import Summary
 from . import positions
 from .attribution import HINTS, case_attribution, regression_message
-from .fit import judge_fit
 from .hints import REFRESH_HINT
-from .outcome import NotJudged, Verdict
+from .outcome import Verdict
 
 if TYPE_CHECKING:  # only its type is needed here
     from ..baselines.store import CaseBaseline
 
-__all__ = ["PINNED_METRICS", "PINNED_REASON", "NotJudged", "Verdict",
-           "case_se", "judge_case", "judge_fit"]
+__all__ = ["PINNED_METRICS", "PINNED_REASON", "case_se", "judge_case"]
 
 
 def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,

@@ -3,7 +3,7 @@ guarded exchange gives, and the checks every reply passes.
 
 :meth:`specperf.measure.loop.Measurer.attempt` is the one function that performs a measured
 request — build the prompt and body, check the server is idle, send, check exactly our
-request ran, validate, check the output, build the :class:`~specperf.measure.loop.Sample` —
+request ran, validate, check the output, build the :class:`~specperf.measure.sample.Sample` —
 for every path the suite measures: the main job's native route, the chat route with its
 parsers, streams, and both arms of an A/B comparison. A path varies only its
 :class:`Request` (route, options, template tokens) and the :data:`ReadTiming` hook that
@@ -22,7 +22,7 @@ from ..core.errors import IgnoreEosNotHonoured, MalformedResponse
 from ..plan.workload import Case
 from ..servers import positions, routes, vllm
 from ..servers.acceptance import MetricsSnapshot
-from ..servers.routes import Completion, RouteOptions
+from ..servers.messages import Completion, RouteOptions
 from .sample import StepFigures, check_possible
 
 

@@ -31,7 +31,7 @@ from ..core.stats import Summary, summarize
 from ..plan.workload import Case
 from ..servers import llamacpp, routes, vllm
 from ..servers.acceptance import PROGRESS, MetricsSnapshot
-from ..servers.routes import Completion
+from ..servers.messages import Completion
 from . import guard
 from .attempt import Request, validate
 from .loop import Measurer

@@ -18,7 +18,7 @@ EXACT_SOURCES = ("response", "metrics")
 
 
 class Repeat(Protocol):
-    """What this module reads of a measured request (:class:`specperf.measure.loop.Sample`)."""
+    """What this module reads of a measured request (:class:`specperf.measure.sample.Sample`)."""
 
     @property
     def raw(self) -> Mapping[str, Any]: ...

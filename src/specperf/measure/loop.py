@@ -15,24 +15,19 @@ from ..plan.workload import Case, Prompts
 from ..servers import acceptance, llamacpp, routes, vllm
 from ..servers.acceptance import LogSource, MetricsSnapshot
 from ..servers.client import Client, TimeoutPolicy
+from ..servers.messages import Completion
 from ..servers.probe import ServerInfo
-from ..servers.routes import Completion
 from . import determinism, guard
 from .attempt import ReadTiming, Reply, Request, Timing, acceptance_shape, validate
 from .repeats import RepeatDecision, decide_repeats
-from .sample import (  # re-exported: measure is where the loop's data was always imported from
-    METRICS,
+from .sample import (
     Measurement,
     Sample,
-    context_fit,
     limit_raw,
-    mean_context,
     sample_values,
-    step_repeats,
 )
 
-__all__ = ["METRICS", "Decide", "Measurement", "Measurer", "RunConfig", "Sample",
-           "context_fit", "mean_context", "sample_values", "step_repeats"]
+__all__ = ["Decide", "Measurer", "RunConfig"]
 
 
 # -- taking measurements ------------------------------------------------------------------------

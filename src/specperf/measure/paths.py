@@ -43,11 +43,11 @@ from ..plan.workload import Case
 from ..servers import acceptance, routes
 from ..servers.acceptance import MetricsSnapshot
 from ..servers.client import Client
-from ..servers.routes import Completion, RouteOptions
+from ..servers.messages import Completion, RouteOptions
 from ..servers.streaming import stream_stats
 from .attempt import Reply, Request, Timing
-from .loop import Measurement, Sample
 from .repeats import decide_repeats
+from .sample import Measurement, Sample
 from .session import PerfSession
 
 # The one tool sent on the chat route: the tool-call parser is engaged by a request that

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from ..core.errors import SpecperfError
 from ..plan.workload import (
     CalibratedPromptBuilder,
     Case,
@@ -38,7 +37,8 @@ from ..servers.fingerprint import with_declared
 from ..servers.probe import ServerInfo, probe, tokenizer_for
 from ..settings.config import Settings
 from . import lock as gpulock
-from .loop import Decide, Measurement, Measurer, RunConfig, Sample
+from .loop import Decide, Measurer, RunConfig
+from .sample import Measurement, Sample
 
 Progress = Callable[[str], None]
 
@@ -168,4 +168,4 @@ def git_revision(root: Path | None = None) -> str:
     return out.stdout.strip() or "unknown"
 
 
-__all__ = ["PerfSession", "SpecperfError", "git_revision"]
+__all__ = ["PerfSession", "git_revision"]

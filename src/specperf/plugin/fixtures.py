@@ -16,6 +16,7 @@ import pytest
 from ..baselines.store import Baseline, CaseBaseline
 from ..core.errors import BaselineError, SpecperfError, UnmeasuredComparison
 from ..core.limits import NOT_APPLICABLE, check_tolerance
+from ..judge.outcome import NotJudged, Verdict
 from ..judge.pathverdict import (
     COMPARISONS,
     UNMEASURED,
@@ -23,9 +24,8 @@ from ..judge.pathverdict import (
     judge_parser,
     judge_stream,
 )
-from ..judge.verdict import NotJudged, Verdict
-from ..measure.loop import Measurement
 from ..measure.paths import PathRun, PathSampler, deployed_parsers, parser_pair, stream_pair
+from ..measure.sample import Measurement
 from ..measure.session import PerfSession
 from ..plan.workload import Case, TextClass
 from ..settings.config import Settings

@@ -10,8 +10,9 @@ from typing import Any
 
 from ..baselines.store import Baseline, BaselineStore, CaseBaseline
 from ..judge import exact
-from ..judge.verdict import Verdict
-from ..measure.loop import Measurement, Measurer
+from ..judge.outcome import Verdict
+from ..measure.loop import Measurer
+from ..measure.sample import Measurement
 from ..measure.session import PerfSession
 from ..plan import digest
 from ..plan.reuse import PromptPlan

@@ -25,7 +25,9 @@ from ..baselines.store import Baseline
 from ..core.errors import SpecperfError, StoreError
 from ..core.version import __version__
 from ..measure.session import git_revision
+from ..record import readers as record_readers
 from ..record import results, runkind
+from ..record import scrub as record_scrub
 from ..settings.config import Settings
 from ..views import extras, summary
 from ..views.report import report_dir, write_report
@@ -120,7 +122,7 @@ class ReportPlugin:
             settings=state.settings.public_dict(), suite_version=__version__,
             git_revision=git_revision(self.config.rootpath))
         doc = endpoint_document(run, state, found, self.errors, self.interrupted)
-        scrubbed: dict[str, Any] = results.scrub(doc, [state.settings.api_key() or ""])
+        scrubbed: dict[str, Any] = record_scrub.scrub(doc, [state.settings.api_key() or ""])
         return scrubbed
 
     @pytest.hookimpl(trylast=True)  # after the closing table
@@ -217,7 +219,7 @@ class HtmlHooks:
         measured, verdict = _properties(report)
         values = ["", "", "", ""]
         if measured is not None:
-            values[:3] = [_fmt(results.median(measured, m), f) for m, f in
+            values[:3] = [_fmt(record_readers.median(measured, m), f) for m, f in
                           (("tok_s", ".1f"), ("step_ms", ".1f"), ("avg_commit", ".2f"))]
         change = ((verdict or {}).get("details") or {}).get("tok_s", {}).get("change")
         if change is not None:
@@ -237,7 +239,7 @@ class HtmlHooks:
         if report.when == "call" and measured is not None:
             state = item.config.stash.get(STATE, None)
             key = state.settings.api_key() if state is not None else None
-            clean = results.scrub(measured, [key or ""])
+            clean = record_scrub.scrub(measured, [key or ""])
             cid = clean["case"]["id"]
             report.extras = [*getattr(report, "extras", []),  # type: ignore[attr-defined]
                              html_extras.html(extras.samples(cid, clean)),

@@ -18,8 +18,8 @@ from ..core.limits import DEFAULT_TOLERANCES
 from ..core.model import ContextFit
 from ..core.noise import NoiseModel, from_history
 from ..core.version import __version__
-from ..judge.verdict import NotJudged
-from ..measure.loop import Measurement
+from ..judge.outcome import NotJudged
+from ..measure.sample import Measurement
 from ..measure.session import git_revision
 from ..plan.workload import Case
 from ..servers.probe import ServerInfo

@@ -18,12 +18,13 @@ from ..core.model import ContextFit
 from ..core.noise import NoiseModel
 from ..judge import reconcile
 from ..judge.ab import Comparison, measure_pair, pair_decider
+from ..judge.fit import judge_fit
+from ..judge.outcome import NotJudged, Verdict
 from ..judge.positions import Shape
-from ..judge.verdict import NotJudged, Verdict, judge_case, judge_fit
+from ..judge.verdict import judge_case
 from ..measure.lock import LockMode
-from ..measure.loop import Measurement, Sample, context_fit
 from ..measure.repeats import RepeatDecision, decide_repeats
-from ..measure.sample import mean_context
+from ..measure.sample import Measurement, Sample, context_fit, mean_context
 from ..measure.session import PerfSession
 from ..plan.reuse import PromptPlan
 from ..plan.workload import Case, TextClass, plan, select_classes

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from ..judge.verdict import NotJudged
+from ..judge.outcome import NotJudged
 from ..measure.session import PerfSession
 from ..plan.workload import Case
 from . import sweeprun

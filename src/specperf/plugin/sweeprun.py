@@ -15,9 +15,11 @@ from collections.abc import Sequence
 from weakref import WeakKeyDictionary
 
 from ..baselines.store import CaseBaseline
-from ..judge.sweep import CaseData, More, SweepResult, judge_sweep
-from ..judge.verdict import NotJudged
-from ..measure.loop import METRICS, Sample, sample_values
+from ..judge.factor import CaseData
+from ..judge.outcome import NotJudged
+from ..judge.sweep import More, judge_sweep
+from ..judge.sweepverdict import SweepResult
+from ..measure.sample import METRICS, Sample, sample_values
 from ..plan.workload import Case
 from .runstate import RunState
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ..measure.loop import Sample
+from ..measure.sample import Sample
 from ..views import summary
 
 

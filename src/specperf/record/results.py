@@ -10,8 +10,8 @@ decided when the case was judged, and is copied here.
 The room's other jobs live beside this module, one each: :mod:`.schema` (the schema,
 validating and loading a file), :mod:`.scrub` (no secret reaches a record), :mod:`.files`
 (writing results.json and the history line) and :mod:`.readers` (a recorded case's medians
-and context). Their public names are re-exported here, so ``results.load`` and
-``results.write`` stay the one way in.
+and context). Each name is imported from the module that defines it, never through this one
+(tests/test_architecture.py).
 """
 
 from __future__ import annotations
@@ -28,16 +28,11 @@ from ..core.model import ContextFit, fit_repeats
 from ..judge import reconcile
 from ..servers.fingerprint import fingerprint_differences
 from ..servers.positions import ALONG_TOKENS, case_shape
-from .files import HISTORY_METRICS, history_entry, run_fields, write
-from .readers import baseline_metrics, mean_context, median
-from .schema import SCHEMA_NAME, SCHEMA_VERSION, load, schema, validate
-from .scrub import REDACTED, scrub
+from .readers import mean_context
+from .schema import SCHEMA_NAME, SCHEMA_VERSION
 
-__all__ = ["HISTORY_METRICS", "REDACTED", "SCHEMA_NAME", "SCHEMA_VERSION", "RunInfo",
-           "acceptance_shapes", "baseline_dict", "baseline_metrics", "build",
-           "concurrency_section", "history_entry", "load", "mean_context", "median",
-           "new_run_id", "run_fields", "run_fits", "schema", "scrub", "unexplained",
-           "utc_now", "validate", "write"]
+__all__ = ["RunInfo", "acceptance_shapes", "baseline_dict", "build", "concurrency_section",
+           "new_run_id", "resolution_of", "run_fits", "unexplained", "utc_now"]
 
 
 @dataclass(frozen=True)
@@ -192,7 +187,7 @@ def baseline_dict(base: Baseline) -> dict[str, Any]:
 
 def run_fits(measurements: Mapping[str, Any]) -> dict[str, ContextFit]:
     """This run's step_ms = a + b·context per text class, from the recorded repeats (the
-    points :func:`specperf.measure.loop.context_fit` fits, read back from the record)."""
+    points :func:`specperf.measure.sample.context_fit` fits, read back from the record)."""
     points: dict[str, list[tuple[float, list[float]]]] = {}
     for data in measurements.values():
         steps = _repeat_values(data)["step_ms"]

@@ -11,7 +11,6 @@ from ..core.errors import (
     AcceptanceUnavailable,
     BadStatus,
     ConfigError,
-    EndpointError,
     EndpointUnreachable,
     MalformedResponse,
     NotAnLlmServer,
@@ -345,4 +344,4 @@ def _notes(metrics: bool, tok_path: str | None, sample: routes.Completion,
     return tuple(notes)
 
 
-__all__ = ["ServerInfo", "ServerTokenizer", "probe", "check_reachable", "EndpointError"]
+__all__ = ["ServerInfo", "ServerTokenizer", "probe", "check_reachable"]

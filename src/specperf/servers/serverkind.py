@@ -22,7 +22,7 @@ from typing import Any
 from ..core.errors import BadStatus, MalformedResponse
 from .acceptance import MetricsSnapshot
 from .client import Client
-from .routes import Completion
+from .messages import Completion
 
 KIND_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "llamacpp": "llama.cpp",
               "openai": "OpenAI-compatible server"}

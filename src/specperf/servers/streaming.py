@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .routes import Chunk
+from .messages import Chunk
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.model import ContextFit
-from ..record.results import baseline_metrics, mean_context, median
+from ..record.readers import baseline_metrics, mean_context, median
 from .plots import bar_plot, concurrency_plot, context_plot, fit_plot, shape_plot
 from .template import Figure, figure
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..core.limits import format_percent
-from ..record.results import median
+from ..record.readers import median
 from ..servers.fingerprint import pinned_line
 from . import decision, figures, template
 from .figures import base_median

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SpecperfError
-from ..record import results
+from ..record import files as record_files
+from ..record import schema as record_schema
 from . import page
 
 REPORT_DIR_ENV = "SPECPERF_REPORT_DIR"
@@ -33,7 +34,7 @@ def report_dir(setting: Path | None = None, start: Path | None = None) -> Path:
 
 def write_report(doc: dict[str, Any], directory: Path) -> Path:
     """results.json, the history line and report.html of one run; returns the page's path."""
-    results.write(doc, directory)
+    record_files.write(doc, directory)
     out = directory / str(doc["run_id"]) / "report.html"
     out.write_text(page.render(doc), encoding="utf-8")
     return out
@@ -61,7 +62,7 @@ def _read(command: str, load: Callable[[Path], Any], path: Path) -> Any:
 
 def run_report(args: argparse.Namespace) -> int:
     """``specperf report``: 0 when written, 2 when the results file is unusable."""
-    doc = _read("report", results.load, args.results)
+    doc = _read("report", record_schema.load, args.results)
     if doc is None:
         return USAGE_ERROR
     out = args.out or args.results.with_name("report.html")

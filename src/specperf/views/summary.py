@@ -18,7 +18,7 @@ import pytest
 from ..core.model import ContextFit
 from ..judge import exact
 from ..judge.pathverdict import COMPARISONS, UNMEASURED
-from ..measure.loop import Sample
+from ..measure.sample import Sample
 from ..record import results
 from ..servers.fingerprint import deployment_name, pinned_line
 from ..settings.config import Settings

@@ -1,6 +1,6 @@
 """The nightly trend: tok/s, step ms and avg commit per cell over the runs in history.jsonl.
 
-Each line of the history is one run (:func:`specperf.record.results.history_entry`). Boundaries
+Each line of the history is one run (:func:`specperf.record.files.history_entry`). Boundaries
 mark where the comparison changed meaning: a new baseline version, or a server
 fingerprint that differs from the previous run's (a drafter deploy shows as
 ``fingerprint: draft model: a → b``). A run sits at x = its index; a boundary before

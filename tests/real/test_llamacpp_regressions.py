@@ -40,7 +40,7 @@ def regressions(text: str) -> dict[str, str]:
         r"^_+ test_context_scaling\[(\S+-ctx\d+)\] _+\n(.*)$", part, re.M)}
 
 
-def check_attributed(text: str, hint: str, other: str,
+def check_attributed(text: str, hint: str, other: str | None,
                      cases: tuple[str, ...] = CASES) -> None:
     """No case passes; at least two fail, each attributed to ``hint`` and not ``other``.
     A case may instead error as unstable: the suite refuses to judge a cell whose spread is
@@ -50,7 +50,8 @@ def check_attributed(text: str, hint: str, other: str,
     assert all(seen[c] == "ERROR" for c in cases if c not in found), seen
     assert len(found) >= 2, text[-3000:]
     for case, sentence in found.items():
-        assert hint in sentence and other not in sentence, sentence
+        assert hint in sentence, sentence
+        assert other is None or other not in sentence, sentence
         print(f"{case}: {sentence}")
 
 
@@ -71,7 +72,16 @@ def test_a_worse_draft_fails_every_case_as_an_acceptance_regression(
     worse = llama_pool.get(tiny.target, draft=tiny.noisy)
     result = run_suite(project, worse.url, tmp_path / "r2", main_job.baseline_dir, "-rA",
                        *ACCEPTANCE_CONTEXTS)
-    check_attributed(result.stdout.str(), ACCEPTANCE_HINT, STEP_HINT, ACCEPTANCE_CASES)
+    # The sentence leads with the exact acceptance (the same prompts as the baseline's): the
+    # drafter is named before any statistics. A worse draft also changes what a verify step
+    # costs (llama.cpp stops drafting at the first token under its p-min), so the statistical
+    # part may find step time moved too; the attribution is the lead and the acceptance hint.
+    text = result.stdout.str()
+    check_attributed(text, ACCEPTANCE_HINT, None, ACCEPTANCE_CASES)
+    for sentence in regressions(text).values():
+        assert re.match(r"acceptance changed on \d+ of \d+ prompts .*: the output text is "
+                        r"the same, so the drafter proposes differently", sentence), sentence
+        assert "here the drafter" in sentence, sentence
     # The same prompts as the baseline's: one request per case names the prompts whose
     # verify steps changed, with no statistics needed.
     once = run_suite(project, worse.url, tmp_path / "r3", main_job.baseline_dir, "-rA",

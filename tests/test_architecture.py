@@ -390,3 +390,11 @@ def test_the_public_api_names_each_module_that_defines_the_name() -> None:
                      for name, (module, attr) in table.items()
                      if attr in imported_only().get(f"specperf.{module}", ()))
     assert through == []
+
+
+def test_views_only_render() -> None:
+    # Views read the record or an outcome a command hands them: they never reach a server,
+    # a baseline file or the results store themselves (cli/ is the use-case layer).
+    reached = sorted(f"{f} imports {b}" for (a, b), files in edges().items()
+                     if a == "views" and b in ("servers", "baselines", "store") for f in files)
+    assert reached == []

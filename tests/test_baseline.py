@@ -17,11 +17,11 @@ import specperf
 from specperf.baselines.diff import describe_changes
 from specperf.baselines.store import SCHEMA_VERSION, Baseline, BaselineStore, CaseBaseline
 from specperf.core.errors import BaselineError, ConfigError
+from specperf.core.fingerprint import deployment_slug, fingerprint_differences
 from specperf.core.model import ContextFit
 from specperf.core.stats import Summary
 from specperf.measure.sample import Measurement, Sample
 from specperf.plan.workload import Case
-from specperf.servers.fingerprint import deployment_slug, fingerprint_differences
 
 FINGERPRINT: dict[str, Any] = {
     "model": "moonshotai/Kimi-K2.6", "speculative_algorithm": "DDTREE",

@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 
 from specperf.core.errors import ConfigError
-from specperf.servers import llamacpp
-from specperf.servers.fingerprint import (
+from specperf.core.fingerprint import (
     NOT_REPORTED,
     deployment_name,
     deployment_slug,
     fingerprint_differences,
     with_declared,
 )
+from specperf.servers import llamacpp
 from specperf.settings.config import resolve
 
 # What this build's /props says of a target run with -md draft.gguf (tests/real: the same).

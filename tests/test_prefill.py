@@ -16,13 +16,13 @@ import httpx
 import pytest
 
 from specperf.baselines.store import Baseline, CaseBaseline
+from specperf.core.fingerprint import pinned_line
 from specperf.core.limits import DEFAULT_TOLERANCES, DIRECTION
 from specperf.core.stats import Summary
 from specperf.judge.hints import PREFILL_HINT, STEP_HINT
 from specperf.judge.verdict import PINNED_REASON, judge_case
 from specperf.measure.repeats import decide_repeats
 from specperf.measure.sample import Sample, sample_values
-from specperf.servers.fingerprint import pinned_line
 from specperf.servers.pinned import pinned_acceptance
 
 TOL = dict(DEFAULT_TOLERANCES)

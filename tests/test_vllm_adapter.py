@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from specperf.core.errors import ImpossibleSample, SpecperfError
+from specperf.core.fingerprint import fingerprint_differences
 from specperf.measure.sample import Sample
 from specperf.servers import fingerprint, probe, routes, vllm
 from specperf.servers.messages import Completion
@@ -153,13 +154,13 @@ def test_the_fingerprint_names_the_drafter():
     assert fp["num_speculative_tokens"] == 4 and fp["model"] == "tiny"
     ngram = fingerprint.fingerprint_of({"vllm_config": CONFIG_NGRAM}, {}, False)
     assert (ngram["speculative_algorithm"], ngram["draft_model"]) == ("ngram", None)
-    changes = fingerprint.fingerprint_differences(fp, ngram)
+    changes = fingerprint_differences(fp, ngram)
     assert "speculative algorithm: draft_model → ngram" in changes
     noisy = CONFIG_DRAFT.replace("/draft'", "/noisy'").replace("num_spec_tokens=4",
                                                                "num_spec_tokens=3")
     swapped = fingerprint.fingerprint_of({"version": "0.32.0", "vllm_config": noisy}, {},
                                          False)
-    assert fingerprint.fingerprint_differences(fp, swapped) == [
+    assert fingerprint_differences(fp, swapped) == [
         "draft model: /root/.cache/specperf/models/hf1-v3-b2a66f6117f5/draft → "
         "/root/.cache/specperf/models/hf1-v3-b2a66f6117f5/noisy",
         "num speculative tokens: 4 → 3"]

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from specperf.core.fingerprint import NOT_REPORTED
 from specperf.servers.client import Client
-from specperf.servers.fingerprint import NOT_REPORTED
 from specperf.servers.probe import probe
 
 from .conftest import results_of

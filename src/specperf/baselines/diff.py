@@ -5,10 +5,10 @@ precision people read them.
 
 from __future__ import annotations
 
+from ..core.fingerprint import fingerprint_differences
 from ..core.limits import ARROW, format_move, format_percent, format_value
 from ..core.model import ContextFit
 from ..measure.sample import METRICS
-from ..servers.fingerprint import fingerprint_differences
 from .store import Baseline, CaseBaseline
 
 

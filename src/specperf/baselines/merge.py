@@ -20,10 +20,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..core.fingerprint import deployment_for
 from ..core.model import ContextFit, fit_repeats
 from ..core.stats import Summary, summarize
 from ..measure.sample import METRICS, Measurement, mean_context
-from ..servers.fingerprint import deployment_for
 from ..store.history import read_history
 from .store import Baseline, CaseBaseline
 

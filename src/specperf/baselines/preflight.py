@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import BaselineError, ConfigError
+from ..core.fingerprint import deployment_name
 from ..plan.workload import Case
 from ..servers import simulated
 from ..servers.client import Client
-from ..servers.fingerprint import deployment_name
 from ..servers.probe import identify
 from ..settings.config import Settings
 from ..settings.hints import create_hint, update_command

@@ -7,7 +7,10 @@ that made a deployment slower (``bisect/``). Each subcommand lives in its own mo
 registers here; exit codes are the gate's (0 pass, 1 regression, 2 usage, 3 infrastructure;
 bisect adds 5 and 6, bisect/command.py).
 
-May import: core, store, measure, record, views, bisect
+The use-case layer: a command orchestrates the rooms it needs (explain: the server, the
+baseline, the judge, ``explainrun.py``), and the views only render what it hands them.
+
+May import: core, store, settings, servers, measure, judge, record, views, bisect
 """
 
 from __future__ import annotations

@@ -25,8 +25,10 @@ from typing import Any
 
 from ..core.errors import ConfigError, NotAnLlmServer, SpecperfError
 from ..core.noise import DEFAULT_COMMON_SHARE, DEFAULT_RUN_NOISE, NoiseModel, from_history
+from ..judge.explain import Outcome
 from ..store.history import read_history
 from ..views import explaincard
+from . import explainrun
 
 USAGE, INFRASTRUCTURE = 2, 3
 
@@ -120,13 +122,13 @@ def _prior(args: argparse.Namespace) -> tuple[float, float, bool]:
     return (args.run_noise if stated else DEFAULT_RUN_NOISE), DEFAULT_COMMON_SHARE, stated
 
 
-def _outcome(args: argparse.Namespace) -> explaincard.Outcome:
+def _outcome(args: argparse.Namespace) -> Outcome:
     if args.endpoint is not None:
         if args.observed_tok_s is not None or args.observed_commit is not None:
             raise ConfigError("--observed-tok-s and --observed-commit are for the offline form: "
                               "leave them out with --endpoint.")
-        server = explaincard.identify(args.endpoint)  # an LLM server, and which deployment
-        return explaincard.live(args.baseline_dir, args.deployment or server.deployment,
+        server = explainrun.identify(args.endpoint)  # an LLM server, and which deployment
+        return explainrun.live(args.baseline_dir, args.deployment or server.deployment,
                                 server, args.window, text_class=args.text_class,
                                 context=args.context, noise=_noise(args, server.label))
     if args.deployment is None:
@@ -138,7 +140,7 @@ def _outcome(args: argparse.Namespace) -> explaincard.Outcome:
                if value is None]
     if missing:
         raise ConfigError(f"explain needs --endpoint (live) or {', '.join(missing)} (offline).")
-    return explaincard.offline(args.baseline_dir, args.deployment, args.text_class, args.context,
+    return explainrun.offline(args.baseline_dir, args.deployment, args.text_class, args.context,
                                args.observed_tok_s, avg_commit=args.observed_commit,
                                concurrency=args.concurrency, output_tokens=args.output_tokens,
                                noise=noise)

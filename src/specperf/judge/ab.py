@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from ..baselines.store import CaseBaseline
 from ..core.errors import UnstableMeasurement
+from ..core.fingerprint import fingerprint_differences
 from ..core.model import ContextFit
 from ..core.stats import UNSTABLE_REL_MAD, summarize
 from ..measure.loop import Measurer
@@ -24,7 +25,6 @@ from ..measure.repeats import RepeatDecision, decide_repeats
 from ..measure.sample import Measurement, Sample, context_fit, sample_values
 from ..measure.session import PerfSession
 from ..plan.workload import Case
-from ..servers.fingerprint import fingerprint_differences
 from .outcome import NotJudged, Verdict
 from .positions import Shape
 

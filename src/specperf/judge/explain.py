@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..baselines.concurrency import ConcurrencyBaseline
@@ -22,6 +22,7 @@ from ..core import contract
 from ..core.contract import REGRESSION, Change
 from ..core.limits import tolerance
 from ..core.noise import NoiseModel
+from ..servers.livemetrics import LiveObservation
 from .diagnosis import diagnose
 from .observation import Observation
 from .prediction import Figure, Prediction, Z, curve_of, predict
@@ -94,3 +95,20 @@ def explain(baseline: Baseline, obs: Observation, *, noise: NoiseModel | None = 
     code = EXIT_REGRESSION if regressed else EXIT_OK
     curve, points = curve_of(baseline, pred, noise, conc)
     return Explanation(status, factor, message, code, obs, pred, factors, curve, points)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """An explanation and what the live form read (None offline)."""
+
+    explanation: Explanation
+    live: LiveObservation | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    simulated: bool = False  # the live server is a simulator: its times are simulated
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.explanation.to_dict()
+        out["live"] = None if self.live is None else self.live.to_dict()
+        out["notes"] = list(self.notes)
+        out["simulated"] = self.simulated
+        return out

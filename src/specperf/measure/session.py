@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from ..core.fingerprint import with_declared
 from ..plan.workload import (
     CalibratedPromptBuilder,
     Case,
@@ -33,7 +34,6 @@ from ..plan.workload import (
 from ..servers import routes, simulated
 from ..servers.acceptance import LogSource
 from ..servers.client import Client
-from ..servers.fingerprint import with_declared
 from ..servers.probe import ServerInfo, probe, tokenizer_for
 from ..settings.config import Settings
 from . import lock as gpulock

@@ -18,6 +18,7 @@ import pytest
 from ..baselines.concurrency import ConcurrencyBaseline, ConcurrencyStore
 from ..baselines.store import CaseBaseline
 from ..core.errors import BaselineError, ConfigError, SpecperfError
+from ..core.fingerprint import fingerprint_differences
 from ..core.version import __version__
 from ..judge.concurrency import judge_batch_fit, judge_level
 from ..judge.outcome import NotJudged, Verdict
@@ -25,7 +26,6 @@ from ..measure.burst import Burst, Burster, Level, batch_fit
 from ..measure.session import PerfSession, git_revision
 from ..plan.workload import Case
 from ..record import runkind
-from ..servers.fingerprint import fingerprint_differences
 from ..settings.config import Settings
 from ..settings.hints import update_command
 from ..views import summary

@@ -13,6 +13,7 @@ from typing import Any
 from ..baselines import preflight
 from ..baselines.store import Baseline, CaseBaseline
 from ..core.errors import BaselineError, SpecperfError
+from ..core.fingerprint import deployment_name, fingerprint_differences, pinned_flags
 from ..core.limits import tolerance
 from ..core.model import ContextFit
 from ..core.noise import NoiseModel
@@ -28,7 +29,6 @@ from ..measure.sample import Measurement, Sample, context_fit, mean_context
 from ..measure.session import PerfSession
 from ..plan.reuse import PromptPlan
 from ..plan.workload import Case, TextClass, plan, select_classes
-from ..servers.fingerprint import deployment_name, fingerprint_differences, pinned_flags
 from ..settings.config import Settings
 from ..settings.hints import create_hint
 from .prompts import RunPrompts

@@ -24,9 +24,9 @@ from typing import Any
 
 from ..baselines.store import Baseline
 from ..core.contract import REGRESSION
+from ..core.fingerprint import fingerprint_differences
 from ..core.model import ContextFit, fit_repeats
 from ..judge import reconcile
-from ..servers.fingerprint import fingerprint_differences
 from ..servers.positions import ALONG_TOKENS, case_shape
 from .readers import mean_context
 from .schema import SCHEMA_NAME, SCHEMA_VERSION

@@ -42,10 +42,10 @@ from ..core.errors import (
     ImpossibleSample,
     MalformedResponse,
 )
+from ..core.fingerprint import NOT_REPORTED
 from ..plan.workload import Prompt
 from .acceptance import MetricsSnapshot
 from .client import Client, StreamEvent
-from .fingerprint import NOT_REPORTED
 from .messages import Chunk, Completion, RouteOptions, Streamed
 
 API = "llamacpp"

@@ -8,5 +8,5 @@ verdict, read from its fields), ``trend`` (the nightly history over many runs), 
 HTML view is a jinja2 template under ``templates/``, autoescaped, behind ``template`` (the one
 module that imports jinja2).
 
-May import: core, settings, servers, measure, judge, record
+May import: core, settings, measure, judge, record
 """

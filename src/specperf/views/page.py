@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..core.fingerprint import pinned_line
 from ..core.limits import format_percent
 from ..record.readers import median
-from ..servers.fingerprint import pinned_line
 from . import decision, figures, template
 from .figures import base_median
 from .headline import FACTORS, factor, headline, without_power

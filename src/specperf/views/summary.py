@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from ..core.fingerprint import deployment_name, pinned_line
 from ..core.model import ContextFit
 from ..judge import exact
 from ..judge.pathverdict import COMPARISONS, UNMEASURED
 from ..measure.sample import Sample
 from ..record import results
-from ..servers.fingerprint import deployment_name, pinned_line
 from ..settings.config import Settings
 from ..settings.hints import update_command
 from . import decision

@@ -30,7 +30,7 @@ from typing import Any
 
 from ..core import drift
 from ..core.errors import ConfigError
-from ..servers.fingerprint import deployment_for, fingerprint_differences
+from ..core.fingerprint import deployment_for, fingerprint_differences
 from . import template
 from .plots import trend_plot
 from .template import Cell, Table, figure, num

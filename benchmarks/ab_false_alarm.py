@@ -50,7 +50,7 @@ def one_run(candidate: str, production: str, output_tokens: int) -> dict[str, An
                 continue
             base = state.baseline_case(case)
             assert not isinstance(base, NotJudged)
-            verdict = state.judge(measured, base, {})[0]
+            verdict = state.judging.judge(measured, base, {})[0]
             repeats.append(len(measured.measured))
             verdicts.append({"case": case.id, "status": verdict.status,
                              "message": verdict.message})

@@ -80,7 +80,7 @@ def sweep(url: str, base_dir: Path, repeats: int, *, update: bool = False,
             entry = state.baseline_case(case)
             if isinstance(entry, NotJudged):
                 continue
-            verdict = state.judge(measured, entry, {})[0]
+            verdict = state.judging.judge(measured, entry, {})[0]
             statuses[case.id] = verdict.status
             exacts[case.id] = (verdict.exact or {}).get("status", "")
         if update:

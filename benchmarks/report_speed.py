@@ -27,7 +27,6 @@ from specperf import (
     Case,
     Measurement,
     RunInfo,
-    RunState,
     Sample,
     build_results,
     fit_context,
@@ -72,8 +71,8 @@ def synthetic(n_cases: int, seed: int = 0) -> dict[str, Any]:
             fits[name] = fit
     base = Baseline.from_run("bench", {"model": "m"}, old, fits, version=1, suite_version="0",
                              git_revision="0", provenance="benchmark", simulated=True)
-    verdicts = [RunState.verdict_dict(judge_case(m.case.id, m.summaries(), base.cases[m.case.id],
-                                                 DEFAULT_TOLERANCES)) for m in new]
+    verdicts = [judge_case(m.case.id, m.summaries(), base.cases[m.case.id],
+                           DEFAULT_TOLERANCES).to_dict() for m in new]
     run = RunInfo(f"bench-{seed}", "2026-01-01T00:00:00Z", 0.0, 0.0,
                           {"endpoint": None, "contexts": contexts, "text_classes": classes,
                            "output_tokens": OUTPUT, "repeats": 3}, "bench", "0")

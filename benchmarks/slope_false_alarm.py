@@ -64,11 +64,11 @@ def one_run(url: str, contexts: str, baseline_dir: Path) -> dict[str, Any]:
                 continue
             base = state.baseline_case(case)
             assert not isinstance(base, NotJudged), base
-            verdict = state.judge(measured, base, {})[0]
+            verdict = state.judging.judge(measured, base, {})[0]
             cases.append({"case": case.id, "status": verdict.status})
         for text_class in state.settings.text_classes:
             try:
-                found = state.judge_fit(text_class, {})
+                found = state.judging.judge_fit(text_class, {})
             except SpecperfError as exc:
                 fits.append({"class": text_class, "status": "error", "message": str(exc)})
                 continue

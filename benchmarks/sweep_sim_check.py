@@ -70,7 +70,7 @@ def judged(state: RunState, cases: Sequence[tuple[str, int]]) -> dict[str, Any]:
         measured = state.measure(case, state.tolerances_for(case, {}))
         base = state.baseline_case(case)
         assert isinstance(base, CaseBaseline), base
-        fails += state.judge(measured, base, {})[0].status == "fail"
+        fails += state.judging.judge(measured, base, {})[0].status == "fail"
         gpu += sum(s.wall_s for s in measured.samples)
         if state.comparison is not None:
             gpu += sum(s.wall_s for s in state.comparison.references[case.id].samples)

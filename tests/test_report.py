@@ -19,7 +19,6 @@ from specperf.core.model import fit_context
 from specperf.judge.verdict import judge_case
 from specperf.measure.sample import Measurement, Sample
 from specperf.plan.workload import Case
-from specperf.plugin.runstate import RunState
 from specperf.record import files as record_files
 from specperf.record import results
 from specperf.record import schema as record_schema
@@ -61,8 +60,8 @@ def make_doc(*, base_commit: float = 7.8, commit: float = 7.8, server: dict | No
            for c in ("padding", "reasoning") for x in (13, 3333)]
     base = Baseline.from_run("dep", FINGERPRINT, old, _fits(old), version=1, suite_version="0",
                              git_revision="abc", provenance="test", simulated=False)
-    verdicts = [RunState.verdict_dict(judge_case(m.case.id, m.summaries(), base.cases[m.case.id],
-                                                 DEFAULT_TOLERANCES)) for m in new
+    verdicts = [judge_case(m.case.id, m.summaries(), base.cases[m.case.id],
+                           DEFAULT_TOLERANCES).to_dict() for m in new
                 if output == 600]
     settings = {"endpoint": "http://gpu:30000", "contexts": [13, 3333], "output_tokens": 600,
                 "text_classes": ["padding", "reasoning"], "repeats": 3, "api_key_env": "MYKEY"}

@@ -67,7 +67,7 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "NotJudged": ("judge.outcome", "NotJudged"),
     "judge_case": ("judge.verdict", "judge_case"),
     "judge_fit": ("judge.fit", "judge_fit"),
-    "pair_decider": ("judge.ab", "pair_decider"),
+    "pair_decider": ("measure.pair", "pair_decider"),
     "SweepCase": ("judge.factor", "CaseData"),
     "SweepResult": ("judge.sweepverdict", "SweepResult"),
     "judge_sweep": ("judge.sweep", "judge_sweep"),
@@ -130,13 +130,13 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .core.noise import NoiseModel, RunNoise
     from .core.noise import from_history as noise_from_history
     from .core.stats import median_se, summarize
-    from .judge.ab import pair_decider
     from .judge.factor import CaseData as SweepCase
     from .judge.fit import judge_fit
     from .judge.outcome import NotJudged, Verdict
     from .judge.sweep import judge_sweep
     from .judge.sweepverdict import SweepResult
     from .judge.verdict import judge_case
+    from .measure.pair import pair_decider
     from .measure.repeats import RepeatDecision, decide_repeats
     from .measure.sample import Measurement, Sample, step_repeats
     from .measure.session import PerfSession

@@ -7,7 +7,7 @@ with (or None); its status is the verdict contract's (:mod:`specperf.core.contra
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..core.contract import REGRESSION, Status
@@ -38,6 +38,13 @@ class Verdict:
     # FACTORS: "step", "acceptance", "acceptance+step", "prefill", "slope"); "" when the
     # verdict names none.
     factor: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The verdict as the record keeps it: every field, the attribution as its shares."""
+        data = asdict(self)
+        data["attribution"] = None if self.attribution is None else {
+            part: self.attribution.share(part) for part in ("acceptance", "step", "rest")}
+        return data
 
     def fails(self) -> str | None:
         """The sentence to fail the case with, or None when it did not regress."""

@@ -16,14 +16,13 @@ import pytest
 
 from ..core.contract import REGRESSION, UNDETERMINED
 from ..judge.outcome import Verdict
-from .runstate import RunState
 
 
 def record(request: pytest.FixtureRequest, verdicts: Sequence[Verdict]) -> None:
     """Write ``verdicts`` where the record reads them."""
     for v in verdicts:
         request.node.user_properties.append(
-            ("specperf_verdict", json.dumps(RunState.verdict_dict(v), default=str)))
+            ("specperf_verdict", json.dumps(v.to_dict(), default=str)))
 
 
 def conclude(request: pytest.FixtureRequest, verdicts: Sequence[Verdict], *,

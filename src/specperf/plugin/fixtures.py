@@ -193,7 +193,7 @@ class Checks:
     def compare(self, measured: Measurement) -> None:
         """Fail with the attributed sentence when the case regressed against its baseline."""
         base = self.baseline_case(measured.case)
-        verdicts = self.state.judge(measured, base,
+        verdicts = self.state.judging.judge(measured, base,
                                     _marker_tolerances(self.request))
         self._notes()
         conclude(self.request, verdicts, notes=self._fingerprint_lines(),
@@ -201,7 +201,7 @@ class Checks:
 
     def fit(self, text_class: str) -> None:
         """Compare a class's slope with the baseline's (its cases are measured in setup)."""
-        verdict = self.state.judge_fit(text_class, _marker_tolerances(self.request))
+        verdict = self.state.judging.judge_fit(text_class, _marker_tolerances(self.request))
         if isinstance(verdict, NotJudged):
             pytest.skip(verdict.reason)
         self._notes()

@@ -6,43 +6,37 @@ Pytest-free, so the plugin and the CLI share it. The plugin keeps one in ``confi
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..baselines import preflight
 from ..baselines.store import Baseline, CaseBaseline
 from ..core.errors import BaselineError, SpecperfError
-from ..core.fingerprint import deployment_name, fingerprint_differences, pinned_flags
-from ..core.limits import tolerance
+from ..core.fingerprint import deployment_name, fingerprint_differences
 from ..core.model import ContextFit
 from ..core.noise import NoiseModel
-from ..judge import reconcile
-from ..judge.ab import Comparison, measure_pair, pair_decider
-from ..judge.fit import judge_fit
+from ..judge.ab import Comparison
 from ..judge.outcome import NotJudged, Verdict
-from ..judge.positions import Shape
-from ..judge.verdict import judge_case
 from ..measure.lock import LockMode
+from ..measure.pair import measure_pair, pair_decider
 from ..measure.repeats import RepeatDecision, decide_repeats
-from ..measure.sample import Measurement, Sample, context_fit, mean_context
+from ..measure.sample import Measurement, Sample, context_fit
 from ..measure.session import PerfSession
 from ..plan.reuse import PromptPlan
 from ..plan.workload import Case, TextClass, plan, select_classes
 from ..settings.config import Settings
-from ..settings.hints import create_hint
 from .prompts import RunPrompts
 from .runbaseline import RunBaseline
-
-NOTHING_TO_FIT = "{text_class}: fewer than two contexts with a step time; nothing to fit."
+from .runjudge import RunJudge
 
 
 class RunState:
     """Everything one run knows; lazily starts the session on the first measured case.
 
     Its baseline files (``baselines``: the stored version read once per deployment, the next
-    one written) and its prompts (``prompts``: reproduced, digested, compared exactly) are
-    objects of their own.
+    one written), its prompts (``prompts``: reproduced, digested, compared exactly) and its
+    judging (``judging``: case and fit verdicts, every verdict kept) are objects of their own.
     """
 
     def __init__(self, settings: Settings, classes: dict[str, TextClass], *,
@@ -66,11 +60,11 @@ class RunState:
         self.prompts = RunPrompts(settings, classes, self.cases)
         self._named_before_probe: str | None = None
         self._compared: Baseline | None = None  # the baseline fingerprint_notes are about
-        self.verdicts: list[Verdict] = []
         self.fingerprint_notes: list[str] = []
         self._case_errors: dict[str, SpecperfError] = {}
         self.comparison: Comparison | None = None
         self.judged = preflight.Judged()  # set by the plugin after collection
+        self.judging = RunJudge(self)  # cases, fits and every verdict kept (runjudge.py)
 
     def on_sample(self, sample: Sample, total: int) -> None:
         """Each finished request: kept until its case is measured, then shown as progress."""
@@ -134,6 +128,11 @@ class RunState:
         finally:
             if self.comparison is not None:
                 self.comparison.production.close()
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        """Every verdict of this run, in the order it was reached (runjudge.py keeps them)."""
+        return self.judging.verdicts
 
     @property
     def measurements(self) -> dict[str, Measurement]:
@@ -286,93 +285,6 @@ class RunState:
                                   max_repeats=s.max_repeats, max_spread=s.max_spread)
 
         return session.measure(case, decide)
-
-    def judge(self, measured: Measurement, base: CaseBaseline,
-              marker: Mapping[str, float]) -> list[Verdict]:
-        tolerances = self.tolerances_for(measured.case, marker)
-        pinned = self.acceptance_pinned()
-        verdict = judge_case(measured.case.id, measured.summaries(), base, tolerances,
-                             Shape.of(s.raw for s in measured.measured), pinned=pinned,
-                             noise=self.noise(), base_runs=self.base_runs())
-        if self.comparison is not None:
-            verdict = self.comparison.label(verdict)
-        elif not pinned:  # a synthetic acceptance is not compared, exactly or otherwise
-            verdict = self.prompts.with_exact(measured, base, verdict)
-        if self.comparison is None:  # the predict-and-reconcile row, judged with the case
-            stored = self.baseline()
-            fit = stored.fits.get(measured.case.text_class) if stored is not None else None
-            verdict = reconcile.attach(verdict, measured, base, fit,
-                                       tolerance(tolerances, "tok_s"))
-        self.verdicts.append(verdict)
-        return [verdict]
-
-    def acceptance_pinned(self) -> bool:
-        """Whether the probed server's acceptance is synthetic (servers/pinned.py)."""
-        server = self.session.server if self.session is not None else None
-        return server is not None and pinned_flags(server.fingerprint) is not None
-
-    def class_fit(self, text_class: str) -> ContextFit | None:
-        return context_fit(self.measure(case, self.tolerances_for(case, {}))
-                           for case in self.cases if case.text_class == text_class)
-
-    def _far_step(self, text_class: str,
-                  marker: Mapping[str, float]) -> tuple[float | None, float]:
-        """The step-time tolerance of a class's farthest case and its fit context (what
-        bounds how small a slope's limit may be: :func:`contract.slope_limit`)."""
-        cases = [c for c in self.cases if c.text_class == text_class]
-        if not cases:
-            return None, 0.0
-        far = max(cases, key=lambda c: mean_context(c.context, c.output_tokens))
-        return (self.tolerances_for(far, marker)["step_ms"],
-                mean_context(far.context, far.output_tokens))
-
-    def _class_contexts(self, text_class: str) -> list[int]:
-        return sorted({c.context for c in self.cases if c.text_class == text_class})
-
-    def _fit_verdict(self, verdict: Verdict) -> Verdict:
-        """Every fit verdict is kept, an undetermined one too (its test skips, saying what
-        would decide: plugin/conclude.py)."""
-        self.verdicts.append(verdict)
-        return verdict
-
-    def judge_fit(self, text_class: str, marker: Mapping[str, float]) -> Verdict | NotJudged:
-        if self.comparison is not None:
-            return self._judge_pair_fit(text_class, marker)
-        base = self.baseline()
-        if base is None:
-            return NotJudged(self.baselines.reason)
-        base_fit = base.fits.get(text_class)
-        if base_fit is None:
-            return NotJudged(f"baseline {base.deployment} v{base.version} has no {text_class} "
-                             f"fit: {create_hint(self.settings, base.deployment)}.")
-        fit = self.class_fit(text_class)
-        if fit is None:
-            return NotJudged(NOTHING_TO_FIT.format(text_class=text_class))
-        return self._fit_verdict(judge_fit(text_class, fit, base_fit,
-                                           self.tolerances_for(None, marker)["slope"],
-                                           self._class_contexts(text_class),
-                                           *self._far_step(text_class, marker),
-                                           noise=self.noise(), base_runs=self.base_runs()))
-
-    def _judge_pair_fit(self, text_class: str,
-                        marker: Mapping[str, float]) -> Verdict | NotJudged:
-        assert self.comparison is not None
-        fit, base_fit = self.class_fit(text_class), self.comparison.fit(text_class)
-        if fit is None or base_fit is None:
-            return NotJudged(NOTHING_TO_FIT.format(text_class=text_class))
-        verdict = judge_fit(text_class, fit, base_fit, self.tolerances_for(None, marker)["slope"],
-                            self._class_contexts(text_class),
-                            *self._far_step(text_class, marker))
-        return self._fit_verdict(self.comparison.label(verdict))
-
-    @staticmethod
-    def verdict_dict(verdict: Verdict) -> dict[str, Any]:
-        data = asdict(verdict)
-        data["attribution"] = None if verdict.attribution is None else {
-            "acceptance": verdict.attribution.share("acceptance"),
-            "step": verdict.attribution.share("step"),
-            "rest": verdict.attribution.share("rest")}
-        return data
 
     # -- end of run -------------------------------------------------------------------------
     def fits(self) -> dict[str, ContextFit]:

@@ -53,7 +53,7 @@ def gather(state: RunState, cases: Sequence[Case]) -> list[CaseData] | NotJudged
         spent = list(measured.measured) + list(reference.measured if reference else ())
         cost = sum(s.wall_s for s in spent) / max(1, len(measured.measured))
         run = sample_values(measured.measured)
-        if state.acceptance_pinned():  # synthetic acceptance: step time is the only factor
+        if state.judging.acceptance_pinned():  # synthetic acceptance: step time is the only factor
             run.pop("avg_commit", None)
             run.pop("tok_s", None)  # tok/s = avg commit / step time: synthetic too
         out.append(CaseData(case, run, dict(base.metrics),

@@ -6,7 +6,7 @@ benchmarks/sweep_power.py does (cell medians of 5 requests with their standard e
 night a day), let :func:`specperf.noise_from_history` estimate the run-to-run noise with the
 default prior (3 %, not stated), judge one no-change full sweep against a baseline of another
 night with it, and read the sweep's resolution: per factor, the smallest change in its bad
-direction it catches with 95 % power (judge/factortest.py ``FactorTest.resolution``). The
+direction it catches with 95 % power (judge/sweep/factortest.py ``FactorTest.resolution``). The
 figures are the median over ``--draws`` boxes, with the 10th and 90th percentiles.
 
     python benchmarks/noise_learning.py [--draws 60] [--seed 2027]

@@ -161,7 +161,7 @@ ROWS = {"no change": NO_CHANGE, "2% step": Change(step=0.02), "2% acceptance": C
         "5% one class": Change(acc=0.05, only="reasoning"), "6% step": Change(step=0.06),
         "15% step": Change(step=0.15), "15% acceptance": Change(acc=0.15),
         "15% mixed": Change(step=0.075, acc=0.075)}
-# What a failing run must name (the sweep's regressed factors, judge/sweepverdict.py): the
+# What a failing run must name (the sweep's regressed factors, judge/sweep/verdict.py): the
 # factor that moved; a mixed drop both, or tok/s split over both.
 EXPECTED = {"step": {"step"}, "acceptance": {"acceptance"}, "mixed": {"step", "acceptance"}}
 

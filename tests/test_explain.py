@@ -15,7 +15,7 @@ import pytest
 
 from sim_fixtures import SimProcess
 from specperf.cli import explain as cli
-from specperf.judge import prediction
+from specperf.judge.explain import prediction
 from specperf.servers.livemetrics import NO_TRAFFIC
 
 BASELINES = Path(__file__).resolve().parents[1] / "baselines"

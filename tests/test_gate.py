@@ -19,8 +19,8 @@ from specperf.cli.decision import CaseOutcome, GateExit, decide
 from specperf.cli.runner import read_junit
 from specperf.cli.sentences import summary_lines
 from specperf.core.stats import summarize
-from specperf.judge.factor import CaseData
-from specperf.judge.sweep import judge_sweep
+from specperf.judge.sweep.factor import CaseData
+from specperf.judge.sweep.pooled import judge_sweep
 from specperf.measure.lock import lock_path_for
 from specperf.plan.workload import Case
 
@@ -303,7 +303,7 @@ def _clean_smoke_case(text_class: str, context: int) -> CaseData:
 def test_a_clean_deploy_with_no_history_passes_at_the_resolution_it_has() -> None:
     # A clean deploy against a baseline of another night and no history: the run-to-run prior
     # keeps the sweep's interval wider than its 2 % tolerance, so the sweep answers at the
-    # resolution it has (judge/factortest.py): a pass that says what it rules out.
+    # resolution it has (judge/sweep/factortest.py): a pass that says what it rules out.
     cases = [_clean_smoke_case(c, x) for c, x in (("reasoning", 3333), ("padding", 3333),
                                                    ("padding", 13))]
     sweep = judge_sweep(cases, "smoke subset").verdict()

@@ -11,8 +11,8 @@ import pytest
 from specperf.core.noise import NoiseModel
 from specperf.core.sequential import Sprt
 from specperf.core.stats import summarize
-from specperf.judge.factor import CaseData
-from specperf.judge.sweep import judge_sweep as _judge_sweep
+from specperf.judge.sweep.factor import CaseData
+from specperf.judge.sweep.pooled import judge_sweep as _judge_sweep
 from specperf.plan.workload import Case
 
 SPREAD = (0.97, 1.0, 1.03)  # three requests, ±3 %
@@ -121,8 +121,8 @@ def test_beyond_the_tolerance_at_95_percent_but_not_at_its_level_is_undetermined
 
 
 def test_a_spread_from_few_requests_widens_the_sequential_test() -> None:
-    from specperf.judge.factor import Factor
-    from specperf.judge.factortest import tests_for
+    from specperf.judge.sweep.factor import Factor
+    from specperf.judge.sweep.factortest import tests_for
 
     test = tests_for([Factor("step", "step_ms", +1, "", ("a",))])["step"]
     assert test.widen(4) > test.widen(30) > test.widen(10_000) == pytest.approx(1.0, abs=1e-3)
@@ -185,7 +185,7 @@ def test_false_alarms_per_sweep_stay_below_alpha_on_noise() -> None:
 
 def test_without_commits_the_sweep_tests_step_time_alone() -> None:
     # a run with pinned (synthetic) acceptance hands the sweep no commits (plugin/sweeprun.py)
-    from specperf.judge.factor import factors
+    from specperf.judge.sweep.factor import factors
 
     cases = _sweep(rise=0.05)
     for c in cases:

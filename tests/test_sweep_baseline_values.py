@@ -17,8 +17,8 @@ from specperf.baselines.store import Baseline
 from specperf.core.errors import BaselineError
 from specperf.core.noise import NoiseModel
 from specperf.core.stats import MEDIAN_SE_FACTOR, summarize
-from specperf.judge.estimate import estimate, information_gain
-from specperf.judge.factor import CaseData, Factor
+from specperf.judge.sweep.estimate import estimate, information_gain
+from specperf.judge.sweep.factor import CaseData, Factor
 from specperf.measure.sample import Measurement, Sample
 from specperf.plan.workload import Case
 from specperf.plugin.sweeprun import MIN_TOP_UPS, TOP_UPS_PER_CASE, budget

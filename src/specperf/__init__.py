@@ -68,9 +68,9 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "judge_case": ("judge.verdict", "judge_case"),
     "judge_fit": ("judge.fit", "judge_fit"),
     "pair_decider": ("measure.pair", "pair_decider"),
-    "SweepCase": ("judge.factor", "CaseData"),
-    "SweepResult": ("judge.sweepverdict", "SweepResult"),
-    "judge_sweep": ("judge.sweep", "judge_sweep"),
+    "SweepCase": ("judge.sweep.factor", "CaseData"),
+    "SweepResult": ("judge.sweep.verdict", "SweepResult"),
+    "judge_sweep": ("judge.sweep.pooled", "judge_sweep"),
     # baselines, the record and its report
     "Baseline": ("baselines.store", "Baseline"),
     "CaseBaseline": ("baselines.store", "CaseBaseline"),
@@ -130,11 +130,11 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .core.noise import NoiseModel, RunNoise
     from .core.noise import from_history as noise_from_history
     from .core.stats import median_se, summarize
-    from .judge.factor import CaseData as SweepCase
     from .judge.fit import judge_fit
     from .judge.outcome import NotJudged, Verdict
-    from .judge.sweep import judge_sweep
-    from .judge.sweepverdict import SweepResult
+    from .judge.sweep.factor import CaseData as SweepCase
+    from .judge.sweep.pooled import judge_sweep
+    from .judge.sweep.verdict import SweepResult
     from .judge.verdict import judge_case
     from .measure.pair import pair_decider
     from .measure.repeats import RepeatDecision, decide_repeats

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..core.errors import ConfigError, NotAnLlmServer, SpecperfError
 from ..core.noise import DEFAULT_COMMON_SHARE, DEFAULT_RUN_NOISE, NoiseModel, from_history
-from ..judge.explain import Outcome
+from ..judge.explain.explanation import Outcome
 from ..store.history import read_history
 from ..views import explaincard
 from . import explainrun

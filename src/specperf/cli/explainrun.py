@@ -14,10 +14,10 @@ from typing import Any
 from ..core.errors import BaselineError, ConfigError
 from ..core.fingerprint import deployment_for
 from ..core.noise import NoiseModel
-from ..judge import explain as judge
-from ..judge import prediction
-from ..judge.explain import Outcome
-from ..judge.observation import Observation
+from ..judge.explain import explanation as judge
+from ..judge.explain import prediction
+from ..judge.explain.explanation import Outcome
+from ..judge.explain.observation import Observation
 from ..servers import livemetrics, probe
 from ..servers.client import Client
 from ..settings.hints import perf_command

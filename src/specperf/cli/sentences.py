@@ -9,7 +9,8 @@ _LABELS = {"passed": "pass", "failed": "FAIL", "error": "ERROR", "skipped": "SKI
 _VERDICTS = {GateExit.PASS: "PASS", GateExit.REGRESSION: "REGRESSION",
              GateExit.USAGE: "USAGE ERROR", GateExit.INFRASTRUCTURE: "INFRASTRUCTURE PROBLEM",
              GateExit.UNDECIDED: "UNDECIDED"}
-# The sweep's power sentence (judge/sweepverdict.py): how far to trust a pass, nothing on a failure.
+# An older record's sweep power sentence (judge/sweep/verdict.py): how far to trust a pass,
+# nothing on a failure.
 _POWER_SENTENCE = "Would have caught "
 
 

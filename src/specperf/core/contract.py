@@ -218,7 +218,7 @@ def median_status(change: Change, direction: int, tolerance: float) -> Status:
     decides nothing); a median inside the tolerance is a pass — noted when the interval
     excludes no change. Unlike :func:`status`, an interval that merely reaches past the
     tolerance from a median inside it is not undetermined: a case is many times noisier
-    than the sweep, whose pooled test (judge/sweep.py) judges the small changes.
+    than the sweep, whose pooled test (judge/sweep/pooled.py) judges the small changes.
     """
     if change.low is None or change.high is None:
         return status(change, direction, tolerance)

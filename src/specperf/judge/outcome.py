@@ -31,7 +31,7 @@ class Verdict:
     reason: str = ""
     # The case's predict-and-reconcile row (judge/reconcile.py Reconciled.to_dict()).
     reconcile: dict[str, Any] | None = None
-    # What the judge could have seen (the sweep's: judge/sweepverdict.py
+    # What the judge could have seen (the sweep's: judge/sweep/verdict.py
     # SweepResult.resolution_dict): the smallest change per factor it catches with ``power``.
     resolution: dict[str, Any] | None = None
     # The factor a regression names, for views that say it in a word (views/headline.py

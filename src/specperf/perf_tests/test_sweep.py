@@ -4,8 +4,8 @@ A step-time regression (kernels, attention backend, KV cache) moves every case t
 and an acceptance regression (drafter, text) moves every case of a text class, so a 5 %
 change that no single case can tell from noise stands out when the cases are pooled. The
 cases still fail one by one with their attributed sentence; this test adds the sweep's own
-sentence, with the power it reached. Statistics: src/specperf/judge/estimate.py, factortest.py,
-core/sequential.py;
+sentence, with the power it reached. Statistics: src/specperf/judge/sweep/estimate.py,
+factortest.py, core/sequential.py;
 figures: docs/benchmarks.md §6.
 """
 

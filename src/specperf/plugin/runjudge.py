@@ -8,7 +8,7 @@ the tolerances and the run-to-run noise; this object asks it for them and judges
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..baselines.store import CaseBaseline
 from ..core.fingerprint import pinned_flags
@@ -23,7 +23,33 @@ from ..measure.sample import Measurement, context_fit, mean_context
 from ..settings.hints import create_hint
 
 if TYPE_CHECKING:
-    from .runstate import RunState
+    from ..baselines.store import Baseline
+    from ..core.noise import NoiseModel
+    from ..judge.ab import Comparison
+    from ..measure.session import PerfSession
+    from ..plan.workload import Case
+    from ..settings.config import Settings
+    from .prompts import RunPrompts
+    from .runbaseline import RunBaseline
+
+
+class JudgedRun(Protocol):
+    """What judging asks of the run (plugin/runstate.py's RunState): its cases, measurements,
+    baseline, tolerances and noise."""
+
+    settings: Settings
+    cases: list[Case]
+    session: PerfSession | None
+    comparison: Comparison | None
+    baselines: RunBaseline
+    prompts: RunPrompts
+
+    def measure(self, case: Case, tolerances: Mapping[str, float]) -> Measurement: ...
+    def baseline(self) -> Baseline | None: ...
+    def noise(self) -> NoiseModel: ...
+    def base_runs(self) -> int: ...
+    def tolerances_for(self, case: Case | None,
+                       marker: Mapping[str, float]) -> dict[str, float]: ...
 
 NOTHING_TO_FIT = "{text_class}: fewer than two contexts with a step time; nothing to fit."
 
@@ -31,7 +57,7 @@ NOTHING_TO_FIT = "{text_class}: fewer than two contexts with a step time; nothin
 class RunJudge:
     """Judges one run's cases and fits; ``verdicts`` keeps each, an undetermined one too."""
 
-    def __init__(self, run: RunState) -> None:
+    def __init__(self, run: JudgedRun) -> None:
         self.run = run
         self.verdicts: list[Verdict] = []
 

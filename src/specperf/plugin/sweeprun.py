@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from weakref import WeakKeyDictionary
 
 from ..baselines.store import CaseBaseline
-from ..judge.factor import CaseData
 from ..judge.outcome import NotJudged
-from ..judge.sweep import More, judge_sweep
-from ..judge.sweepverdict import SweepResult
+from ..judge.sweep.factor import CaseData
+from ..judge.sweep.pooled import More, judge_sweep
+from ..judge.sweep.verdict import SweepResult
 from ..measure.sample import METRICS, Sample, sample_values
 from ..plan.workload import Case
 from .runstate import RunState

@@ -20,9 +20,9 @@ from typing import Any
 from ..core import contract
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED, UNMEASURED
 from ..core.limits import format_percent
-from ..judge.factortest import SWEEP_TOLERANCE
 from ..judge.pathverdict import COMPARISONS
-from ..judge.sweepverdict import RESOLUTION_NAMES, resolution_text
+from ..judge.sweep.factortest import SWEEP_TOLERANCE
+from ..judge.sweep.verdict import RESOLUTION_NAMES, resolution_text
 from .headline import FACTORS, factor, headline, is_sweep, one_line, reason
 
 FAIL_WORD, PASS_WORD, UNDETERMINED_WORD = "FAIL", "PASS", "UNDETERMINED"
@@ -94,7 +94,8 @@ def _sweep_text(doc: Mapping[str, Any], verdicts: Sequence[Mapping[str, Any]]) -
         return f"regression \u2014 {headline(sweep)}"
     if status == PASS:
         coarse = _coarse(sweep.get("details") or {})
-        if coarse:  # passed at the run's resolution, not at the tolerance (judge/factortest.py)
+        # passed at the run's resolution, not at the tolerance (judge/sweep/factortest.py)
+        if coarse:
             return (f"pass at this run's resolution \u2014 it rules out {coarse}; the "
                     f"run-to-run noise keeps it from resolving the {100 * tolerance:g}% sweep "
                     f"tolerance")
@@ -145,7 +146,7 @@ def _moved(verdicts: Sequence[Mapping[str, Any]]) -> str:
 def resolution_line(doc: Mapping[str, Any]) -> str:
     """'This run sees: tok/s −6.0%, step time +5.0%, avg commit −4.0% (95% power; <noise>).':
     the smallest change per factor the run would catch, from the record's ``resolution``
-    (worded by judge/sweepverdict.py); '' when the record has none."""
+    (worded by judge/sweep/verdict.py); '' when the record has none."""
     found = doc.get("resolution")
     if not isinstance(found, Mapping):
         return ""

@@ -14,8 +14,8 @@ from typing import Any
 
 from ..core import contract
 from ..core.limits import LABELS, format_percent, format_value
-from ..judge import explain as judge
-from ..judge import prediction
+from ..judge.explain import explanation as judge
+from ..judge.explain import prediction
 from . import plots, template
 from .template import Cell, Table, num
 

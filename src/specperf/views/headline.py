@@ -20,15 +20,15 @@ from typing import Any
 
 from ..core.limits import FLOOR, format_percent
 from ..judge.attribution import SECONDARY_SHARE, UNEXPLAINED_SHARE
-from ..judge.factortest import SWEEP_TOLERANCE
 from ..judge.hints import ACCEPTANCE_HINT, PREFILL_HINT, STEP_HINT
+from ..judge.sweep.factortest import SWEEP_TOLERANCE
 
 # The order a line names a case's metrics: what the user feels first.
 _METRICS = (("tok_s", "tok/s", "{:.1f}", ""), ("avg_commit", "avg commit", "{:.2f}", ""),
             ("step_ms", "step time", "{:.0f}", " ms"),
             ("decode_tok_s", "decode tok/s", "{:.1f}", ""),
             ("ttft_ms", "prefill (TTFT)", "{:.0f}", " ms"))
-# A sweep's factors as judge/sweepverdict.py keys them in ``details`` (acceptance per text
+# A sweep's factors as judge/sweep/verdict.py keys them in ``details`` (acceptance per text
 # class: "acceptance:<class>"), with the direction a regression moves them.
 _SWEEP = (("tok/s", "tok/s", -1), ("step", "step time", +1), ("acceptance", "avg commit", -1))
 # The factors a regression can name: what moved, the words a line gives it, what to check.

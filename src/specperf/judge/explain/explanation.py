@@ -1,10 +1,10 @@
 """Explain a production observation from the deployment's baseline (``specperf explain``).
 
-A dashboard shows a tok/s figure; :func:`specperf.judge.prediction.predict` says what the
+A dashboard shows a tok/s figure; :func:`specperf.judge.explain.prediction.predict` says what the
 baseline predicts for that traffic, with its interval. :func:`explain` then judges the
 observation and each of its two factors with the contract
-(:func:`specperf.core.contract.status`) and :mod:`specperf.judge.diagnosis` says which factor
-explains the difference, in one sentence.
+(:func:`specperf.core.contract.status`) and :mod:`specperf.judge.explain.diagnosis` says which
+factor explains the difference, in one sentence.
 
 Exit codes are the gate's (:data:`EXIT_OK`, :data:`EXIT_REGRESSION`).
 """
@@ -16,13 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..baselines.concurrency import ConcurrencyBaseline
-from ..baselines.store import Baseline
-from ..core import contract
-from ..core.contract import REGRESSION, Change
-from ..core.limits import tolerance
-from ..core.noise import NoiseModel
-from ..servers.livemetrics import LiveObservation
+from ...baselines.concurrency import ConcurrencyBaseline
+from ...baselines.store import Baseline
+from ...core import contract
+from ...core.contract import REGRESSION, Change
+from ...core.limits import tolerance
+from ...core.noise import NoiseModel
+from ...servers.livemetrics import LiveObservation
 from .diagnosis import diagnose
 from .observation import Observation
 from .prediction import Figure, Prediction, Z, curve_of, predict

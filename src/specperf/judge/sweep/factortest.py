@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from ..core import contract, interval
-from ..core.contract import REGRESSION
-from ..core.sequential import Sprt
+from ...core import contract, interval
+from ...core.contract import REGRESSION
+from ...core.sequential import Sprt
 from .estimate import Estimate
 from .factor import Factor
 

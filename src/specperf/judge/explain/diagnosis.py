@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..baselines.store import Baseline
-from ..core import contract
-from ..core.contract import IMPROVED, REGRESSION
-from ..core.limits import MINUS, format_percent, format_value
-from ..core.model import attribute
+from ...baselines.store import Baseline
+from ...core import contract
+from ...core.contract import IMPROVED, REGRESSION
+from ...core.limits import MINUS, format_percent, format_value
+from ...core.model import attribute
 from .observation import Observation
 from .prediction import Prediction
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core.stats import Summary
-from ..plan.workload import Case
+from ...core.stats import Summary
+from ...plan.workload import Case
 
 
 @dataclass

@@ -6,10 +6,10 @@ a kernel or KV-cache regression raises the step time of *every* case (the contex
 and a drafter regression lowers the commit of every case of a text class. So each factor
 is tested once, on all its cases pooled.
 
-:mod:`specperf.judge.factor` lists the tests and their cases, :mod:`specperf.judge.estimate`
-pools each, :mod:`specperf.judge.factortest` decides each by its sequential test and the
-verdict contract, and :mod:`specperf.judge.sweepverdict` says what came of them. This module
-is the rule that runs them: while a test is undecided and more requests can still decide it,
+:mod:`specperf.judge.sweep.factor` lists the tests and their cases,
+:mod:`specperf.judge.sweep.estimate` pools each, :mod:`specperf.judge.sweep.factortest`
+decides each by its sequential test and the verdict contract, and
+:mod:`specperf.judge.sweep.verdict` says what came of them. This module is the rule that runs them: while a test is undecided and more requests can still decide it,
 the sweep buys one more request of the case that adds the most evidence per second.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from ..core.noise import NoiseModel
+from ...core.noise import NoiseModel
 from .estimate import Estimate, estimate, information_gain
 from .factor import CaseData, factors
 from .factortest import (
@@ -30,7 +30,7 @@ from .factortest import (
     factor_result,
     tests_for,
 )
-from .sweepverdict import SweepResult
+from .verdict import SweepResult
 
 __all__ = ["More", "judge_sweep"]
 

@@ -16,16 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..baselines.concurrency import ConcurrencyBaseline, ConcurrencyStore
-from ..baselines.store import Baseline, BaselineStore, CaseBaseline
-from ..core import interval
-from ..core.errors import BaselineError, ConfigError
-from ..core.limits import DEFAULT_TOLERANCES, format_value
-from ..core.model import ContextFit, predict_tok_s
-from ..core.noise import NoiseModel
-from ..core.stats import MAD_TO_SIGMA, median_se
-from ..measure.sample import mean_context
-from .reconcile import base_rest
+from ...baselines.concurrency import ConcurrencyBaseline, ConcurrencyStore
+from ...baselines.store import Baseline, BaselineStore, CaseBaseline
+from ...core import interval
+from ...core.errors import BaselineError, ConfigError
+from ...core.limits import DEFAULT_TOLERANCES, format_value
+from ...core.model import ContextFit, predict_tok_s
+from ...core.noise import NoiseModel
+from ...core.stats import MAD_TO_SIGMA, median_se
+from ...measure.sample import mean_context
+from ..reconcile import base_rest
 
 Z = interval.quantile(0.95)  # two-sided 95 % interval of the prediction
 # A context further outside the fitted range than this share of the range is extrapolated.

@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import contract
-from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION
-from ..core.limits import MINUS, format_percent
+from ...core import contract
+from ...core.contract import IMPROVED, NOTED, PASS, REGRESSION
+from ...core.limits import MINUS, format_percent
+from ..hints import ACCEPTANCE_HINT, PREFILL_HINT, REFRESH_HINT, STEP_HINT
+from ..outcome import Verdict
 from .estimate import Estimate
 from .factor import Factor
 from .factortest import SWEEP_BETA, SWEEP_TOLERANCE, FactorResult
-from .hints import ACCEPTANCE_HINT, PREFILL_HINT, REFRESH_HINT, STEP_HINT
-from .outcome import Verdict
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..core import interval
-from ..core.noise import NoiseModel
-from ..core.stats import MAD_TO_SIGMA
+from ...core import interval
+from ...core.noise import NoiseModel
+from ...core.stats import MAD_TO_SIGMA
 from .factor import CaseData, Factor
 
 # Below this a relative spread is quantisation (commits are (N−1)/S for integer S) or clock

@@ -9,8 +9,9 @@ is tested once, on all its cases pooled.
 :mod:`specperf.judge.sweep.factor` lists the tests and their cases,
 :mod:`specperf.judge.sweep.estimate` pools each, :mod:`specperf.judge.sweep.factortest`
 decides each by its sequential test and the verdict contract, and
-:mod:`specperf.judge.sweep.verdict` says what came of them. This module is the rule that runs them: while a test is undecided and more requests can still decide it,
-the sweep buys one more request of the case that adds the most evidence per second.
+:mod:`specperf.judge.sweep.verdict` says what came of them. This module is the rule that
+runs them: while a test is undecided and more requests can still decide it, the sweep buys
+one more request of the case that adds the most evidence per second.
 """
 
 from __future__ import annotations

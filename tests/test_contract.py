@@ -136,13 +136,20 @@ def test_a_misspelt_status_does_not_type_check(tmp_path) -> None:
     root = Path(__file__).resolve().parents[1]
     typo = tmp_path / "typo.py"
     typo.write_text("from specperf.core.contract import PASS\n"
+                    "from specperf.judge.exact import ExactResult, ExactStatus\n"
                     "from specperf.judge.outcome import Verdict\n\n"
                     "good = Verdict('padding-ctx13', PASS, 'within tolerance')\n"
-                    "bad = Verdict('padding-ctx13', 'passs', 'within tolerance')\n",
+                    "bad = Verdict('padding-ctx13', 'passs', 'within tolerance')\n"
+                    "same = ExactResult(ExactStatus.UNCHANGED, 'identical verify steps')\n"
+                    "odd = ExactResult('unchangd', 'identical verify steps')\n",
                     encoding="utf-8")
     out, _, code = api.run([str(typo), "--config-file", str(root / "pyproject.toml"),
                             "--cache-dir", str(root / ".mypy_cache")])
     assert code == 1, out
     errors = [line for line in out.splitlines() if ": error:" in line]
-    assert len(errors) == 1 and "typo.py:5:" in errors[0], out
+    assert len(errors) == 2, out
+    assert "typo.py:6:" in errors[0], out
     assert 'incompatible type "str"; expected "Status"' in errors[0], out
+    # exact acceptance's own words are a type too
+    assert "typo.py:8:" in errors[1], out
+    assert 'incompatible type "str"; expected "ExactStatus"' in errors[1], out

@@ -16,7 +16,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -36,7 +36,10 @@ from ..views.report import report_dir
 from . import page
 
 FLEET_COLLECTOR = "specperf-fleet"
-_STATUS_ORDER = ("error", "fail", "not run", "pass", "skipped")  # skipped: nothing judged
+# An endpoint's run in the fleet, by its tests' outcomes (not a verdict: a box whose tests
+# errored has no verdict at all). Worst first: error beats fail beats pass.
+EndpointStatus = Literal["error", "fail", "not run", "pass", "skipped"]
+_STATUS_ORDER: tuple[EndpointStatus, ...] = ("error", "fail", "not run", "pass", "skipped")
 
 
 SKIP_CHARS = 240  # of a skip's reason on the fleet's closing lines (-rs prints it whole)
@@ -72,7 +75,7 @@ class EndpointRecord:
             self.lock_wait_s = max(self.lock_wait_s or 0.0, float(data["waited_s"]))
             self.lock_lines += [line for line in data["lines"] if line not in self.lock_lines]
 
-    def status(self) -> str:
+    def status(self) -> EndpointStatus:
         """error beats fail beats pass: a regression beside an outage cannot be trusted."""
         outcomes = set(self.found.perf_outcomes.values()) or {"not run"}
         named = {"failed": "fail", "passed": "pass"}

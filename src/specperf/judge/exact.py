@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from ..core import contract
@@ -49,11 +50,23 @@ NUMERICS = ("the output text changed on {n} of them, so the target's greedy outp
             "acceptance moved with the text")
 
 
+class ExactStatus(str, Enum):
+    """What the exact comparison of a case found, as results.json's ``exact.status`` stores
+    it: a type mypy checks, like the contract's :class:`~specperf.core.contract.Status`."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    UNCHANGED = "unchanged"  # every compared prompt took the baseline's verify steps
+    CHANGED = "changed"  # some prompts' verify steps differ: named, with the cause
+    UNAVAILABLE = "unavailable"  # no exact comparison: acceptance judged by statistics
+
+
 @dataclass(frozen=True)
 class ExactResult:
-    """The exact comparison of one case: "unchanged", "changed" or "unavailable"."""
+    """The exact comparison of one case."""
 
-    status: str
+    status: ExactStatus
     message: str
     compared: int = 0
     changes: tuple[tuple[int, int, int, bool], ...] = ()  # (k, base, new, same output)
@@ -75,8 +88,8 @@ class ExactResult:
 
 
 def unavailable(reason: str) -> ExactResult:
-    return ExactResult("unavailable", f"exact acceptance unavailable: {reason}; acceptance "
-                       f"is judged by statistics.")
+    return ExactResult(ExactStatus.UNAVAILABLE, f"exact acceptance unavailable: {reason}; "
+                       f"acceptance is judged by statistics.")
 
 
 def compare(measured: Measurement, base: Mapping[int, PromptRecord],
@@ -102,7 +115,7 @@ def compare(measured: Measurement, base: Mapping[int, PromptRecord],
     changes = tuple((k, base[k].steps, mine[k].steps, base[k].output == mine[k].output)
                     for k in same if base[k].steps != mine[k].steps)
     if not changes:
-        return ExactResult("unchanged", f"exact acceptance: identical verify steps on "
+        return ExactResult(ExactStatus.UNCHANGED, f"exact acceptance: identical verify steps on "
                            f"{len(same)} of {len(same)} prompts.", len(same))
     return _changed(same, changes, base, mine)
 
@@ -129,7 +142,7 @@ def _changed(same: Sequence[int], changes: tuple[tuple[int, int, int, bool], ...
                f"{shown}{more}; {total[0]} {ARROW} {total[1]} in all): {why}.")
     # Every prompt has the same output length, so avg commit (N − 1)/S moves as 1/ΣS.
     commit_change = total[0] / total[1] - 1.0 if total[1] else 0.0
-    return ExactResult("changed", message, len(same), changes, cause,
+    return ExactResult(ExactStatus.CHANGED, message, len(same), changes, cause,
                        commit_change=commit_change)
 
 
@@ -141,7 +154,7 @@ def combine(verdict: Verdict, result: ExactResult, mode: str = "tolerance",
     prompt fails. Step time keeps its statistical judgement (the statistical sentence
     follows)."""
     combined = replace(verdict, exact=result.to_dict())
-    if result.status != "changed":
+    if result.status != ExactStatus.CHANGED:
         return combined
     if mode == "identical":
         return replace(combined, status=contract.REGRESSION, message=(
@@ -189,7 +202,7 @@ def summary_lines(verdicts: Sequence[Mapping[str, Any]]) -> list[str]:
     # baseline are one fact, not eight.
     reasons: dict[str, list[str]] = {}
     for case, e in found:
-        if e["status"] == "unavailable":
+        if e["status"] == ExactStatus.UNAVAILABLE:
             reasons.setdefault(str(e["message"]), []).append(case)
     for message, cases in reasons.items():
         who = cases[0] if len(cases) == 1 else f"{len(cases)} cases ({', '.join(cases)})"

@@ -54,7 +54,7 @@ def test_close_contexts_skip_the_slope_check_naming_the_context_to_add(with_base
     result.stdout.fnmatch_lines([
         "SKIPPED [[]1[]] *: reasoning: step time per 1k context * ± * → * ± * ms (*, limit "
         "+*%: the step-time tolerance 10% at context *, wider than the slope's 15%; "
-        "run-to-run prior ±3.0 %: no history yet): "
+        "run-to-run prior ±3.0%: no history yet): "
         "contexts 13,20 lie too close together to determine the slope (±* ms per 1k "
         "against a * ms band), so it is neither a pass nor a fail — add a longer context: "
         "pytest perf_tests -m context_scaling --specperf-text-classes reasoning "
@@ -75,6 +75,6 @@ def test_a_step_time_regression_is_not_also_called_unexplained(with_baseline):
         "_*_ test_context_scaling[[]reasoning-ctx1663[]] _*_",
         "tok/s * → * (−*%, limit −10%): step time * → * ms (+*%) explains it; avg commit * → * "
         "(*, within noise) — step-time regression: check the kernels, attention backend and KV "
-        "cache (run-to-run ±0.5 % as stated: no history yet)."], consecutive=True)
+        "cache (run-to-run ±0.5% as stated: no history yet)."], consecutive=True)
     assert "unexplained by the model" not in out
     assert "neither acceptance nor" not in out

@@ -37,9 +37,9 @@ def test_no_history_is_the_stated_prior_and_says_so() -> None:
     assert noise.source == "prior" and noise.nights == 0
     assert noise.case_sd() == pytest.approx(DEFAULT_RUN_NOISE)
     assert noise.common == pytest.approx(DEFAULT_RUN_NOISE / 2)
-    assert noise.text() == "run-to-run prior ±3.0 %: no history yet"
+    assert noise.text() == "run-to-run prior ±3.0%: no history yet"
     assert from_history([], "box", total=0.01).of("tok_s").text() == \
-        "run-to-run prior ±1.0 %: no history yet"
+        "run-to-run prior ±1.0%: no history yet"
 
 
 @pytest.mark.parametrize("sigma", [0.01, 0.03])
@@ -51,7 +51,7 @@ def test_a_long_history_recovers_the_box_across_boundaries(sigma: float) -> None
     assert noise.source == "history" and noise.nights == 60
     assert noise.case_sd() == pytest.approx(sigma, rel=0.35)
     assert noise.own == pytest.approx(sigma * math.sqrt(0.75), rel=0.2)
-    assert noise.text() == f"run-to-run ±{100 * noise.case_sd():.1f} % from 60 nights"
+    assert noise.text() == f"run-to-run ±{100 * noise.case_sd():.1f}% from 60 nights"
 
 
 def test_other_boxes_and_incomplete_runs_do_not_count() -> None:
@@ -158,7 +158,7 @@ def test_a_stated_prior_is_knowledge_the_default_a_guess() -> None:
     default = from_history([], "box").of("step_ms")
     stated = from_history([], "box", total=0.005, stated=True).of("step_ms")
     assert math.isinf(default.df) and math.isinf(stated.df)
-    assert stated.text() == "run-to-run ±0.5 % as stated: no history yet"
+    assert stated.text() == "run-to-run ±0.5% as stated: no history yet"
     rng = np.random.default_rng(2)
     noisy = _dated(_history(rng, 4, 0.03, 0.5, per_segment=100))
     assert from_history(noisy, "box", total=0.005, stated=True).of("step_ms").case_sd() < 0.015

@@ -101,7 +101,7 @@ def test_acceptance_drop_fails_every_case_attributed_to_acceptance(baselined, tm
     for verdict in failing:
         assert verdict["attribution"]["acceptance"] >= 0.9, verdict
         assert ("— acceptance regression: check the drafter and the text (run-to-run prior "
-                "±3.0 %: no history yet)." in verdict["message"]), verdict["message"]
+                "±3.0%: no history yet)." in verdict["message"]), verdict["message"]
         assert f"{verdict['case_id']}" in out
     assert "step-time regression" not in out
 
@@ -119,11 +119,11 @@ def test_context_slope_regression_fails_high_context_and_names_the_slope(baselin
         "_*_ test_context_scaling[[]padding-ctx1663[]] _*_",
         "tok/s * → * (−*%, limit −10%): step time * → * ms (+*%) explains it; avg commit * → * "
         "(*, within noise) — step-time regression: check the kernels, attention backend and KV "
-        "cache (run-to-run ±0.5 % as stated: no history yet)."], consecutive=True)
+        "cache (run-to-run ±0.5% as stated: no history yet)."], consecutive=True)
     result.stdout.fnmatch_lines([
         "_*_ test_context_fit[[]padding[]] _*_",
         "padding: step time per 1k context * ms (+*%, limit +*%: the step-time tolerance 10% "
-        "at context 1695, wider than the slope's 15%; run-to-run ±0.5 % as stated: no history "
+        "at context 1695, wider than the slope's 15%; run-to-run ±0.5% as stated: no history "
         "yet) — attention scaling regression: step time grows faster with context than in the "
         "baseline."], consecutive=True)
     outcomes = result.parseoutcomes()

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core import interval
+from ..core.limits import format_ci, format_percent
 from ..core.noise import NoiseModel
 
 # A comparison's z beyond which the bad end differs from the good end (the regression
@@ -157,8 +158,7 @@ class Change:
 
     def text(self) -> str:
         low, high = self.interval()
-        return (f"{100 * self.relative:+.1f} % (95 % interval {100 * low:+.1f} … "
-                f"{100 * high:+.1f} %)")
+        return f"{format_percent(self.relative)} ({format_ci(low, high)})"
 
     def to_dict(self) -> dict[str, Any]:
         low, high = self.interval()

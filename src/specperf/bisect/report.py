@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.limits import format_ci, format_percent
 from ..views import template
 from . import classify as cl
 from .search import FactorResult, Outcome, VersionState
@@ -79,8 +80,8 @@ def to_dict(outcome: Outcome, endpoint: str, exit_code: int,
 def _pct(change: Mapping[str, Any] | None) -> str:
     if not change:
         return "—"
-    return (f"{100 * change['relative']:+.1f} % (95 % interval {100 * change['low']:+.1f} … "
-            f"{100 * change['high']:+.1f} %)")
+    return (f"{format_percent(change['relative'])} "
+            f"({format_ci(change['low'], change['high'])})")
 
 
 def _factor_line(f: Mapping[str, Any]) -> str:
@@ -101,7 +102,7 @@ def _version_line(v: Mapping[str, Any]) -> str:
     parts = []
     for metric, entry in v["figures"].items():
         change = entry.get("change")
-        moved = f" ({100 * change['relative']:+.1f} %)" if change else ""
+        moved = f" ({format_percent(change['relative'])})" if change else ""
         parts.append(f"{metric} {entry['median']:.4g}{moved}")
     verdicts = ", ".join(f"{k} {w}" for k, w in v["verdicts"].items())
     tail = f" — {verdicts}" if verdicts else ""
@@ -195,7 +196,7 @@ def _chart(doc: Mapping[str, Any], factor: cl.Factor) -> dict[str, Any]:
             "y": None if pct is None else y(pct),
             "low": y(100 * change["low"]) if change else None,
             "high": y(100 * change["high"]) if change else None,
-            "label": (f"{v['name']}: {pct:+.1f} %" if pct is not None else
+            "label": (f"{v['name']}: {format_percent(pct / 100)}" if pct is not None else
                       f"{v['name']}: {v['state']}"),
         })
     return {"factor": factor.name, "metric": factor.metric, "width": _W, "height": _H,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from . import stats
 from .noise import RunNoise
 from .stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, Summary, t_quantile
 
@@ -55,12 +56,12 @@ def relative(log_change: float, se: float, df: float = math.inf,
 
 
 def median_se(summary: Summary, floor: float = 0.0) -> float:
-    """A median's relative standard error from its MAD: MEDIAN_SE_FACTOR · σ/√n (σ at least
-    ``floor``)."""
-    if summary.median <= 0 or summary.n < 1:
+    """A median's relative standard error from its MAD (:func:`core.stats.median_se` of its
+    relative σ, at least ``floor``)."""
+    if summary.n < 1 or (summary.median == 0 and floor <= 0):
         return math.inf
-    sd = max(MAD_TO_SIGMA * summary.mad / summary.median, floor)
-    return MEDIAN_SE_FACTOR * sd / math.sqrt(summary.n)
+    sd = max(MAD_TO_SIGMA * summary.rel_mad, floor)
+    return stats.median_se(sd, int(summary.n))
 
 
 def median_var(summary: Summary) -> tuple[float, float]:

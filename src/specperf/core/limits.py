@@ -57,6 +57,21 @@ def format_percent(fraction: float) -> str:
     return _signed(100.0 * fraction, 1) + "%"
 
 
+def format_share(fraction: float) -> str:
+    """An unsigned fraction (a tolerance, a share) as a percentage to 0.1, e.g. 2.5%, 10%."""
+    return f"{round(100.0 * fraction, 1):g}%"
+
+
+def format_spread(fraction: float) -> str:
+    """A standard deviation as a percentage with one decimal, e.g. ±3.0%."""
+    return f"\u00b1{100.0 * fraction:.1f}%"
+
+
+def format_ci(low: float, high: float, level: float = 0.95) -> str:
+    """A relative change's interval, e.g. 95% CI −11.9% to +13.8%."""
+    return f"{100 * level:.3g}% CI {format_percent(low)} to {format_percent(high)}"
+
+
 def format_limit(metric: str, tolerance: float) -> str:
     """The limit in the metric's bad direction, e.g. −10% for tok/s, +10% for step time."""
     sign = MINUS if DIRECTION.get(metric, -1) > 0 else "+"

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .stats import MEDIAN_SE_FACTOR, t_quantile
+from .stats import median_se, t_quantile
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def pooled_rel_sd(spreads: Sequence[Spread]) -> tuple[float, int]:
 
 def median_rel_se(spread: Spread, rel_sd: float) -> float:
     """Relative standard error of a point's median."""
-    return MEDIAN_SE_FACTOR * rel_sd / math.sqrt(max(spread.n, 1))
+    return median_se(rel_sd, max(spread.n, 1))
 
 
 def fit_spreads(points: Sequence[tuple[float, Spread]]) -> ContextFit | None:

@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from .limits import format_spread
+
 DEFAULT_RUN_NOISE = 0.03
 DEFAULT_COMMON_SHARE = 0.5  # of σ, as core/drift.py and benchmarks/drift_power.py model it
 # How many nights of history the prior weighs against (docs/noise.md "The prior"): the
@@ -113,7 +115,7 @@ class RunNoise:
         """How the comparison knows the run-to-run noise, for the verdict's sentence."""
         if self.source == "same-night":
             return "same-night reference: run-to-run noise cancels"
-        pct = f"±{100 * self.case_sd():.1f} %"
+        pct = format_spread(self.case_sd())
         if self.source == "prior":
             return (f"run-to-run {pct} as stated: no history yet" if self.stated
                     else f"run-to-run prior {pct}: no history yet")

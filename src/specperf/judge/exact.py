@@ -29,7 +29,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from ..core import contract
-from ..core.limits import ARROW, DEFAULT_TOLERANCES, format_percent
+from ..core.limits import ARROW, DEFAULT_TOLERANCES, format_percent, format_share
 from ..measure.determinism import (
     EXACT_SOURCES,
     PromptRecord,
@@ -164,7 +164,7 @@ def combine(verdict: Verdict, result: ExactResult, mode: str = "tolerance",
     found = contract.status(contract.Change.exact(result.commit_change), +1, limit)
     move = (f"avg commit {format_percent(result.commit_change)} on these prompts, "
             f"{'beyond' if found in (contract.REGRESSION, contract.IMPROVED) else 'inside'} "
-            f"the {round(100 * limit, 1):g}% acceptance tolerance")
+            f"the {format_share(limit)} acceptance tolerance")
     if found == contract.REGRESSION:
         judged = (f"{move} \u2014 acceptance regression (drafter or numerics: here the "
                   f"{result.cause}).")

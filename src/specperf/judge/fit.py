@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ..core import contract, interval
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
-from ..core.limits import ARROW, format_percent
+from ..core.limits import ARROW, format_percent, format_share
 from ..core.model import ContextFit
 from ..core.noise import NoiseModel
 from .hints import REFRESH_HINT
@@ -101,10 +101,10 @@ def _cause(base: ContextFit, current: ContextFit, slope_change: float) -> tuple[
 def slope_limit_text(limit: float, slope_tolerance: float, step_tolerance: float | None,
                 where: str) -> str:
     """The slope's limit as the sentence shows it, saying why when the step tolerance set it."""
-    text = f"+{round(100 * limit, 1):g}%"
+    text = f"+{format_share(limit)}"
     if limit > slope_tolerance and step_tolerance is not None:
-        text += (f": the step-time tolerance {round(100 * step_tolerance, 1):g}% at {where}, "
-                 f"wider than the slope's {round(100 * slope_tolerance, 1):g}%")
+        text += (f": the step-time tolerance {format_share(step_tolerance)} at {where}, "
+                 f"wider than the slope's {format_share(slope_tolerance)}")
     return text
 
 

@@ -26,7 +26,7 @@ from ..core import contract, interval
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import ARROW, MINUS, Move, format_percent, format_value
 from ..core.model import CASE_DRIFT
-from ..core.stats import MAD_TO_SIGMA, Summary, median_se
+from ..core.stats import Summary
 from ..measure.paths import Figures, Parsers
 from .outcome import Verdict
 
@@ -80,7 +80,7 @@ def unmeasured(case_id: str, needed: dict[str, tuple[Figures, ...]], what: str) 
 def _rel_se(summary: Summary) -> float:
     """The relative standard error of a figure's median over its repeats (its spread no
     smaller than CASE_DRIFT: a MAD of a few quantised repeats can be 0)."""
-    return median_se(max(MAD_TO_SIGMA * summary.rel_mad, CASE_DRIFT), summary.n)
+    return interval.median_se(summary, CASE_DRIFT)
 
 
 def judged(move: Move, base: Summary | None, new: Summary | None) -> str:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import contract, interval
 from ..core.contract import IMPROVED, PASS, REGRESSION, UNDETERMINED
-from ..core.limits import MINUS, Move, format_percent, tolerance
+from ..core.limits import MINUS, Move, format_percent, format_share, tolerance
 from ..core.stats import Summary
 from ..servers.positions import ALONG_TOKENS, half_width_by_index, mean_by_index, shape_rows
 
@@ -198,7 +198,7 @@ def position_sentence(base: Rates, new: Rates, tol: float, regressed: bool,
     rose = [s for s in steps if s.status == IMPROVED]
     unsure = [s for s in steps if s.status == UNDETERMINED]
     held = [s.index for s in steps if s not in fell and s not in rose and s not in unsure]
-    limit = f", limit {MINUS}{round(100 * tol, 1):g}%"
+    limit = f", limit {MINUS}{format_share(tol)}"
     parts = []
     if fell:
         parts.append(_moved(fell, "fell", limit))
@@ -210,9 +210,9 @@ def position_sentence(base: Rates, new: Rates, tol: float, regressed: bool,
         shown = ", ".join(f"{s.base:.2f} → {s.new:.2f}" for s in steps)
         if unsure:  # some may have moved beyond it: say only what is known
             return (f"No draft position is sure to have moved beyond the "
-                    f"{round(100 * tol, 1):g}% limit (conditional acceptance per position "
+                    f"{format_share(tol)} limit (conditional acceptance per position "
                     f"{shown}; {_plural([s.index for s in unsure])} undetermined).")
-        return (f"No single draft position moved beyond the {round(100 * tol, 1):g}% limit "
+        return (f"No single draft position moved beyond the {format_share(tol)} limit "
                 f"(conditional acceptance per position {shown}): the fall is spread over "
                 "every position.")
     if held:
@@ -236,7 +236,7 @@ def _few(steps: Sequence[Step], tol: float) -> str:
     position against the limit: the largest fall, and every rate."""
     requests = max(s.requests for s in steps)
     why = (f"over {requests} requests: too few to judge one position against the "
-           f"{round(100 * tol, 1):g}% limit")
+           f"{format_share(tol)} limit")
     worst = min(steps, key=lambda s: s.change)
     if worst.change < 0:
         return (f"Draft position {worst.index + 1} (conditional acceptance) fell most, from "

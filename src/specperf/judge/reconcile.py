@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import contract, interval
 from ..core.contract import EXPLAINED, IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
-from ..core.limits import format_percent, format_value
+from ..core.limits import format_percent, format_share, format_value
 from ..core.model import ContextFit, predict_tok_s, rel_se, rest_ratio
 from ..measure.sample import mean_context, sample_values
 from .outcome import Verdict
@@ -175,7 +175,7 @@ def _own_model(row: Reconciled, observed: Observed, output_tokens: int, toleranc
 
 def _quiet(head: str, found: str, tolerance: float) -> str:
     """The sentence of a row inside the tolerance, or undecided (empty for a plain pass)."""
-    tol = f"{round(100 * tolerance, 1):g}%"
+    tol = f"{format_share(tolerance)}"
     if found == NOTED:
         return f"{head}: a difference inside the {tol} tok/s tolerance, beyond its noise: noted."
     if found == UNDETERMINED:

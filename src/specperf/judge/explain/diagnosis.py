@@ -26,7 +26,7 @@ COMMIT_ADVICE = f"an acceptance regression: check the drafter and the text ({NIG
 
 
 def _pct(fraction: float) -> str:
-    return f"{abs(100.0 * fraction):.0f} %"
+    return f"{abs(100.0 * fraction):.0f}%"
 
 
 def _predicted_text(pred: Prediction) -> str:

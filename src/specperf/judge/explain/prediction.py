@@ -23,7 +23,6 @@ from ...core.errors import BaselineError, ConfigError
 from ...core.limits import DEFAULT_TOLERANCES, format_value
 from ...core.model import ContextFit, predict_tok_s
 from ...core.noise import NoiseModel
-from ...core.stats import MAD_TO_SIGMA, median_se
 from ...measure.sample import mean_context
 from ..reconcile import base_rest
 
@@ -107,7 +106,7 @@ def _rel_se(case: CaseBaseline, metric: str) -> float:
     summary = case.metrics.get(metric)
     if summary is None or summary.n < 2 or not summary.median:
         return 0.0
-    return median_se(MAD_TO_SIGMA * summary.mad / abs(summary.median), summary.n)
+    return interval.median_se(summary)
 
 
 def _commit_at(cases: Sequence[CaseBaseline], x: float) -> tuple[float, float, str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ...core import contract
 from ...core.contract import IMPROVED, NOTED, PASS, REGRESSION
-from ...core.limits import MINUS, format_percent
+from ...core.limits import MINUS, format_ci, format_percent
 from ..hints import ACCEPTANCE_HINT, PREFILL_HINT, REFRESH_HINT, STEP_HINT
 from ..outcome import Verdict
 from .estimate import Estimate
@@ -154,8 +154,7 @@ def _advice(shown: Sequence[FactorResult]) -> str:
 
 def _ci_text(est: Estimate, level: float = 0.95) -> str:
     """The interval at ``level`` (the one that decided, see FactorResult.level)."""
-    low, high = est.ci(level)
-    return f"{100 * level:.3g}% CI {format_percent(low)} to {format_percent(high)}"
+    return format_ci(*est.ci(level), level=level)
 
 
 def _what(factor: Factor) -> str:

@@ -149,7 +149,7 @@ def test_a_tok_s_drop_no_factor_explains_is_bisected_as_tok_s() -> None:
     assert [(r.factor.name, r.first_bad) for r in outcome.factors] == [("tok/s", "v05")]
     assert outcome.reproduction["tok/s"] == "yes"
     doc = report.to_dict(outcome, "http://box", 0)
-    assert "  tok/s: v05 is the first bad version (v04 the last good): tok_s -" in \
+    assert "  tok/s: v05 is the first bad version (v04 the last good): tok_s \u2212" in \
         report.text(doc)
     assert 'data-plot="bisect-tok_s"' in report.html(doc)
 
@@ -339,7 +339,7 @@ def test_the_three_views_say_the_same_and_the_page_escapes_names() -> None:
     assert json.loads(report.to_json(doc))["factors"][0]["first_bad"] == "<b>v3</b>"
     text = report.text(doc)
     assert "  acceptance: <b>v3</b> is the first bad version (<b>v2</b> the last good): " \
-           "avg_commit -1" in text
+           "avg_commit \u22121" in text
     page = report.html(doc)
     assert "<b>v3</b>" not in page and "&lt;b&gt;v3&lt;/b&gt;" in page
     measured = sum(1 for v in outcome.versions if v.repeats)

@@ -64,8 +64,8 @@ def test_slow_tok_s_alone_names_step_time(capsys: pytest.CaptureFixture[str]) ->
     code, out, _ = run(capsys, *OFFLINE, "--observed-tok-s", "22")
     assert code == 1
     assert out == (f"specperf explain: regression — observed 22.0 tok/s; {PREDICTED}: observed "
-                   f"tok/s is 22 % below the prediction; with avg commit as predicted, step "
-                   f"time is 28 % above the fit at this context: a step-time regression: check "
+                   f"tok/s is 22% below the prediction; with avg commit as predicted, step "
+                   f"time is 28% above the fit at this context: a step-time regression: check "
                    f"the kernels, attention backend and KV cache (run the nightly job against "
                    f"this deployment).{FIT_NOTE}\n"
                    "  observed 22.0 tok/s: 22.0% below the predicted 28.2 tok/s, 14.7% below "
@@ -152,7 +152,7 @@ def test_card_draws_the_observation(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code == 0
     page = card.read_text(encoding="utf-8")
     assert "<svg" in page and 'data-status="noted"' in page
-    assert "observed 32.0 tok/s" in page and "run-to-run prior ±3.0 %" in page
+    assert "observed 32.0 tok/s" in page and "run-to-run prior ±3.0%" in page
     assert "baseline case reasoning-ctx3333" in page
 
 
@@ -160,7 +160,7 @@ def test_faster_than_predicted_is_improved(capsys: pytest.CaptureFixture[str]) -
     code, out, _ = run(capsys, *OFFLINE, "--observed-tok-s", "40", "--json")
     doc = json.loads(out)
     assert (code, doc["status"], doc["factor"]) == (0, "improved", "none")
-    assert "the observation is 42 % faster than the baseline predicts — the baseline may be " \
+    assert "the observation is 42% faster than the baseline predicts — the baseline may be " \
            "stale; refresh it with --specperf-update-baselines." in doc["message"]
 
 
@@ -204,7 +204,7 @@ def test_history_gives_the_run_to_run_noise(tmp_path: Path,
     _, out, _ = run(capsys, *OFFLINE, "--observed-tok-s", "29", "--history", str(history),
                     "--label", "box", "--json")
     noise = json.loads(out)["prediction"]["noise"]
-    assert noise.startswith("run-to-run ±") and noise.endswith(" % from 4 nights")
+    assert noise.startswith("run-to-run ±") and noise.endswith("% from 4 nights")
 
 
 def test_a_vllm_windows_context_counts_the_requests_that_started_in_it() -> None:

@@ -74,7 +74,7 @@ def test_the_history_pytest_writes_is_read_by_default(capsys, tmp_path, monkeypa
     # Offline, the box is the one whose runs were judged against --deployment.
     _, out, _ = run(capsys, *OFFLINE, "--json")
     noise = json.loads(out)["prediction"]["noise"]
-    assert noise.startswith("run-to-run ±") and noise.endswith(" % from 4 nights"), noise
+    assert noise.startswith("run-to-run ±") and noise.endswith("% from 4 nights"), noise
 
 
 def test_a_missing_baseline_prints_a_command_that_works_as_printed(capsys, tmp_path):

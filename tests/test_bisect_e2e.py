@@ -58,7 +58,8 @@ def test_bisect_on_the_simulator_names_both_drawn_culprits(
     named = {f["factor"]: f for f in doc["factors"]}
     assert set(named) == {"step time", "acceptance"}
     skipped = {v["name"] for v in doc["versions"] if v["state"] == "skipped"}
-    assert skipped <= draw["fails"]  # only a failing deploy is skipped, and it is named
+    why = {v["name"]: v["skipped"] for v in doc["versions"] if v["state"] == "skipped"}
+    assert skipped <= draw["fails"], why  # only a failing deploy is skipped, and it is named
     for factor in ("step time", "acceptance"):
         found = named[factor]
         if found["status"] == "found":

@@ -109,8 +109,10 @@ def test_the_gate_at_a_web_server_exits_2_with_one_sentence(tmp_path, web_server
         f"specperf gate: USAGE ERROR (exit 2): {web_server} is not an LLM server specperf can "
         "measure (the error above says what answered): point --endpoint at the SGLang, vLLM "
         "or llama.cpp server itself, then run the gate again.")
-    # The probe's sentence in full once (pytest's error section), then the gate's decision.
-    assert out.count("is not an LLM server: GET /health answered HTTP 404") == 1, out
+    # The probe's sentence in full once in pytest's error section (its short summary repeats
+    # it whole when CI is set), then the gate's decision.
+    errors = out.split("short test summary info")[0]
+    assert errors.count("is not an LLM server: GET /health answered HTTP 404") == 1, out
     assert "the same error as test_smoke[reasoning-ctx3333] above." in out
 
 

@@ -83,6 +83,22 @@ def test_the_migrated_schema_is_the_declared_one(store_url: str) -> None:
                        .get_current_revision()) == "0001"
 
 
+def test_the_head_revision_the_engine_skips_alembic_at_is_alembics_head(tmp_path) -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(engine.MIGRATIONS))
+    assert ScriptDirectory.from_config(config).get_current_head() == engine.HEAD_REVISION
+    # A store at the head opens without Alembic; one behind it is upgraded.
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    opened = engine.open_engine(url)
+    assert engine._revision(opened) == engine.HEAD_REVISION
+    with opened.begin() as connection:
+        connection.exec_driver_sql("DROP TABLE alembic_version")
+    assert engine._revision(opened) is None
+
+
 def test_a_killed_writer_leaves_no_partial_run(store_url: str) -> None:
     ingest.put_runs(store_url, [(history_entry(doc("before"), "x"), doc("before"))])
     child = subprocess.Popen([sys.executable, str(HERE / "store_writer.py"), store_url, "hold",

@@ -15,16 +15,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 import filelock
 
 from ..core.errors import ConfigError, GpuLockTimeout
 from ..settings.config import Settings
-from ..store.engine import is_postgres
-from ..store.hostlock import HostLock
 from .holder import Holder, read_holder, remove_holder, write_holder
 from .identity import server_identity
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) loads only when a PostgreSQL store is set
+    from ..store.hostlock import HostLock
 
 LOCK_DIR_ENV = "SPECPERF_LOCK_DIR"
 # How a session locks its endpoint: "session" holds the GPU lock for the whole session;
@@ -69,6 +70,9 @@ def across_hosts(settings: Settings, endpoint: str,
                  progress: Callable[[str], None] | None = None) -> HostLock | None:
     """The advisory lock across hosts (store/hostlock.py), taken beside the file lock when the
     results store is PostgreSQL; None for the embedded store (one host: the file lock)."""
+    from ..store.engine import is_postgres
+    from ..store.hostlock import HostLock
+
     if not settings.results_db or not is_postgres(settings.results_db):
         return None
     host, port = server_identity(endpoint)

@@ -16,9 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import Connection, Engine, create_engine, event, func, select
+from sqlalchemy import Connection, Engine, create_engine, event, func, inspect, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
@@ -30,6 +28,9 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # pg_advisory_xact_lock key serializing migrations ("specperf" in ASCII, as an int64).
 _MIGRATION_KEY = 0x7370656370657266
 _SQLITE_BUSY_S = 60.0
+# The newest migration's revision (migrations/versions/; tests/test_store.py checks it is
+# Alembic's head): a store already there is opened without loading Alembic at all.
+HEAD_REVISION = "0001"
 T = TypeVar("T")
 
 
@@ -107,6 +108,11 @@ def _sqlite_transactions(engine: Engine) -> None:
 
 
 def _migrate(engine: Engine) -> None:
+    if _revision(engine) == HEAD_REVISION:
+        return
+    from alembic import command  # only when there is something to migrate: ~0.3 s to load
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as connection:
@@ -114,6 +120,18 @@ def _migrate(engine: Engine) -> None:
             connection.execute(select(func.pg_advisory_xact_lock(_MIGRATION_KEY)))
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
+
+
+def _revision(engine: Engine) -> str | None:
+    """The store's Alembic revision, None when it has none yet (a new file or database)."""
+    try:
+        with engine.connect() as connection:
+            if not inspect(connection).has_table("alembic_version"):
+                return None
+            found = connection.exec_driver_sql("SELECT version_num FROM alembic_version")
+            return next((str(row[0]) for row in found), None)
+    except SQLAlchemyError:
+        return None  # the upgrade says what is wrong
 
 
 @contextmanager

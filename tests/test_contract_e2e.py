@@ -22,12 +22,12 @@ LITERAL = re.compile(r'"fail"|"pass"')
 def test_no_judge_spells_a_status_word_itself() -> None:
     """`grep -rn '"fail"\\|"pass"' src/specperf/judge` finds nothing: the words are the
     contract's constants (core/contract.py), and no Verdict is built with a literal status."""
-    found = [f"{path.name}:{n}: {line.strip()}" for path in sorted(JUDGE.glob("*.py"))
+    found = [f"{path.name}:{n}: {line.strip()}" for path in sorted(JUDGE.rglob("*.py"))
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if LITERAL.search(line)]
     assert found == []
     literal_status = []
-    for path in sorted(JUDGE.glob("*.py")):
+    for path in sorted(JUDGE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Verdict":
                 status = node.args[1] if len(node.args) > 1 else next(

@@ -109,6 +109,7 @@ class FleetCollector:
         self.run_id = results.new_run_id()
         self.written: Path | None = None
         self.problem = ""
+        self.store_problem = ""
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         name = _prop(report, "specperf_endpoint")
@@ -133,8 +134,10 @@ class FleetCollector:
             self.written = write(doc, where)
         except OSError as exc:
             self.problem = f"{exc}; point --specperf-report-dir at a writable directory"
-        except StoreError as exc:  # results.json and the history lines are written: say so
-            self.problem = f"{exc} (results.json and history.jsonl were written)"
+        except StoreError as exc:  # every file is written before the store (write): say so
+            self.written = where / str(doc["run_id"]) / "report.html"
+            self.store_problem = (f"{exc} (results.json, history.jsonl and report.html were "
+                                  "written)")
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
     def document(self, interrupted: bool) -> dict[str, Any]:
@@ -181,6 +184,9 @@ class FleetCollector:
             return
         for line in self.closing_lines():
             terminalreporter.write_line(line)
+        if self.store_problem:
+            terminalreporter.write_line(f"specperf: results store NOT written: "
+                                        f"{self.store_problem}")
         if self.written is not None:
             terminalreporter.write_line(f"specperf: fleet report {self.written}")
         elif self.problem:

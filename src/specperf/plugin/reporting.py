@@ -48,6 +48,7 @@ class ReportPlugin:
         self.errors: dict[str, str] = {}
         self.written: Path | None = None
         self.problem = ""
+        self.store_problem = ""
         self.interrupted = False
         self.kind = ""
         if config.pluginmanager.hasplugin("html"):
@@ -108,8 +109,10 @@ class ReportPlugin:
             self.written = write_report(doc, where)
         except OSError as exc:
             self.problem = f"{exc}; point --report-dir at a writable directory"
-        except StoreError as exc:  # results.json and the history line are written: say so
-            self.problem = f"{exc} (results.json and history.jsonl were written)"
+        except StoreError as exc:  # every file is written (views/report.py): say so
+            self.written = where / str(doc["run_id"]) / "report.html"
+            self.store_problem = (f"{exc} (results.json, history.jsonl and report.html were "
+                                  "written)")
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
     def document(self, state: RunState, found: summary.Collector) -> dict[str, Any]:
@@ -127,6 +130,9 @@ class ReportPlugin:
 
     @pytest.hookimpl(trylast=True)  # after the closing table
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.store_problem:
+            terminalreporter.write_line(f"specperf: results store NOT written: "
+                                        f"{self.store_problem}")
         if self.written is not None:
             terminalreporter.write_line(f"specperf: this run: {self.kind}")
             terminalreporter.write_line(f"specperf: report {_shown(self.written)}")

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import SpecperfError
+from ..core.errors import SpecperfError, StoreError
 from ..record import files as record_files
 from ..record import schema as record_schema
 from . import page
@@ -33,9 +33,15 @@ def report_dir(setting: Path | None = None, start: Path | None = None) -> Path:
 
 
 def write_report(doc: dict[str, Any], directory: Path) -> Path:
-    """results.json, the history line and report.html of one run; returns the page's path."""
-    record_files.write(doc, directory)
+    """results.json, the history line, the results store and report.html of one run; returns
+    the page's path. A store that is down (StoreError) is raised after the page is written:
+    it loses no file."""
     out = directory / str(doc["run_id"]) / "report.html"
+    try:
+        record_files.write(doc, directory)
+    except StoreError:
+        out.write_text(page.render(doc), encoding="utf-8")
+        raise
     out.write_text(page.render(doc), encoding="utf-8")
     return out
 

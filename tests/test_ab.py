@@ -49,9 +49,11 @@ def test_identical_endpoints_pass_without_any_baseline(identical):
 def test_a_slower_candidate_fails_on_step_time(perf_project, start_sim):
     # 30 % slower steps: tok/s falls well past the 10 % limit, so the minimum repeats decide
     # (a change near the limit would only add repeats until the verdict is clear).
+    # 64 tokens: a 3333-token request still lasts ~21 verify steps of ~50 ms; interleaved, a
+    # loaded box's stalls land on both arms alike.
     candidate, production = _pair(start_sim, step_time_mult=1.3)
-    result = perf_project().run(*ARGS, "--endpoint", candidate.url, "--compare-endpoint",
-                                production.url)
+    result = perf_project().run(*ARGS, "--output-tokens=64", "--endpoint", candidate.url,
+                                "--compare-endpoint", production.url)
     assert result.parseoutcomes().get("failed", 0) >= 2, result.stdout.str()
     result.stdout.fnmatch_lines([
         "production → candidate: *step time * ms (+[23]?.?%*) explains it*step-time "
@@ -97,12 +99,14 @@ def _gate(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_gate_ab_acceptance_regression_blocks_and_unreachable_is_infrastructure(start_sim,
                                                                                 tmp_path):
+    # 64 tokens: a 40 % acceptance drop is decided by the minimum repeats (200 tokens cost
+    # 2.5 minutes of the slow tier for the same verdict).
     candidate, production = _pair(start_sim, acceptance_mult=0.6)
     blocked = _gate(tmp_path, "--candidate", candidate.url, "--production", production.url, "--",
-                    "--output-tokens=200")
+                    "--output-tokens=64")
     assert blocked.returncode == 1, blocked.stdout + blocked.stderr
     assert "production → candidate: tok/s" in blocked.stdout
     assert "acceptance regression: check the drafter and the text." in blocked.stdout
     down = _gate(tmp_path, "--candidate", "http://127.0.0.1:9", "--production", production.url,
-                 "--", "--output-tokens=200")
+                 "--", "--output-tokens=64")
     assert down.returncode == 3, down.stdout + down.stderr

@@ -102,3 +102,13 @@ def _num(cell: str) -> float | None:
         return float(cell.strip())
     except ValueError:
         return None
+
+
+def assert_skips_undetermined(out: str) -> None:
+    """Every skip of a judged run (``-rA`` or ``-rs``) is an undetermined verdict with its
+    sentence: what straddled the limit, neither a pass nor a fail."""
+    outcomes = re.search(r"^=+ .*\b(\d+) skipped\b.* in [0-9.]+s", out, re.M)
+    skipped = [line for line in out.splitlines() if line.startswith("SKIPPED")]
+    assert len(skipped) == (int(outcomes[1]) if outcomes else 0), out[-3000:]
+    assert all(" undetermined: " in line and "neither a pass nor a fail" in line
+               for line in skipped), skipped

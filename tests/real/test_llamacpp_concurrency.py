@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pytest
 
 from .conftest import results_of
-from .helpers import CONCURRENCY_OUTPUT, run_concurrency
+from .helpers import CONCURRENCY_OUTPUT, assert_skips_undetermined, run_concurrency
 from .llama_shared import RecordedRun, recorded
 from .recorder import Exchange
 from .test_llamacpp_agreement import counters
@@ -147,15 +147,14 @@ def test_per_request_steps_are_the_servers_own_over_every_burst_and_a_rerun_pass
     check_bursts(levels.second)
     second = levels.second.result
     outcomes = second.parseoutcomes()
-    # Every level passes. The batch fit passes, or skips as undetermined with its sentence
-    # (a slope on 2 shared cores moves by a third between runs, as the context fit's does:
-    # issue 13) -- never fails.
-    assert outcomes.get("passed", 0) >= len(LEVELS) and "failed" not in outcomes \
+    # Each level and the batch fit pass, or skip as undetermined with the sentence -- never
+    # fail. A slope on 2 shared cores moves by a third between runs, as the context fit's does
+    # (issue 13), and one level's step time once doubled in CI (5.3 → 10.6 ms at C=1, the cores
+    # taken by something else): an interval that wide straddles any limit.
+    assert outcomes.get("passed", 0) >= len(LEVELS) - 1 and "failed" not in outcomes \
         and "errors" not in outcomes, second.stdout.str()[-3000:]
     assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == len(LEVELS) + 1
-    skipped = [line for line in second.stdout.lines if line.startswith("SKIPPED")]
-    assert all("per extra request in the batch" in line and "neither a pass nor a fail"
-               in line for line in skipped), skipped
+    assert_skips_undetermined(second.stdout.str())
     second.stdout.fnmatch_lines(["specperf — *; concurrency baseline tiny-llama v1 "
                                  "(*/tiny-llama/concurrency/v1.json, created *)"])
     data = results_of(levels.second.report_dir)

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from .conftest import results_of
-from .helpers import fits, table_rows
+from .helpers import assert_skips_undetermined, fits, table_rows
 from .llama_shared import MAIN_CASES
 
 pytestmark = pytest.mark.real_server
@@ -20,15 +20,14 @@ def test_main_job_passes_against_its_baseline_and_prints_every_case(main_job):
     second = main_job.second.result
     out = second.stdout.str()
     # 6 context cases and 2 context fits pass. A CPU server on 2 shared cores can move its
-    # slope by a third between runs (3.8 → 5.1 ms per 1k once in CI); each slope then passes
-    # or skips as undetermined with its sentence -- never fails (issue 13).
+    # slope by a third between runs (3.8 → 5.1 ms per 1k once in CI), and a case's step time
+    # by more (padding-ctx2000 once in CI, with the cores taken by something else): each
+    # then skips as undetermined with its sentence -- never fails (issue 13).
     outcomes = second.parseoutcomes()
     assert "failed" not in outcomes and "errors" not in outcomes, outcomes
     assert outcomes.get("passed", 0) >= 6 and \
         outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 8, outcomes
-    skipped = [line for line in out.splitlines() if line.startswith("SKIPPED")]
-    assert all("per 1k context" in line and "neither a pass nor a fail" in line
-               for line in skipped), skipped
+    assert_skips_undetermined(out)
     assert re.search(rf"^specperf — {re.escape(main_job.second.url)}; llama\.cpp b\S+; "
                      r"acceptance from response;", out, re.M), out
     # Exact acceptance: the run repeats the baseline's prompts (cache_prompt false keeps the

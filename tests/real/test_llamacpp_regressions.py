@@ -21,11 +21,15 @@ pytestmark = pytest.mark.real_server
 # (conftest.main_job); the step-time one takes shorter contexts (less prefill, quicker runs).
 ACCEPTANCE_CONTEXTS = (MAIN_CONTEXTS, "--specperf-text-classes=padding")
 ACCEPTANCE_CASES = ("padding-ctx16", "padding-ctx500", "padding-ctx2000")
-CONTEXTS = ("--specperf-contexts=16,300,600", "--specperf-text-classes=padding")
+# 128 output tokens: the larger target's verify step is several times the tiny one's, so a
+# short decode decides it (256 tokens took 107 s of the tier for one run).
+CONTEXTS = ("--specperf-contexts=16,300,600", "--specperf-text-classes=padding",
+            "--output-tokens=128")
 CASES = ("padding-ctx16", "padding-ctx300", "padding-ctx600")
 # These regressions are decided by their first requests (the exact acceptance, a step time
 # several times the noise); more repeats would only refine a secondary figure near its limit
-# (a worse draft's TTFT took one case to the default 20 repeats, 2 minutes of the tier).
+# (a worse draft's TTFT took one case to the default 20 repeats, 2 minutes of the tier). A case
+# about to fail still takes twice the minimum repeats to confirm (measure/repeats.py, rule 4).
 DECIDED = ("--specperf-max-repeats=10",)
 
 

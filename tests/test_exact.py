@@ -110,6 +110,20 @@ def test_a_one_prompt_change_inside_the_tolerance_is_noted_and_passes():
         "acceptance tolerance: noted, not a regression. Statistics: " + STATS)
 
 
+def test_an_exact_change_inside_the_tolerance_beside_a_step_regression_is_not_called_none():
+    """The case regressed on step time: the exact part says acceptance is not what regressed,
+    never "not a regression" before a sentence that ends in one."""
+    run = _measured(_sample(-1, 68, warmup=True), _sample(0, 68), _sample(1, 71), _sample(2, 69))
+    result = exact.compare(run, BASE, True, "")
+    slower = ("tok/s 30.0 → 20.0 (−33.3%, limit −10%): step time 30 → 45 ms (+50.0%) explains "
+              "it — step-time regression: check the kernels, attention backend and KV cache.")
+    verdict = exact.combine(Verdict(CASE.id, "fail", slower), result)
+    assert verdict.status == "fail"
+    assert "not a regression" not in verdict.message
+    assert ("Avg commit −0.5% on these prompts, inside the 10% acceptance tolerance: noted; "
+            "acceptance is not what regressed. Statistics: " + slower) in verdict.message
+
+
 def test_more_steps_beyond_the_tolerance_fail_naming_drafter_or_numerics():
     run = _measured(_sample(-1, 68, warmup=True), _sample(0, 68), _sample(1, 79), _sample(2, 92))
     result = exact.compare(run, BASE, True, "")

@@ -170,6 +170,8 @@ def combine(verdict: Verdict, result: ExactResult, mode: str = "tolerance",
                   f"{result.cause}).")
     elif found == contract.IMPROVED:
         judged = f"{move} \u2014 better than the baseline."
+    elif verdict.status == contract.REGRESSION:  # the statistics name the regression
+        judged = f"{move}: noted; acceptance is not what regressed."
     else:
         judged = f"{move}: noted, not a regression."
     message = f"{result.message} {judged[0].upper()}{judged[1:]} Statistics: {verdict.message}"

@@ -120,3 +120,17 @@ def test_an_undetermined_fit_says_its_interval_from_the_fits_margin():
     assert reason(fit) == ("step time per 1k context 17.7 → 20.3 ms (+14.7%, limit +15%, "
                            "undetermined) has a 95% interval of +12.7% to +16.7%, across the "
                            "limit")
+
+
+def test_a_figure_is_printed_at_the_precision_of_every_other_sentence():
+    """Under 10 ms a step time keeps its decimal, as in the verdict's own sentence (a C=1
+    level once read "step time 5 → 11 ms (+100.1%)", which is +120 % as printed)."""
+    from specperf.core.limits import format_move
+
+    step = {"base": 5.3, "new": 10.6, "change": 10.6 / 5.3 - 1, "limit": 0.75, "low": 0.629,
+            "high": 1.458}
+    open_ = {"case_id": "reasoning-ctx16-c1", "status": "undetermined",
+             "details": {"step_ms": step}}
+    assert reason(open_) == ("step time 5.3 → 11 ms (+100.0%, limit +75%, undetermined) has a "
+                             "95% interval of +62.9% to +145.8%, across the limit")
+    assert reason(open_).startswith(format_move("step_ms", 5.3, 10.6))

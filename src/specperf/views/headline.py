@@ -18,16 +18,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.limits import FLOOR, format_percent
+from ..core.limits import FLOOR, format_percent, format_value
 from ..judge.attribution import SECONDARY_SHARE, UNEXPLAINED_SHARE
 from ..judge.hints import ACCEPTANCE_HINT, PREFILL_HINT, STEP_HINT
 from ..judge.sweep.factortest import SWEEP_TOLERANCE
 
 # The order a line names a case's metrics: what the user feels first.
-_METRICS = (("tok_s", "tok/s", "{:.1f}", ""), ("avg_commit", "avg commit", "{:.2f}", ""),
-            ("step_ms", "step time", "{:.0f}", " ms"),
-            ("decode_tok_s", "decode tok/s", "{:.1f}", ""),
-            ("ttft_ms", "prefill (TTFT)", "{:.0f}", " ms"))
+_METRICS = (("tok_s", "tok/s", ""), ("avg_commit", "avg commit", ""),
+            ("step_ms", "step time", " ms"), ("decode_tok_s", "decode tok/s", ""),
+            ("ttft_ms", "prefill (TTFT)", " ms"))
 # A sweep's factors as judge/sweep/verdict.py keys them in ``details`` (acceptance per text
 # class: "acceptance:<class>"), with the direction a regression moves them.
 _SWEEP = (("tok/s", "tok/s", -1), ("step", "step time", +1), ("acceptance", "avg commit", -1))
@@ -159,7 +158,7 @@ def one_line(message: str, tail: bool = False) -> str:
 
 # -- a case's metrics ---------------------------------------------------------------------------
 def _case_moves(details: Mapping[str, Any]) -> str:
-    moved = [(details[key], name, fmt, unit) for key, name, fmt, unit in _METRICS
+    moved = [(details[key], name, unit, key) for key, name, unit in _METRICS
              if _beyond(details.get(key), key)]
     if not moved:
         return ""
@@ -176,19 +175,19 @@ def _case_reason(details: Mapping[str, Any], status: str) -> list[str]:
     limits); for improved, those past the limit on the good side; for undetermined, the
     intervals across a limit."""
     out = []
-    for key, name, fmt, unit in _METRICS:
+    for key, name, unit in _METRICS:
         entry = details.get(key)
         if not entry or entry.get("change") is None or not entry.get("limit"):
             continue
         low, high = entry.get("low"), entry.get("high")
         if status == "undetermined" and _straddles(entry):
-            out.append(f"{_figure(entry, name, fmt, unit)} has a 95% interval of "
+            out.append(f"{_figure(entry, name, unit, key)} has a 95% interval of "
                        f"{_pct(float(low))} to {_pct(float(high))}, across the limit")
         elif status == "improved" and _beyond(entry, key, good=True):
-            out.append(f"{_figure(entry, name, fmt, unit)}, better beyond the limit")
+            out.append(f"{_figure(entry, name, unit, key)}, better beyond the limit")
         elif status == "noted" and low is not None and high is not None and \
                 (float(low) > 0 or float(high) < 0):
-            out.append(f"{_figure(entry, name, fmt, unit)}, a change we are sure of, inside "
+            out.append(f"{_figure(entry, name, unit, key)}, a change we are sure of, inside "
                        "the limit")
     return out
 
@@ -221,12 +220,18 @@ def _straddles(entry: Mapping[str, Any]) -> bool:
     return float(low) < limit < float(high)
 
 
-def _figure(entry: Mapping[str, Any], name: str, fmt: str, unit: str) -> str:
+def _figure(entry: Mapping[str, Any], name: str, unit: str, metric: str = "") -> str:
+    """'step time 5.3 → 11 ms (+100.1%, limit +75%)': values at the precision of every other
+    sentence (core.limits.format_value); a metric-less figure (a slope) at one decimal."""
     base, new = entry.get("base"), entry.get("new")
-    values = f"{fmt.format(base)} \u2192 {fmt.format(new)}{unit} " if None not in (base, new) \
-        else ""
+    values = (f"{_value(metric, base)} \u2192 {_value(metric, new)}{unit} "
+              if None not in (base, new) else "")
     unsure = ", undetermined" if _straddles(entry) else ""
     return f"{name} {values}({_pct(entry['change'])}, limit {_pct(entry['limit'], 0)}{unsure})"
+
+
+def _value(metric: str, value: Any) -> str:
+    return format_value(metric, float(value)) if metric else f"{float(value):.1f}"
 
 
 def _slope(entry: Mapping[str, Any], status: str = "") -> str:
@@ -239,7 +244,7 @@ def _slope(entry: Mapping[str, Any], status: str = "") -> str:
     if base and new is not None and margin:
         found.update(low=(float(new) - float(margin)) / float(base) - 1.0,
                      high=(float(new) + float(margin)) / float(base) - 1.0)
-    text = _figure(found, "step time per 1k context", "{:.1f}", " ms")
+    text = _figure(found, "step time per 1k context", " ms")
     if status == "undetermined" and "low" in found:
         text += (f" has a 95% interval of {_pct(found['low'])} to {_pct(found['high'])}, "
                  + ("across the limit" if _straddles(found) else "too wide to decide"))

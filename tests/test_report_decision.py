@@ -103,6 +103,16 @@ def test_nothing_judged_is_undetermined_and_says_why():
     assert "this run wrote a baseline" in decision.decide(doc).sweep
 
 
+def test_a_concurrency_run_is_not_said_to_lack_a_baseline():
+    """Its levels are judged against the concurrency baseline; only the sweep is absent."""
+    doc = _doc([_case("reasoning-ctx16-c1", "pass")], baseline=None,
+               concurrency_baseline={"deployment": "dep", "version": 1, "created": "x"})
+    assert decision.decide(doc).line() == (
+        "PASS — nothing moved past its tolerance in the bad direction. Sweep: none — a "
+        "concurrency run has no sweep; its levels were judged against the concurrency "
+        "baseline. Verdicts: pass 1.")
+
+
 def test_the_page_opens_with_the_decision_then_regressions_verdicts_and_charts():
     doc = _doc([FAILING, NOTED, OPEN_SWEEP], resolution=RESOLUTION)
     text = page.render(doc)

@@ -123,6 +123,9 @@ def _why_no_sweep(doc: Mapping[str, Any]) -> str:
     if settings.get("compare_endpoint"):
         return "no sweep verdict in this A/B run; its cases were judged against production"
     if doc.get("baseline") is None:
+        if doc.get("concurrency_baseline") is not None:  # levels, not a context sweep
+            return ("a concurrency run has no sweep; its levels were judged against the "
+                    "concurrency baseline")
         return "no baseline to compare with"
     sweep_tests = [o for node, o in (doc.get("outcomes") or {}).items() if "test_sweep" in node]
     if sweep_tests:

@@ -246,3 +246,20 @@ def test_levels_without_a_concurrency_baseline_say_not_judged_and_how_to_create_
         doc, resolve({"update_baselines": True}, {}, {})) == []
     judged = dict(doc, concurrency_baseline={"deployment": "d", "version": 1})
     assert summary.missing_baseline_lines(judged, settings) == []
+
+
+def test_a_batch_slope_whose_interval_straddles_the_limit_is_an_undetermined_verdict():
+    """Recorded like every verdict (results.json, the report, the closing block), then skipped
+    by plugin/conclude.py -- not a bare skip that leaves no trace."""
+    base = ContextFit(20.0, 2.2, 0.1, 3, 0.1, 0.5, 0.0, 3)
+    noisy = ContextFit(20.0, 2.8, 0.1, 3, 0.1, 1.5, 0.0, 3)
+    verdict = judge_batch_fit("reasoning-ctx16", noisy, base, 0.6, 0.75, 4.0)
+    assert not isinstance(verdict, NotJudged)
+    assert verdict.status == "undetermined" and verdict.case_id == "reasoning-ctx16-batch-fit"
+    assert verdict.message.startswith("reasoning-ctx16: step time per extra request in the "
+                                      "batch 2.20 → 2.80 ± ")
+    assert "so it is neither a pass nor a fail — measure again with more repeats: pytest " \
+        "perf_tests -m concurrency_scaling --specperf-repeats 10." in verdict.message
+    slope = verdict.details["slope"]  # the interval the sentence prints reaches the limit
+    assert slope["new"] - slope["margin"] < slope["base"] * (1 + slope["limit"]) \
+        < slope["new"] + slope["margin"]

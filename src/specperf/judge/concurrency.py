@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from ..baselines.store import CaseBaseline
 from ..core import contract, interval
-from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION
+from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import ARROW, Move, format_percent, tolerance
 from ..core.model import ContextFit
 from ..core.noise import NoiseModel
@@ -93,6 +93,8 @@ def judge_batch_fit(name: str, current: ContextFit, base: ContextFit,
              PASS: "within tolerance"}
     if found in words:
         return Verdict(case_id, found, f"{head} — {words[found]}.", None, details)
-    return NotJudged(f"{head}: the slope's uncertainty straddles the limit, so it is neither "
-                     f"a pass nor a fail — measure again with more repeats: pytest perf_tests "
-                     f"-m concurrency_scaling --specperf-repeats 10")
+    # Undetermined is a verdict like the others: recorded, then skipped (plugin/conclude.py).
+    return Verdict(case_id, UNDETERMINED, f"{head}: the slope's uncertainty straddles the "
+                   f"limit, so it is neither a pass nor a fail — measure again with more "
+                   f"repeats: pytest perf_tests -m concurrency_scaling --specperf-repeats 10.",
+                   None, details)

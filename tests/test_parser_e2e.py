@@ -59,7 +59,12 @@ def test_clean_parsers_pass_and_are_seen_to_run(perf_project, kimi, tmp_path):
     chat = found["reasoning-ctx3333 chat vs native"]["message"]
     assert "reasoning parser kimi_k2 ran (reasoning_content in every response)" in chat
     assert "tool-call parser kimi_k2 ran (well-formed calls) — within tolerance." in chat
-    assert found["reasoning-ctx3333 chat stream vs native stream"]["status"] == "pass"
+    # Clean parsers: within tolerance, a pass -- or "noted", the contract's pass with a change
+    # it is sure of inside the tolerance (under stress-ng beside 6 workers the chat stream
+    # once delivered 2.9 % faster than the native one, as this client read them).
+    stream = found["reasoning-ctx3333 chat stream vs native stream"]
+    assert stream["status"] in ("pass", "noted"), stream
+    assert "within tolerance" in stream["message"], stream
     result.stdout.fnmatch_lines(["streaming and parser paths (2):",
                                  "  reasoning-ctx3333 chat vs native: chat tok/s * → * vs "
                                  "native (*, limit −10%); step time * → * ms; post-processing *"])

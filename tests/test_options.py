@@ -16,6 +16,7 @@ import pytest
 from inprocess import NO_HYPOTHESIS
 from specperf import cli
 from specperf.baselines.diff import _small_percent
+from specperf.core import stop as core_stop
 from specperf.core.errors import ConfigError
 from specperf.measure.sample import Sample
 from specperf.plugin.signals import StopOnce
@@ -236,13 +237,33 @@ def test_help_is_plain_text_and_a_subcommand_shows_its_own_usage(capsys):
     assert err.rstrip().endswith("specperf gate: error: unrecognized arguments: --bogus")
 
 
-def test_only_the_first_stop_signal_interrupts(capfd):
+@pytest.fixture
+def fresh_stop():
+    core_stop.reset()
+    yield
+    core_stop.reset()  # a pending stop would interrupt this worker's later measurements
+
+
+def test_only_the_first_stop_signal_interrupts(capfd, fresh_stop):
     stop = StopOnce()
     with pytest.raises(KeyboardInterrupt, match="specperf: stopped by signal 2"):
         stop(signal.SIGINT, None)
     stop(signal.SIGINT, None)  # as `timeout -s INT` sends it again: acknowledged, no raise
     assert capfd.readouterr().err == ("specperf: already stopping: releasing the GPU lock and "
                                       "writing the report (SIGKILL ends it at once)\n")
+
+
+def test_a_stop_is_raised_again_until_the_run_acts_on_it(fresh_stop):
+    core_stop.check()  # nothing asked: no raise
+    with pytest.raises(KeyboardInterrupt):
+        StopOnce()(signal.SIGTERM, None)
+    # Lost in a finalizer, say: the next check raises it again, with the same signal.
+    with pytest.raises(KeyboardInterrupt, match="specperf: stopped by signal 15"):
+        core_stop.check()
+    assert core_stop.pending()
+    core_stop.acted_on()  # pytest caught it and is closing the session
+    core_stop.check()
+    assert not core_stop.pending()
 
 
 # -- prefixed flags, old names as aliases ------------------------------------------------------

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from ..core import stop
 from ..core.model import ContextFit, fit_repeats
 from ..core.stats import Summary, summarize
 from ..plan.workload import Case
@@ -221,6 +222,7 @@ class Burster:
 
     def burst(self, case: Case, concurrency: int, repeat: int, *, warmup: bool) -> Burst:
         """One clean burst; disturbed attempts are discarded and retried (bounded)."""
+        stop.check()  # a stop signal swallowed by a finalizer ends the run here
         where = f"{level_id(case, concurrency)} (burst of {concurrency}, repeat {repeat + 1})"
         found, discarded = guard.retry_clean(
             where, lambda: self._attempt(case, concurrency, repeat, warmup),

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from ..core import stop
 from ..core.errors import AcceptanceUnavailable, ConfigError, UnstableMeasurement
 from ..core.stats import UNSTABLE_REL_MAD
 from ..plan import nonce, reuse
@@ -140,6 +141,7 @@ class Measurer:
     def sample(self, case: Case, repeat: int, *, warmup: bool, request: Request | None = None,
                timing: ReadTiming | None = None) -> Sample:
         """One clean sample; contaminated attempts are discarded and retried (bounded)."""
+        stop.check()  # a stop signal swallowed by a finalizer ends the run here
         asked = request or self.request(case)
         sample, discarded = guard.retry_clean(
             asked.where(case), lambda: self.attempt(case, repeat, warmup, asked, timing),

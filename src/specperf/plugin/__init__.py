@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from ..baselines.preflight import Judged
+from ..core import stop
 from ..core.errors import ConfigError, SpecperfError
 from ..measure.lock import LockMode
 from ..plan.workload import Case, load_text_classes
@@ -207,6 +208,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if notice is not None and not hasattr(config, "workerinput"):  # once, not per worker
         write_line(config, notice)
     if threading.current_thread() is threading.main_thread():
+        stop.reset()
         handler = StopOnce()
         session.config.stash[_PREVIOUS_SIGTERM] = [
             (signum, signal.signal(signum, handler)) for signum in (signal.SIGTERM,
@@ -221,6 +223,7 @@ def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> N
     pytest's report of the KeyboardInterrupt then dies with a TypeError and a second
     traceback, and the run ends with exit 1 instead of 2 (interrupted).
     """
+    stop.acted_on()  # closing now: the measuring loops no longer raise the stop again
     excinfo.traceback = excinfo.traceback.filter(has_line)
 
 

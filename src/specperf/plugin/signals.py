@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..core import stop
+
 
 class StopOnce:
     """SIGTERM (a cancelled CI job, `kill`) and SIGINT end the run like Ctrl-C: pytest then
@@ -13,6 +15,8 @@ class StopOnce:
     Only the first signal interrupts. `timeout -s INT` signals the process and then its whole
     group, so a second one arrives while the session is closing; raising again there would
     abort the cleanup with a long traceback. Later ones are acknowledged and ignored.
+    The first is also kept as a stop request (core/stop.py), which the measuring loops raise
+    again if the interrupt was swallowed before pytest saw it.
     """
 
     def __init__(self) -> None:
@@ -21,6 +25,7 @@ class StopOnce:
     def __call__(self, signum: int, frame: object) -> None:
         if not self.stopping:
             self.stopping = True
+            stop.request(signum)  # kept: a finalizer may swallow the raise (core/stop.py)
             raise KeyboardInterrupt(f"specperf: stopped by signal {signum}")
         os.write(2, b"specperf: already stopping: releasing the GPU lock and writing the "
                     b"report (SIGKILL ends it at once)\n")

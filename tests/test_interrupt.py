@@ -127,7 +127,9 @@ def test_a_stop_swallowed_by_a_finalizer_still_ends_the_run(pytester, start_sim,
     doc = json.loads(next(pytester.path.glob("reports/*/results.json")).read_text())
     assert doc["interrupted"] is True
     assert "padding-ctx13" in doc["measurements"]
+    # Stopped before its first request: not a sample of the second case was taken.
     assert "padding-ctx1663" not in doc["measurements"]
-    # No request was sent for the case the stop landed in: the sim saw the first case's only.
+    assert "padding-ctx1663" not in (doc.get("partial") or {}), doc.get("partial")
+    # The lock is free: the stopped run released it.
     with GpuLock(lock_path_for(sim.url, tmp_path / "locks"), timeout_s=1):
         pass

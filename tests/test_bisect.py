@@ -19,7 +19,7 @@ from specperf.bisect import report
 from specperf.bisect.command import EXIT_OF, BisectExit
 from specperf.bisect.deploylog import Version, load_versions, parse_versions, pick
 from specperf.bisect.lab import BoxLab, deploy_argv, measuring_settings
-from specperf.bisect.search import DeployFailed, Measured, Outcome, Plan, Search
+from specperf.bisect.search import DeployFailed, Measured, Outcome, Plan, Search, ServeFailed
 from specperf.cli import main
 from specperf.core.errors import ConfigError
 
@@ -152,6 +152,43 @@ def test_a_tok_s_drop_no_factor_explains_is_bisected_as_tok_s() -> None:
     assert "  tok/s: v05 is the first bad version (v04 the last good): tok_s \u2212" in \
         report.text(doc)
     assert 'data-plot="bisect-tok_s"' in report.html(doc)
+
+
+class ServesBadly(FakeLab):
+    """Named versions fail to serve on their first ``times`` visits (a request timed out)."""
+
+    def __init__(self, truths: list[Truth], times: dict[str, int]) -> None:
+        super().__init__(truths)
+        self.times = dict(times)
+
+    def measure(self, version: Version, repeats: int) -> Measured:
+        if self.times.get(version.name, 0) > 0:
+            self.times[version.name] -= 1
+            raise ServeFailed("the server failed to serve padding-ctx1663: read timed out")
+        return super().measure(version, repeats)
+
+
+def test_a_version_that_fails_to_serve_once_is_redeployed_and_decided() -> None:
+    versions = _versions(16)
+    lab = ServesBadly(_history(16, step=(9, 1.06)), {"v07": 1, "v15": 1})  # v15: the bad end
+    outcome = Search(lab, versions, versions[0], versions[-1]).run()
+    assert [v.version.name for v in outcome.versions if v.skipped] == []
+    [result] = outcome.factors
+    assert (result.status, result.first_bad) == ("found", "v09")
+    assert lab.deployed.count("v07") >= 2 and outcome.versions[7].verdicts
+    assert outcome.versions[7].repeats == lab.requests["v07"]  # nothing of the failed visit
+
+
+def test_a_version_that_fails_to_serve_twice_is_skipped_saying_so() -> None:
+    versions = _versions(16)
+    lab = ServesBadly(_history(16, step=(9, 1.06)), {"v07": 2})
+    outcome = Search(lab, versions, versions[0], versions[-1]).run()
+    skipped = {v.version.name: v.skipped for v in outcome.versions if v.skipped}
+    assert skipped == {"v07": "the server failed to serve padding-ctx1663: read timed out "
+                              "(again after a redeploy)"}
+    assert lab.deployed.count("v07") == 2
+    [result] = outcome.factors
+    assert (result.status, result.first_bad) == ("found", "v09")
 
 
 class FirstVisitWild(FakeLab):

@@ -44,14 +44,16 @@ def test_bisect_names_the_first_noisy_draft_by_acceptance_and_skips_the_broken_o
     finally:  # the bisect restored n2 on the box: stop it
         subprocess.run([sys.executable, str(DEPLOY), "--state", str(state), "stop"],
                        check=False, timeout=60)
-    doc = json.loads(capsys.readouterr().out)
+    said = capsys.readouterr()
+    doc = json.loads(said.out)
+    why = f"{said.err[-4000:]}\n{json.dumps(doc['factors'], indent=1)[:4000]}"  # its progress
     by_factor = {f["factor"]: f for f in doc["factors"]}
-    assert by_factor["acceptance"]["status"] == "found"
+    assert by_factor["acceptance"]["status"] == "found", why
     assert by_factor["acceptance"]["first_bad"] == "n1"
     assert by_factor["acceptance"]["culprit_change"]["high"] < 0
     skipped = {v["name"]: v["skipped"] for v in doc["versions"] if v["state"] == "skipped"}
     assert skipped == {"broken": "the deploy command exited 1: llama_deploy: draft model "
-                                 f"{tmp_path / 'missing.gguf'} of broken does not exist"}
+                                 f"{tmp_path / 'missing.gguf'} of broken does not exist"}, why
     # timing on a shared CPU box may move too; whatever else moved must not blame the skip
     assert all(f["first_bad"] != "broken" for f in doc["factors"])
     assert code in (0, 6)

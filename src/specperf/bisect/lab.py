@@ -26,7 +26,7 @@ from ..plan.workload import Case
 from ..servers.client import Client
 from ..settings.config import Settings, resolve
 from .deploylog import Version, fingerprint_matches
-from .search import DeployFailed, Measured
+from .search import DeployFailed, Measured, ServeFailed
 
 PLACEHOLDER = "{version}"
 # The figures each request gives the search (bisected factors and the headline).
@@ -183,7 +183,7 @@ class BoxLab:
             try:
                 m = self._session.measure(case, _stop_at(repeats))
             except SpecperfError as exc:
-                raise DeployFailed(f"the server failed to serve {case.id}: "
+                raise ServeFailed(f"the server failed to serve {case.id}: "
                                    f"{str(exc).splitlines()[0]}") from None
             gpu_s += sum(s.wall_s for s in m.samples)
             figures[case.id] = {name: [v for s in m.measured if (v := s.metric(name)) is not None]

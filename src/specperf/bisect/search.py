@@ -33,6 +33,13 @@ class DeployFailed(Exception):
     """A version the box could not deploy or serve: skipped, never blamed."""
 
 
+class ServeFailed(DeployFailed):
+    """A deployed version failed to serve the measured requests (a request errored or timed
+    out, other traffic crossed a measured one). On a real box that often passes, so the
+    version is deployed and measured once more before it is skipped; a deploy command that
+    fails is not retried."""
+
+
 class BudgetSpent(Exception):
     """The next measurement would exceed the GPU budget."""
 
@@ -159,18 +166,26 @@ class Search:
             return
         if self.gpu_s + self._cost_of(more) > self.plan.budget_s:
             raise BudgetSpent
-        if self.deployed != state.version.index:
-            self.deployed = None
-            self.deploys += 1
-            self.progress(f"deploying {state.version.name}")
-            self.lab.deploy(state.version)
-            self.deployed = state.version.index
-        self.progress(f"measuring {state.version.name}: {more} request(s) per case")
-        try:
-            state.add(self.lab.measure(state.version, more))
-        except DeployFailed:
-            self.deployed = None
-            raise
+        for attempt in (1, 2):
+            if self.deployed != state.version.index:
+                self.deployed = None
+                self.deploys += 1
+                self.progress(f"deploying {state.version.name}")
+                self.lab.deploy(state.version)
+                self.deployed = state.version.index
+            self.progress(f"measuring {state.version.name}: {more} request(s) per case")
+            try:
+                state.add(self.lab.measure(state.version, more))
+                return
+            except ServeFailed as exc:
+                self.deployed = None
+                if attempt == 2:
+                    raise ServeFailed(f"{exc} (again after a redeploy)") from None
+                self.progress(f"{state.version.name} failed to serve ({exc}): deploying it "
+                              "once more")
+            except DeployFailed:
+                self.deployed = None
+                raise
 
     def _sides(self, metric: str, state: VersionState
                ) -> tuple[cl.Side, cl.Side, cl.Side] | None:

@@ -291,11 +291,14 @@ def _vllm_iterations(url: str, d: _Delta, window: float, conc: float, commit: fl
     """A vLLM without request histograms: the window's decode rate per running request, and
     the context from the prompt counter over the requests that started in the window.
 
-    vLLM counts prompt tokens when it schedules a request's prefill and a request as finished
-    at its end: over a window the prompts counted belong to the requests that started in it,
-    the finished ones plus those still running at its end, less those running at its start
-    (Δ finished + Δ running). Over the finished alone, a window with one more start than
-    finish read a 1500-token context as 1636."""
+    vLLM counts a request's prompt tokens with its first output (vllm/v1/metrics/stats.py,
+    IterationStats.update_from_output when prefilling), a request as running from its
+    scheduling and as finished at its end: over a window the prompts counted belong, up to a
+    prefill cut by an edge, to the requests that started in it, the finished ones plus those
+    still running at its end, less those running at its start (Δ finished + Δ running). An
+    edge inside a prefill counts one request without its prompt or one prompt without its
+    request, so the figure is exact to one request in N. Over the finished alone, a window
+    with one more start than finish read a 1500-token context as 1636."""
     requests = d("finished") if d.has("finished") else 0.0
     started = requests + (d.last.sums.get(VLLM["running"], 0.0)
                           - d.first.sums.get(VLLM["running"], 0.0))

@@ -163,6 +163,7 @@ class SimRequest:
             "finish_reason": self.finish_reason,
             # The simulator's monotonic clock (wall seconds): when requests overlapped.
             "received_mono": self.received_mono,
+            "prefill_start_mono": self.prefill_start_mono,
             "first_token_mono": self.first_token_mono,
             "finished_mono": self.finished_mono,
         }

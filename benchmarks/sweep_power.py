@@ -94,6 +94,7 @@ from specperf import (
     summarize,
     sweep_budget,
 )
+from specperf.core.interval import fixed_ses
 
 RESULTS = Path(__file__).resolve().parent / "results"
 A_MS, B_MS, PREFILL_MS_PER_TOKEN, TOKENS = 27.25, 0.01772, 0.15, 600
@@ -397,9 +398,10 @@ def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
                                               for k, n in enumerate(earlier))],
                                    ph.case, setup.baseline_repeats)
         reference = setup.mode == "same-night"
-        got = take(now, lambda v, b=base: decide_repeats(  # type: ignore[misc]
-            v, b, DEFAULT_TOLERANCES, min_repeats=setup.repeats, max_repeats=MAX_R).action,
-            setup.repeats, MAX_R)
+        fixed = fixed_ses(base.metrics, noise, setup.base_runs)  # as plugin/runstate.py
+        got = take(now, lambda v, b=base, f=fixed: decide_repeats(  # type: ignore[misc]
+            v, b, DEFAULT_TOLERANCES, min_repeats=setup.repeats, max_repeats=MAX_R,
+            fixed=f).action, setup.repeats, MAX_R)
         fails += case_verdict(ph, got, base, noise, setup.base_runs) == "fail"
         cost = sum(s["wall_s"] for s in got) / len(got)
         gpu += (WARMUP + len(got)) * cost + (base_gpu if reference else 0.0)
@@ -577,9 +579,10 @@ def persistent_trial(setup: Setup, change: Change, seed: Sequence[int]) -> list[
             now = stream(ph, today, i, now_change, setup.box,
                          np.random.default_rng([*seed, i, 1, n]))
             base = bases[ph.case.id]
-            got = take(now, lambda v, b=base: decide_repeats(  # type: ignore[misc]
-                v, b, DEFAULT_TOLERANCES, min_repeats=setup.repeats, max_repeats=MAX_R).action,
-                setup.repeats, MAX_R)
+            fixed = fixed_ses(base.metrics, noise)
+            got = take(now, lambda v, b=base, f=fixed: decide_repeats(  # type: ignore[misc]
+                v, b, DEFAULT_TOLERANCES, min_repeats=setup.repeats, max_repeats=MAX_R,
+                fixed=f).action, setup.repeats, MAX_R)
             if case_verdict(ph, got, base, noise) == "fail":
                 fails += 1
                 bad.append(ph.case.id)

@@ -44,3 +44,25 @@ def test_a_comparison_carries_both_medians_and_the_run_term() -> None:
     low, high = interval.relative(0.05, 0.01)
     assert (low, high) == pytest.approx((math.expm1(0.05 - 1.959964 * 0.01),
                                          math.expm1(0.05 + 1.959964 * 0.01)), rel=1e-6)
+
+
+@pytest.mark.parametrize("noise", [NoiseModel.prior(), NoiseModel.prior(0.2, stated=True),
+                                   NoiseModel.same_night()], ids=["prior", "stated", "same"])
+def test_what_repeats_cannot_shrink_is_the_comparison_less_this_runs_median(
+        noise: NoiseModel) -> None:
+    """The repeat rule stops once this run's median is small against :func:`fixed_se`: it is
+    the comparison's variance less this run's median, so the rule and the verdict read one
+    interval. On the same night it is the baseline's median alone."""
+    now = summarize([100.0, 103.0, 98.0, 101.0])
+    then = summarize([90.0, 92.0, 91.0, 95.0, 89.0])
+    run = noise.of("step_ms")
+    se, _ = interval.comparison(now, then, run, base_runs=3)
+    fixed = interval.fixed_se(then, run, base_runs=3)
+    assert se**2 == pytest.approx(interval.median_var(now)[0] + fixed**2, rel=1e-12)
+    assert fixed**2 == pytest.approx(interval.median_var(then)[0]
+                                     + run.comparison_var(1, 3), rel=1e-12)
+    assert interval.fixed_ses({"step_ms": then}, noise, 3) == {"step_ms": fixed}
+    if noise.same:
+        assert fixed == pytest.approx(math.sqrt(interval.median_var(then)[0]))
+    else:
+        assert fixed > 3 * math.sqrt(interval.median_var(then)[0])

@@ -262,6 +262,41 @@ def test_near_the_limit_takes_more_until_the_bound() -> None:
     assert "at the repeat bound" in at_bound.reason
 
 
+def test_repeats_stop_once_what_they_cannot_shrink_dominates() -> None:
+    """Near its limit, a median known to a third of the comparison's fixed part (the baseline
+    median's and the run-to-run term's) stops: more repeats would narrow the verdict's
+    interval by under 6 %. A fixed part the median's own error still matters against takes
+    more, as without one."""
+    base = base_case(54.5, 7.85, 144)
+    near = {"tok_s": steady(54.5 * 0.905, 3, wobble=0.01)}
+    own = decide_repeats(near, base, TOL, min_repeats=3, max_repeats=9)
+    assert own.action == "more" and "0.5% from its limit" in own.reason, own
+    from specperf.core.stats import MAD_TO_SIGMA, median_se, summarize
+    s = summarize(near["tok_s"])
+    uncertainty = median_se(MAD_TO_SIGMA * s.mad, s.n) / 54.5
+    stop = decide_repeats(near, base, TOL, min_repeats=3, max_repeats=9,
+                          fixed={"tok_s": 3.0 * uncertainty * 1.01})
+    assert stop.action == "stop", stop
+    assert stop.reason == (
+        f"after 3 repeats more cannot narrow the verdict: near its limit, the median's "
+        f"uncertainty is under a third of what repeats cannot shrink (the baseline's and the "
+        f"run-to-run noise): tok/s ({uncertainty:.1%} against {3.03 * uncertainty:.1%}).")
+    more = decide_repeats(near, base, TOL, min_repeats=3, max_repeats=9,
+                          fixed={"tok_s": 3.0 * uncertainty * 0.99})
+    assert more.action == "more", more
+    # A fixed part of another metric decides nothing for this one.
+    assert decide_repeats(near, base, TOL, min_repeats=3, max_repeats=9,
+                          fixed={"step_ms": 1.0}).action == "more"
+
+
+def test_a_dominating_fixed_part_does_not_skip_confirming_a_failure() -> None:
+    base = base_case(54.5, 7.85, 144)
+    values = {"tok_s": steady(38.0, 3), "avg_commit": steady(7.85, 3), "step_ms": steady(144, 3)}
+    first = decide_repeats(values, base, TOL, min_repeats=3, max_repeats=9,
+                           fixed={m: 0.5 for m in values})
+    assert first.action == "more" and "confirming with 6" in first.reason
+
+
 def test_a_clear_regression_is_confirmed_before_it_fails() -> None:
     base = base_case(54.5, 7.85, 144)
     # 30% down, three samples in agreement: clear, yet confirmed with twice the minimum.

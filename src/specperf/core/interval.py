@@ -21,10 +21,10 @@ and build no interval of their own (tests/test_one_interval.py holds them to it)
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from . import stats
-from .noise import RunNoise
+from .noise import NoiseModel, RunNoise
 from .stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, Summary, t_quantile
 
 # A median's variance over the mean's for normal data (π/2): k·σ²/n.
@@ -80,6 +80,20 @@ def satterthwaite(parts: Iterable[tuple[float, float]]) -> float:
     total = sum(v for v, _ in found)
     denom = sum(v * v / d for v, d in found if math.isfinite(d))
     return max(total * total / denom, 1.0) if denom > 0 else math.inf
+
+
+def fixed_se(then: Summary, run: RunNoise | None, base_runs: int = 1) -> float:
+    """The part of a case comparison's standard error that more repeats now cannot shrink:
+    the baseline median's request spread and, with ``run``, the run term of both nights."""
+    run_var = run.comparison_var(1, base_runs) if run is not None else 0.0
+    return math.sqrt(median_var(then)[0] + run_var)
+
+
+def fixed_ses(then: Mapping[str, Summary], noise: NoiseModel,
+              base_runs: int = 1) -> dict[str, float]:
+    """:func:`fixed_se` of every metric of a baseline case under ``noise``."""
+    return {metric: fixed_se(summary, noise.of(metric), base_runs)
+            for metric, summary in then.items()}
 
 
 def comparison(now: Summary, then: Summary, run: RunNoise | None,

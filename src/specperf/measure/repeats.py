@@ -44,7 +44,8 @@ class RepeatDecision:
 def decide_repeats(values: Mapping[str, Sequence[float]], base: Reference | None,
                    tolerances: Mapping[str, float], *, min_repeats: int,
                    max_repeats: int, confirm_repeats: int | None = None,
-                   max_spread: float = UNSTABLE_REL_MAD) -> RepeatDecision:
+                   max_spread: float = UNSTABLE_REL_MAD,
+                   fixed: Mapping[str, float] | None = None) -> RepeatDecision:
     """Decide after each repeat whether to stop, take another, or give up as unstable.
 
     1. Fewer than ``min_repeats`` repeats: more.
@@ -58,6 +59,11 @@ def decide_repeats(values: Mapping[str, Sequence[float]], base: Reference | None
        units. Any margin within 3 uncertainties (the verdict could still flip): more,
        until ``max_repeats`` (then stop and judge on what there is). Only this run's
        spread counts: more repeats cannot shrink the baseline's.
+       ``fixed`` gives, per metric, the relative standard error of the comparison that more
+       repeats cannot shrink (the baseline median's and the run-to-run term's, e.g. the
+       3 % prior on a first night). Once this run's median is known to within a third of
+       it, the verdict's interval is within 6 % of the narrowest any number of repeats
+       could make it: stop, and let the verdict say what that interval decides.
     4. A metric past its limit (the case would fail) with fewer than ``confirm_repeats``
        (default: twice ``min_repeats``, within ``max_repeats``): more. Blocking a deploy is
        expensive, and three samples can agree by chance under noise that does not average
@@ -82,7 +88,7 @@ def decide_repeats(values: Mapping[str, Sequence[float]], base: Reference | None
     if base is None:
         return RepeatDecision("stop", f"no baseline to compare with; {n} stable repeats taken.")
     confirm = min(max_repeats, confirm_repeats or 2 * min_repeats)
-    return _near_limit(summaries, base, tolerances, n, max_repeats, confirm)
+    return _near_limit(summaries, base, tolerances, n, max_repeats, confirm, fixed or {})
 
 
 SPREAD_EXEMPT = ("ttft_ms",)
@@ -102,9 +108,15 @@ def _noisy(summaries: Mapping[str, Summary], n: int, max_repeats: int,
     return None
 
 
+# This run's median known to a third of what repeats cannot shrink: √(1 + 1/9) = 1.054, so
+# the verdict's interval is within 6 % of its narrowest.
+FIXED_DOMINATES = 3.0
+
+
 def _near_limit(summaries: Mapping[str, Summary], base: Reference,
                 tolerances: Mapping[str, float], n: int, max_repeats: int,
-                confirm: int) -> RepeatDecision:
+                confirm: int, fixed: Mapping[str, float]) -> RepeatDecision:
+    settled: list[str] = []
     for metric, summary in summaries.items():
         reference = base.metrics.get(metric)
         if metric not in DIRECTION or reference is None or not reference.median:
@@ -116,11 +128,21 @@ def _near_limit(summaries: Mapping[str, Summary], base: Reference,
                                   f"after {n} repeats; confirming with {confirm}.")
         if abs(margin) >= CLEAR_MARGIN_SE * uncertainty:
             continue
+        floor = fixed.get(metric, 0.0)
+        if floor > 0 and FIXED_DOMINATES * uncertainty <= floor:
+            settled.append(f"{LABELS.get(metric, metric)} ({uncertainty:.1%} against "
+                           f"{floor:.1%})")
+            continue
         near = (f"{LABELS.get(metric, metric)} sits {abs(margin):.1%} from its limit with "
                 f"uncertainty {uncertainty:.1%} after {n} repeats")
         if n < max_repeats:
             return RepeatDecision("more", f"{near}; taking more.")
         return RepeatDecision("stop", f"{near}, at the repeat bound: judging on these.")
+    if settled:
+        return RepeatDecision("stop", f"after {n} repeats more cannot narrow the verdict: near "
+                              f"its limit, the median's uncertainty is under a third of what "
+                              f"repeats cannot shrink (the baseline's and the run-to-run "
+                              f"noise): {', '.join(settled)}.")
     return RepeatDecision("stop", f"verdict clear after {n} repeats: every metric is at least "
                           f"{CLEAR_MARGIN_SE:g} standard errors from its limit.")
 

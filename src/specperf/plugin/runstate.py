@@ -14,6 +14,7 @@ from ..baselines import preflight
 from ..baselines.store import Baseline, CaseBaseline
 from ..core.errors import BaselineError, SpecperfError
 from ..core.fingerprint import deployment_name, fingerprint_differences
+from ..core.interval import fixed_ses
 from ..core.model import ContextFit
 from ..core.noise import NoiseModel
 from ..judge.ab import Comparison
@@ -277,12 +278,15 @@ class RunState:
         self.prompt_plan()
         entry = self.baseline_case(case)
         base = entry if isinstance(entry, CaseBaseline) else None
+        # what more repeats cannot shrink (measure/repeats.py, rule 3)
+        fixed = fixed_ses(base.metrics, self.noise(), self.base_runs()) if base else {}
 
         def decide(values: Mapping[str, Any]) -> RepeatDecision:
             if self.prompts.exact_in_force(case, base, session.measurer):  # settled exactly
                 values = {k: v for k, v in values.items() if k != "avg_commit"}
             return decide_repeats(values, base, tolerances, min_repeats=s.repeats,
-                                  max_repeats=s.max_repeats, max_spread=s.max_spread)
+                                  max_repeats=s.max_repeats, max_spread=s.max_spread,
+                                  fixed=fixed)
 
         return session.measure(case, decide)
 

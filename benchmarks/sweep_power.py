@@ -86,6 +86,7 @@ from specperf import (
     Settings,
     SweepCase,
     decide_repeats,
+    fixed_ses,
     judge_case,
     judge_sweep,
     median_se,
@@ -94,7 +95,6 @@ from specperf import (
     summarize,
     sweep_budget,
 )
-from specperf.core.interval import fixed_ses
 
 RESULTS = Path(__file__).resolve().parent / "results"
 A_MS, B_MS, PREFILL_MS_PER_TOKEN, TOKENS = 27.25, 0.01772, 0.15, 600

@@ -43,6 +43,7 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "step_repeats": ("measure.sample", "step_repeats"),
     "decide_repeats": ("measure.repeats", "decide_repeats"),
     "RepeatDecision": ("measure.repeats", "RepeatDecision"),
+    "fixed_ses": ("core.interval", "fixed_ses"),
     # servers: the simulator as a process, a server's Prometheus counters
     "SimProcess": ("servers.simulated", "SimProcess"),
     "parse_metrics": ("servers.acceptance", "parse_metrics"),
@@ -94,7 +95,7 @@ _PUBLIC: dict[str, tuple[str, str]] = {
 __all__ = [  # the names of _PUBLIC, spelled out for linters and type checkers
     "__version__", "Settings", "resolve", "Case", "TextClass", "load_text_classes", "plan",
     "generate_text", "PromptPlan", "PerfSession", "Measurement", "Sample", "step_repeats",
-    "decide_repeats", "RepeatDecision", "SimProcess", "parse_metrics", "ContextFit",
+    "decide_repeats", "RepeatDecision", "fixed_ses", "SimProcess", "parse_metrics", "ContextFit",
     "fit_context", "fit_repeats", "attribute", "predict_tok_s", "summarize", "median_se",
     "NoiseModel", "RunNoise", "noise_from_history", "DRIFT_SCAN", "drift_series", "scan_drift",
     "DEFAULT_TOLERANCES", "Verdict", "NotJudged", "judge_case", "judge_fit", "pair_decider",
@@ -125,6 +126,7 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .core.drift import scan_night as scan_drift
     from .core.drift import series as drift_series
     from .core.errors import BaselineError, ConfigError, EndpointError, SpecperfError
+    from .core.interval import fixed_ses
     from .core.limits import DEFAULT_TOLERANCES
     from .core.model import ContextFit, attribute, fit_context, fit_repeats, predict_tok_s
     from .core.noise import NoiseModel, RunNoise

@@ -115,6 +115,27 @@ def test_two_runs_in_one_night_count_as_one_night() -> None:
     assert split.nights == 16
 
 
+def test_a_history_of_one_night_is_not_called_no_history() -> None:
+    """Runs minutes apart are one night: no spread between nights, so the prior judges. Its
+    sentence says how much history there was, not that there was none (it did, after six
+    runs on one night)."""
+    rng = np.random.default_rng(5)
+    lines = _dated(_history(rng, 6, 0.02, 0.5, per_segment=100), per_night=6)
+    noise = from_history(lines, "box").of("step_ms")
+    assert noise.source == "prior" and noise.nights == 1
+    assert noise.text() == "run-to-run prior ±3.0%: 1 night of history, no spread between " \
+        "nights yet"
+    stated = from_history(lines, "box", total=0.005, stated=True).of("step_ms")
+    assert stated.text() == "run-to-run ±0.5% as stated: 1 night of history, no spread " \
+        "between nights yet"
+    # Two nights under two baselines: history, but no two nights share their levels.
+    split = [{**line, "baseline": {"deployment": "d", "version": n}}
+             for n, line in enumerate(_dated(_history(rng, 2, 0.02, 0.5)))]
+    assert from_history(split, "box").of("step_ms").text().endswith(
+        "2 nights of history, no spread between nights yet")
+    assert from_history([], "box").of("step_ms").text().endswith("no history yet")
+
+
 def test_back_to_back_runs_do_not_shrink_the_night_noise() -> None:
     """Three runs a night with the night's term in common: counted as runs, their small
     within-night spread would pull the estimate low; counted as nights, it is the box's."""

@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -117,8 +117,11 @@ class RunNoise:
             return "same-night reference: run-to-run noise cancels"
         pct = format_spread(self.case_sd())
         if self.source == "prior":
-            return (f"run-to-run {pct} as stated: no history yet" if self.stated
-                    else f"run-to-run prior {pct}: no history yet")
+            head = f"run-to-run {pct} as stated" if self.stated else f"run-to-run prior {pct}"
+            if not self.nights:
+                return f"{head}: no history yet"
+            night = "night" if self.nights == 1 else "nights"
+            return f"{head}: {self.nights} {night} of history, no spread between nights yet"
         night = "night" if self.nights == 1 else "nights"
         return f"run-to-run {pct} from {self.nights} {night}"
 
@@ -137,14 +140,17 @@ class NoiseModel:
     common_share: float = DEFAULT_COMMON_SHARE
     same: bool = False
     stated: bool = False
+    # Nights the box's history holds (its counted runs): a prior stands in for a metric the
+    # history gives no spread for, and its sentence says how much history there was.
+    nights: int = 0
 
     def of(self, metric: str) -> RunNoise:
         """The noise of ``metric``: estimated where the history knew it, else the prior."""
         if self.same:
             return RunNoise(metric, 0.0, 0.0, math.inf, 0, "same-night")
         found = self.metrics.get(metric)
-        return found if found is not None else _prior(metric, self.total, self.common_share,
-                                                      self.stated)
+        return found if found is not None else replace(
+            _prior(metric, self.total, self.common_share, self.stated), nights=self.nights)
 
     @classmethod
     def prior(cls, total: float = DEFAULT_RUN_NOISE,
@@ -364,4 +370,4 @@ def from_history(entries: Sequence[Mapping[str, Any]], label: str, *,
     found = {m: estimate(runs, m, total=total, common_share=common_share, stated=stated,
                          night_window_h=night_window_h) for m in metrics}
     return NoiseModel({m: n for m, n in found.items() if n.source == "history"}, total,
-                      common_share, stated=stated)
+                      common_share, stated=stated, nights=len(nights_of(runs, night_window_h)))

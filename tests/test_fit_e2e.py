@@ -7,6 +7,8 @@ and no "unexplained by the model" line contradicts it.
 
 from __future__ import annotations
 
+import shlex
+
 import httpx
 import pytest
 
@@ -57,9 +59,17 @@ def test_close_contexts_skip_the_slope_check_naming_the_context_to_add(with_base
         "run-to-run prior ±3.0%: no history yet): "
         "contexts 13,20 lie too close together to determine the slope (±* ms per 1k "
         "against a * ms band), so it is neither a pass nor a fail — add a longer context: "
-        "pytest perf_tests -m context_scaling --specperf-text-classes reasoning "
-        "--specperf-contexts 13,20,*"])
+        "pytest * -m context_scaling --specperf-endpoint * --specperf-baseline-dir * "
+        "--specperf-text-classes reasoning --specperf-contexts 13,20,*"])
     assert "attention scaling regression" not in out
+    # The advice acts on the run's own server and baselines: followed as printed, it must
+    # not measure the embedded simulator against the default baseline directory.
+    line = next(x for x in out.splitlines() if x.startswith("SKIPPED") and "add a longer" in x)
+    advice = shlex.split(line.split("add a longer context: ", 1)[1])
+    assert advice[advice.index("--specperf-endpoint") + 1] == where[1]
+    assert advice[advice.index("--specperf-baseline-dir") + 1] == where[3]
+    # pytest finds the perf tests as printed: this project has no perf_tests/ folder.
+    assert advice[1:3] == ["--pyargs", "specperf.perf_tests"]
 
 
 def test_a_step_time_regression_is_not_also_called_unexplained(with_baseline):

@@ -142,3 +142,22 @@ def test_a_nearly_flat_slope_is_judged_by_the_step_time_it_adds_not_by_a_hair() 
     # a slope that grows well (the simulator's 17.6 ms per 1k) keeps its own 15 % limit
     assert "limit +15%)" in judge_fit("reasoning", BASE, BASE, 0.15, [13, 5553], 0.10,
                                       5853.0).message
+
+
+def test_the_advice_is_the_runs_own_command_and_an_ab_run_is_not_told_to_write_a_baseline(
+        ) -> None:
+    """The plugin passes the command built from the run's flags (same server, deployment and
+    baselines): the advice uses it as given. An A/B run's "baseline" is the other arm, so an
+    uncertain one asks to measure both again, never to write a baseline."""
+    assert BASE is not None and CLOSE is not None
+    own = judge_fit("reasoning", CLOSE, BASE, 0.15, [13, 20],
+                    rerun=lambda *a: "RUN " + " ".join(a))
+    assert own.message.endswith(
+        "add a longer context: RUN --specperf-text-classes reasoning --specperf-contexts "
+        "13,20,1663")
+    alone = judge_fit("reasoning", BASE, CLOSE, 0.15, [13, 1663, 3333, 5553])
+    paired = judge_fit("reasoning", BASE, CLOSE, 0.15, [13, 1663, 3333, 5553], paired=True)
+    assert "--specperf-update-baselines" in alone.message
+    assert paired.status == "undetermined"
+    assert "baseline" not in paired.message.split(":", 2)[-1]
+    assert "--specperf-update-baselines" not in paired.message

@@ -190,8 +190,8 @@ def _ids(result: pytest.RunResult) -> list[str]:
      "worker) or --dist loadgroup."),
     (("--specperf-update-baselines",),
      "ERROR: --specperf-update-baselines writes one deployment's baseline and cannot run over a "
-     "fleet: write each endpoint's baseline with its own run, e.g. `pytest perf_tests -m "
-     "context_scaling --specperf-endpoint URL --specperf-deployment NAME "
+     "fleet: write each endpoint's baseline with its own run, e.g. `pytest --pyargs "
+     "specperf.perf_tests -m context_scaling --specperf-endpoint URL --specperf-deployment NAME "
      "--specperf-update-baselines`."),
     (("--endpoint", "a=http://127.0.0.1:3"),
      "ERROR: a fleet is given either by --endpoints FILE or by --endpoint NAME=URL more than "

@@ -12,7 +12,12 @@ import pytest
 from specperf.cli.decision import CaseOutcome, GateExit, GateResult
 from specperf.cli.sentences import summary_lines
 from specperf.settings.config import resolve
-from specperf.settings.hints import perf_command, perf_tests_args, update_command
+from specperf.settings.hints import (
+    perf_command,
+    perf_tests_args,
+    rerun_command,
+    update_command,
+)
 from specperf.views import page, summary
 
 STEP = ("tok/s 54.5 → 38.1 (−30.1%, limit −10%): step time 144 → 190 ms (+31.9%) explains it "
@@ -70,6 +75,22 @@ def test_update_command_in_a_checkout(monkeypatch):
     assert update_command(settings) == ("pytest perf_tests -m context_scaling --specperf-endpoint "
                                         "http://10.0.0.5:30000 --specperf-deployment prod "
                                         "--specperf-update-baselines")
+
+
+def test_a_rerun_acts_on_the_runs_server_its_other_arm_and_its_levels(monkeypatch):
+    """The command an undetermined fit advises: the run's endpoint and deployment, an A/B
+    run's production arm, a concurrency run's levels when not the defaults."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    ab = resolve({"endpoint": "http://10.0.0.5:30000", "deployment": "prod",
+                  "compare_endpoint": "http://10.0.0.6:30000"}, {}, {})
+    assert rerun_command(ab, "--specperf-repeats", "10") == (
+        "pytest perf_tests -m context_scaling --specperf-endpoint http://10.0.0.5:30000 "
+        "--specperf-deployment prod --specperf-compare-endpoint http://10.0.0.6:30000 "
+        "--specperf-repeats 10")
+    burst = resolve({"endpoint": "http://10.0.0.5:30000", "concurrency_levels": "1,4"}, {}, {})
+    assert rerun_command(burst, "--specperf-repeats", "10", marker="concurrency_scaling") == (
+        "pytest perf_tests -m concurrency_scaling --specperf-endpoint http://10.0.0.5:30000 "
+        "--specperf-concurrency-levels=1,4 --specperf-repeats 10")
 
 
 def test_changed_cases_on_a_changed_server_name_the_fingerprint_fields():

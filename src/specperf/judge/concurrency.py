@@ -12,6 +12,7 @@ whole interval is past the tolerance.
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Mapping
 
 from ..baselines.store import CaseBaseline
@@ -21,7 +22,7 @@ from ..core.limits import ARROW, Move, format_percent, tolerance
 from ..core.model import ContextFit
 from ..core.noise import NoiseModel
 from ..core.stats import Summary
-from .fit import slope_limit_text
+from .fit import Rerun, slope_limit_text
 from .hints import REFRESH_HINT, STEP_HINT
 from .outcome import NotJudged, Verdict
 from .verdict import case_se, judge_case
@@ -64,10 +65,11 @@ def _join(message: str, extra: str) -> str:
 
 def judge_batch_fit(name: str, current: ContextFit, base: ContextFit,
                     slope_tolerance: float, step_tolerance: float | None = None,
-                    far: float = 0.0) -> Verdict | NotJudged:
+                    far: float = 0.0, rerun: Rerun | None = None) -> Verdict | NotJudged:
     """The slope of step time per extra request in the batch against the baseline's; its limit
     is at least what moves the baseline's step time at the largest batch ``far`` by
-    ``step_tolerance`` (:func:`specperf.core.contract.slope_limit`)."""
+    ``step_tolerance`` (:func:`specperf.core.contract.slope_limit`); ``rerun`` builds the
+    command an undetermined verdict advises (:data:`specperf.judge.fit.Rerun`)."""
     case_id = f"{name}-batch-fit"
     old, new = base.b_ms_per_token, current.b_ms_per_token
     if old <= 0:
@@ -94,7 +96,10 @@ def judge_batch_fit(name: str, current: ContextFit, base: ContextFit,
     if found in words:
         return Verdict(case_id, found, f"{head} — {words[found]}.", None, details)
     # Undetermined is a verdict like the others: recorded, then skipped (plugin/conclude.py).
+    # ``rerun``: the run's own command (settings/hints.py); alone, the bare suite's.
+    command = rerun or (lambda *a: shlex.join(["pytest", "perf_tests", "-m",
+                                                "concurrency_scaling", *a]))
     return Verdict(case_id, UNDETERMINED, f"{head}: the slope's uncertainty straddles the "
                    f"limit, so it is neither a pass nor a fail — measure again with more "
-                   f"repeats: pytest perf_tests -m concurrency_scaling --specperf-repeats 10.",
+                   f"repeats: {command('--specperf-repeats', '10')}.",
                    None, details)

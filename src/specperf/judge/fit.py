@@ -9,7 +9,8 @@ an interval that straddles it is undetermined, and the sentence says what would 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import shlex
+from collections.abc import Callable, Sequence
 
 from ..core import contract, interval
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
@@ -19,6 +20,15 @@ from ..core.noise import NoiseModel
 from .hints import REFRESH_HINT
 from .outcome import Verdict
 
+# The command that measures again, given the arguments after ``-m context_scaling``. The
+# plugin passes one built from the run's own flags (settings/hints.py), so the advice acts on
+# the same server, deployment and baselines; this default is for callers outside a run.
+Rerun = Callable[..., str]
+
+
+def _plain_rerun(*args: str) -> str:
+    return shlex.join(["pytest", "perf_tests", "-m", "context_scaling", *args])
+
 
 def _change(base: float, new: float) -> float:
     return new / base - 1.0 if base else 0.0
@@ -27,7 +37,8 @@ def _change(base: float, new: float) -> float:
 def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
               slope_tolerance: float, contexts: Sequence[int] = (),
               step_tolerance: float | None = None, far: float = 0.0,
-              noise: NoiseModel | None = None, base_runs: int = 1) -> Verdict:
+              noise: NoiseModel | None = None, base_runs: int = 1,
+              rerun: Rerun = _plain_rerun, paired: bool = False) -> Verdict:
     """Compare the context slope b (step time per 1k context) with the baseline's, judged
     against both slopes' standard errors and, with ``noise``, the run-to-run noise: a night
     that slows every step by a factor scales the slope by it too (the part common to the
@@ -44,6 +55,9 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
     The limit is ``slope_tolerance``, or what moves the baseline's step time at the farthest
     context measured (``far``, in the fit's tokens) by ``step_tolerance`` when that is wider
     (:func:`specperf.core.contract.slope_limit`): a nearly flat slope is not judged by a hair.
+
+    ``rerun`` builds the command an undetermined verdict advises (:data:`Rerun`); ``paired``:
+    the "baseline" is the other arm of an A/B run, measured now, so no advice writes one.
     """
     case_id = f"{text_class}-fit"
     old, new = base.b_ms_per_1k, current.b_ms_per_1k
@@ -81,7 +95,8 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
                        f"tolerance: noted.", None, details)
     if found == PASS:
         return Verdict(case_id, PASS, f"{head} — within tolerance.", None, details)
-    why = _undetermined(text_class, margin, old * limit, se_new, se_old, contexts)
+    why = _undetermined(text_class, margin, old * limit, se_new, 0.0 if paired else se_old,
+                        contexts, rerun)
     return Verdict(case_id, UNDETERMINED, f"{head}: {why}", None, details)
 
 
@@ -123,28 +138,28 @@ def _pm(value: float, se: float | None) -> str:
 
 
 def _undetermined(text_class: str, margin: float, band: float, se_new: float, se_old: float,
-                  contexts: Sequence[int]) -> str:
+                  contexts: Sequence[int], rerun: Rerun = _plain_rerun) -> str:
     """Why a slope cannot be judged, and the command that would judge it."""
+    classes = ("--specperf-text-classes", text_class)
     if math.isinf(margin):
         return (f"one repeat per context gives the slope no error estimate, so it is neither "
-                f"a pass nor a fail — measure with repeats: pytest perf_tests -m "
-                f"context_scaling --specperf-text-classes {text_class} --specperf-repeats 3")
+                f"a pass nor a fail — measure with repeats: "
+                f"{rerun(*classes, '--specperf-repeats', '3')}")
     if margin <= band:
         return (f"the slope sits within its uncertainty (±{margin:.1f} ms per 1k) of the "
                 f"limit, so it is neither a pass nor a fail — measure again with more repeats: "
-                f"pytest perf_tests -m context_scaling --specperf-text-classes {text_class} "
-                f"--specperf-repeats 10")
+                f"{rerun(*classes, '--specperf-repeats', '10')}")
     if se_old > se_new:
         return (f"the baseline's slope is too uncertain (±{se_old:.1f} ms per 1k) to judge "
                 f"against a {band:.1f} ms band, so it is neither a pass nor a fail — write a "
-                f"baseline with more repeats over the default contexts: pytest perf_tests -m "
-                f"context_scaling --specperf-update-baselines --specperf-baseline-repeats 20")
+                f"baseline with more repeats over the default contexts: "
+                f"{rerun('--specperf-update-baselines', '--specperf-baseline-repeats', '20')}")
     wanted = _wider(contexts, margin / band)
     listed = ",".join(str(c) for c in contexts)
     return (f"contexts {listed} lie too close together to determine the slope (±{margin:.1f} "
             f"ms per 1k against a {band:.1f} ms band), so it is neither a pass nor a fail — "
-            f"add a longer context: pytest perf_tests -m context_scaling --specperf-text-classes "
-            f"{text_class} --specperf-contexts {','.join(str(c) for c in wanted)}")
+            f"add a longer context: "
+            f"{rerun(*classes, '--specperf-contexts', ','.join(str(c) for c in wanted))}")
 
 
 def _wider(contexts: Sequence[int], shrink: float) -> list[int]:

@@ -27,7 +27,7 @@ from ..measure.session import PerfSession, git_revision
 from ..plan.workload import Case
 from ..record import runkind
 from ..settings.config import Settings
-from ..settings.hints import update_command
+from ..settings.hints import rerun_command, update_command
 from ..views import summary
 from .conclude import conclude
 from .fixtures import STATE, _marker_tolerances
@@ -151,8 +151,10 @@ class BurstRun:
                              "time (here or in the baseline); nothing to fit.")
         slope = self.state.tolerances_for(None, marker)["slope"]
         step = self.state.tolerances_for(self.case, marker)["step_ms"]
+        settings = self.state.settings
         return judge_batch_fit(self.case.id, fit, base.fit, slope, step,
-                               float(max(self.levels)))
+                               float(max(self.levels)),
+                               lambda *a: rerun_command(settings, *a, marker=MARKER))
 
     def update_baseline(self, clean: bool) -> list[str]:
         """Write the next concurrency baseline when every planned level was measured."""

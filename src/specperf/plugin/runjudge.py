@@ -20,7 +20,7 @@ from ..judge.outcome import NotJudged, Verdict
 from ..judge.positions import Shape
 from ..judge.verdict import judge_case
 from ..measure.sample import Measurement, context_fit, mean_context
-from ..settings.hints import create_hint
+from ..settings.hints import create_hint, rerun_command
 
 if TYPE_CHECKING:
     from ..baselines.store import Baseline
@@ -103,6 +103,10 @@ class RunJudge:
     def _class_contexts(self, text_class: str) -> list[int]:
         return sorted({c.context for c in self.run.cases if c.text_class == text_class})
 
+    def _rerun(self, *args: str) -> str:
+        """The command an undetermined fit advises, on this run's server and baselines."""
+        return rerun_command(self.run.settings, *args)
+
     def _fit_verdict(self, verdict: Verdict) -> Verdict:
         """Every fit verdict is kept, an undetermined one too (its test skips, saying what
         would decide: plugin/conclude.py)."""
@@ -126,7 +130,8 @@ class RunJudge:
                                            self.run.tolerances_for(None, marker)["slope"],
                                            self._class_contexts(text_class),
                                            *self._far_step(text_class, marker),
-                                           noise=self.run.noise(), base_runs=self.run.base_runs()))
+                                           noise=self.run.noise(), base_runs=self.run.base_runs(),
+                                           rerun=self._rerun))
 
     def _judge_pair_fit(self, text_class: str,
                         marker: Mapping[str, float]) -> Verdict | NotJudged:
@@ -136,5 +141,6 @@ class RunJudge:
             return NotJudged(NOTHING_TO_FIT.format(text_class=text_class))
         slope = self.run.tolerances_for(None, marker)["slope"]
         verdict = judge_fit(text_class, fit, base_fit, slope, self._class_contexts(text_class),
-                            *self._far_step(text_class, marker))
+                            *self._far_step(text_class, marker), rerun=self._rerun,
+                            paired=True)
         return self._fit_verdict(self.run.comparison.label(verdict))

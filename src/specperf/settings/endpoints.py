@@ -30,6 +30,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from .config import Settings
+from .hints import perf_command
 from .options import OPTIONS_BY_NAME
 from .parsers import http_url
 
@@ -178,9 +179,10 @@ def check_combination(settings: Settings) -> None:
         flag = settings.sources.get("update_baselines", OPTIONS_BY_NAME["update_baselines"].flag)
         raise ConfigError(f"{flag} writes one deployment's "
                           "baseline and cannot run over a fleet: write each endpoint's baseline "
-                          "with its own run, e.g. `pytest perf_tests -m context_scaling "
-                          "--specperf-endpoint URL --specperf-deployment NAME "
-                          "--specperf-update-baselines`.")
+                          "with its own run, e.g. `"
+                          + perf_command("-m", "context_scaling", "--specperf-endpoint", "URL",
+                                         "--specperf-deployment", "NAME",
+                                         "--specperf-update-baselines") + "`.")
 
 
 def endpoint_settings(base: Settings, endpoint: Endpoint, source: str) -> Settings:

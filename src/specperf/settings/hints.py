@@ -87,6 +87,23 @@ def update_command(settings: Settings, deployment: str | None = None, *,
                         _flag("update_baselines"))
 
 
+def rerun_command(settings: Settings, *args: str, marker: str = "context_scaling") -> str:
+    """This run's tests measuring again on its server, deployment and baselines, with
+    ``args`` after its flags (an A/B run keeps its other arm; a concurrency run its levels,
+    class and context when not the defaults)."""
+    s = settings
+    extra = [] if s.compare_endpoint is None else [_flag("compare_endpoint"), s.compare_endpoint]
+    if marker == "concurrency_scaling":
+        levels = ",".join(map(str, s.concurrency_levels))
+        if levels != _default("concurrency_levels"):
+            extra.append(f"{_flag('concurrency_levels')}={levels}")
+        if s.concurrency_class != _default("concurrency_class"):
+            extra += [_flag("concurrency_class"), s.concurrency_class]
+        if s.concurrency_context is not None:
+            extra += [_flag("concurrency_context"), str(s.concurrency_context)]
+    return perf_command("-m", marker, *run_flags(s), *extra, *args)
+
+
 def create_hint(settings: Settings, deployment: str | None = None) -> str:
     """'create one with `…`', the advice for a missing baseline."""
     return f"create one with `{update_command(settings, deployment)}`"

@@ -118,6 +118,11 @@ def test_beyond_the_tolerance_at_95_percent_but_not_at_its_level_is_undetermined
         "interval straddles the 0.05% sweep tolerance, so it is neither a pass nor a fail. "
         "More requests would decide it: pytest perf_tests -m context_scaling "
         "--specperf-repeats 6.")
+    # In a run, the advice is the run's own command (the plugin passes it: its endpoint,
+    # deployment and baselines; the gate's smoke marker).
+    own = judge_sweep(_sweep(rise=0.02), "sweep", tolerance=0.0005, effect=0.015).verdict(
+        lambda *a: "RUN " + " ".join(a))
+    assert "More requests would decide it: RUN --specperf-repeats 6." in own.message
 
 
 def test_a_spread_from_few_requests_widens_the_sequential_test() -> None:

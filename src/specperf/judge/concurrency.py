@@ -12,7 +12,6 @@ whole interval is past the tolerance.
 from __future__ import annotations
 
 import math
-import shlex
 from collections.abc import Mapping
 
 from ..baselines.store import CaseBaseline
@@ -22,8 +21,8 @@ from ..core.limits import ARROW, Move, format_percent, tolerance
 from ..core.model import ContextFit
 from ..core.noise import NoiseModel
 from ..core.stats import Summary
-from .fit import Rerun, slope_limit_text
-from .hints import REFRESH_HINT, STEP_HINT
+from .fit import slope_limit_text
+from .hints import REFRESH_HINT, STEP_HINT, Rerun, plain_rerun
 from .outcome import NotJudged, Verdict
 from .verdict import case_se, judge_case
 
@@ -69,7 +68,7 @@ def judge_batch_fit(name: str, current: ContextFit, base: ContextFit,
     """The slope of step time per extra request in the batch against the baseline's; its limit
     is at least what moves the baseline's step time at the largest batch ``far`` by
     ``step_tolerance`` (:func:`specperf.core.contract.slope_limit`); ``rerun`` builds the
-    command an undetermined verdict advises (:data:`specperf.judge.fit.Rerun`)."""
+    command an undetermined verdict advises (:data:`specperf.judge.hints.Rerun`)."""
     case_id = f"{name}-batch-fit"
     old, new = base.b_ms_per_token, current.b_ms_per_token
     if old <= 0:
@@ -97,8 +96,7 @@ def judge_batch_fit(name: str, current: ContextFit, base: ContextFit,
         return Verdict(case_id, found, f"{head} — {words[found]}.", None, details)
     # Undetermined is a verdict like the others: recorded, then skipped (plugin/conclude.py).
     # ``rerun``: the run's own command (settings/hints.py); alone, the bare suite's.
-    command = rerun or (lambda *a: shlex.join(["pytest", "perf_tests", "-m",
-                                                "concurrency_scaling", *a]))
+    command = rerun or (lambda *a: plain_rerun(*a, marker="concurrency_scaling"))
     return Verdict(case_id, UNDETERMINED, f"{head}: the slope's uncertainty straddles the "
                    f"limit, so it is neither a pass nor a fail — measure again with more "
                    f"repeats: {command('--specperf-repeats', '10')}.",

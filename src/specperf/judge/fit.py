@@ -9,25 +9,15 @@ an interval that straddles it is undetermined, and the sentence says what would 
 from __future__ import annotations
 
 import math
-import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ..core import contract, interval
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import ARROW, format_percent, format_share
 from ..core.model import ContextFit
 from ..core.noise import NoiseModel
-from .hints import REFRESH_HINT
+from .hints import REFRESH_HINT, Rerun, plain_rerun
 from .outcome import Verdict
-
-# The command that measures again, given the arguments after ``-m context_scaling``. The
-# plugin passes one built from the run's own flags (settings/hints.py), so the advice acts on
-# the same server, deployment and baselines; this default is for callers outside a run.
-Rerun = Callable[..., str]
-
-
-def _plain_rerun(*args: str) -> str:
-    return shlex.join(["pytest", "perf_tests", "-m", "context_scaling", *args])
 
 
 def _change(base: float, new: float) -> float:
@@ -38,7 +28,7 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
               slope_tolerance: float, contexts: Sequence[int] = (),
               step_tolerance: float | None = None, far: float = 0.0,
               noise: NoiseModel | None = None, base_runs: int = 1,
-              rerun: Rerun = _plain_rerun, paired: bool = False) -> Verdict:
+              rerun: Rerun = plain_rerun, paired: bool = False) -> Verdict:
     """Compare the context slope b (step time per 1k context) with the baseline's, judged
     against both slopes' standard errors and, with ``noise``, the run-to-run noise: a night
     that slows every step by a factor scales the slope by it too (the part common to the
@@ -56,8 +46,9 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
     context measured (``far``, in the fit's tokens) by ``step_tolerance`` when that is wider
     (:func:`specperf.core.contract.slope_limit`): a nearly flat slope is not judged by a hair.
 
-    ``rerun`` builds the command an undetermined verdict advises (:data:`Rerun`); ``paired``:
-    the "baseline" is the other arm of an A/B run, measured now, so no advice writes one.
+    ``rerun`` builds the command an undetermined verdict advises
+    (:data:`specperf.judge.hints.Rerun`); ``paired``: the "baseline" is the other arm of an
+    A/B run, measured now, so no advice writes one.
     """
     case_id = f"{text_class}-fit"
     old, new = base.b_ms_per_1k, current.b_ms_per_1k
@@ -138,7 +129,7 @@ def _pm(value: float, se: float | None) -> str:
 
 
 def _undetermined(text_class: str, margin: float, band: float, se_new: float, se_old: float,
-                  contexts: Sequence[int], rerun: Rerun = _plain_rerun) -> str:
+                  contexts: Sequence[int], rerun: Rerun = plain_rerun) -> str:
     """Why a slope cannot be judged, and the command that would judge it."""
     classes = ("--specperf-text-classes", text_class)
     if math.isinf(margin):

@@ -10,6 +10,7 @@ import pytest
 from ..judge.outcome import NotJudged
 from ..measure.session import PerfSession
 from ..plan.workload import Case
+from ..settings.hints import rerun_command
 from . import sweeprun
 from .conclude import conclude
 from .fixtures import state_of
@@ -39,7 +40,10 @@ class SweepChecks:
         result = sweeprun.judge(self.state, chosen, label)
         if isinstance(result, NotJudged):
             pytest.skip(result.reason)
-        verdict = result.verdict()
+        marker = "smoke" if self.request.node.get_closest_marker("smoke") else \
+            "context_scaling"
+        settings = self.state.settings
+        verdict = result.verdict(lambda *a: rerun_command(settings, *a, marker=marker))
         self.state.verdicts.append(verdict)
         self.request.node.user_properties.append(
             ("specperf_sweep", json.dumps({"label": label, "extra_requests": result.extra,

@@ -17,7 +17,7 @@ from typing import Any
 from ...core import contract
 from ...core.contract import IMPROVED, NOTED, PASS, REGRESSION
 from ...core.limits import MINUS, format_ci, format_percent
-from ..hints import ACCEPTANCE_HINT, PREFILL_HINT, REFRESH_HINT, STEP_HINT
+from ..hints import ACCEPTANCE_HINT, PREFILL_HINT, REFRESH_HINT, STEP_HINT, Rerun, plain_rerun
 from ..outcome import Verdict
 from .estimate import Estimate
 from .factor import Factor
@@ -47,9 +47,11 @@ class SweepResult:
         (no factor at all is undetermined: nothing was judged)."""
         return contract.combine(r.status for r in self.results)
 
-    def verdict(self) -> Verdict:
+    def verdict(self, rerun: Rerun | None = None) -> Verdict:
         """The sweep's own verdict, its status the contract's, naming each factor that is not a
-        plain pass; its resolution rides as data (``details["resolution"]``)."""
+        plain pass; its resolution rides as data (``details["resolution"]``). ``rerun``
+        builds the command an undetermined sweep advises (:data:`specperf.judge.hints.Rerun`:
+        the plugin's is the run's own)."""
         details = {r.estimate.factor.key: _detail(r) for r in self.results}
         seen = self.resolution_dict()
         status = self.status
@@ -63,7 +65,7 @@ class SweepResult:
         message = _once(" ".join(_status_sentence(r, self.label, self.tolerance, self.results)
                                  for r in shown))
         if status == contract.UNDETERMINED:
-            message += f" {_advice(shown)}"
+            message += f" {_advice(shown, rerun)}"
         rest = [r for r in self.results if r.status != status]
         others = f" Otherwise: {', '.join(_move_text(r) for r in rest)}." \
             if rest and status != REGRESSION else ""
@@ -140,7 +142,7 @@ def _coarse_sentence(coarse: Sequence[FactorResult], tolerance: float) -> str:
             f"a change of the {_pct(tolerance)} sweep tolerance from none.")
 
 
-def _advice(shown: Sequence[FactorResult]) -> str:
+def _advice(shown: Sequence[FactorResult], rerun: Rerun | None = None) -> str:
     """What would decide an undetermined sweep, said once for all its factors: more requests
     only when they are what keeps it wide; otherwise the run-to-run noise is."""
     if any(r.estimate.run_var > r.estimate.request_var for r in shown):
@@ -148,8 +150,8 @@ def _advice(shown: Sequence[FactorResult]) -> str:
                 "judge a deploy against a same-night reference (specperf gate "
                 "--save-reference DIR before it, --reference DIR after it), or merge the "
                 "baseline from several nights (--specperf-baseline-runs 5).")
-    return ("More requests would decide it: pytest perf_tests -m context_scaling "
-            "--specperf-repeats 6.")
+    command = (rerun or plain_rerun)("--specperf-repeats", "6")
+    return f"More requests would decide it: {command}."
 
 
 def _ci_text(est: Estimate, level: float = 0.95) -> str:

@@ -38,6 +38,15 @@ only). Modes (the columns, ``--configs``):
   (it is paid on every deploy), reasoning-ctx13 too (the reference writes the grid's four
   cases, the gate judges three).
 
+- **same-night gate lean** (issue 52): the same two phases, each case decoding for its purpose
+  (``LEAN``: the step-time cases SHORT_TOKENS, one reasoning case the full TOKENS for
+  acceptance along the output), the reference's requests per case where they are cheapest,
+  exact acceptance (an unchanged result settles the factor: avg commit leaves the sweep, as
+  plugin/sweeprun.py does; a changed one goes to the statistics, and its exact change beyond
+  the case tolerance fails the case). A shorter decode keeps the case's commit, its steps see
+  a shorter mean context, and its commit spread grows as √(TOKENS/length). After the rows,
+  each same-night gate's GPU seconds are printed beside benchmarks/gate_bound.py's bound.
+
 Each case: a warm-up, then repeats until ``decide_repeats`` stops (3–8), ``judge_case``; then
 :func:`specperf.judge_sweep` on the same requests with its sequential top-ups
 (:func:`specperf.sweep_budget`). A run **fails** when any case or the sweep test regresses.
@@ -122,12 +131,15 @@ class Physics:
     prefill_s: float
 
 
-def physics(text_class: str, context: int) -> Physics:
-    """The case's step and commit, the commit solved from its §4 cost per request."""
+def physics(text_class: str, context: int, tokens: int = TOKENS) -> Physics:
+    """The case's step and commit, the commit solved from its §4 cost per request at
+    TOKENS; decoding ``tokens`` instead keeps the commit (the text's) and moves the mean
+    context the steps see: a request costs prefill + (tokens − 1)/commit · step."""
     step = A_MS + B_MS * (context + TOKENS / 2)
     prefill = PREFILL_MS_PER_TOKEN * context / 1000
     steps = (GPU_S[(text_class, context)] - prefill) / (step / 1000)
-    return Physics(Case(text_class, context, TOKENS), step, (TOKENS - 1) / steps, prefill)
+    step_at = A_MS + B_MS * (context + tokens / 2)
+    return Physics(Case(text_class, context, tokens), step_at, (TOKENS - 1) / steps, prefill)
 
 
 @dataclass(frozen=True)
@@ -193,12 +205,14 @@ def requests(ph: Physics, step: float, commit: float, box: Box, z: np.ndarray
              ) -> dict[str, np.ndarray]:
     """Requests of one case at ``step`` and ``commit`` (night and change in), one per row of
     ``z`` (n × 4 standard normals)."""
-    steps = (TOKENS - 1) / commit
+    tokens = ph.case.output_tokens
+    steps = (tokens - 1) / commit
     s = (step * np.maximum(0.2, 1 + box.request * z[:, 0]) * (1 + STEP_SD * z[:, 1])
          * (1 + box.step_noise / math.sqrt(steps) * z[:, 3]))
-    c = commit * (1 + box.commit_sd * z[:, 2])
-    wall = ph.prefill_s + (TOKENS - 1) / c * s / 1000
-    return {"tok_s": TOKENS / wall, "decode_tok_s": 1000 * c / s, "step_ms": s,
+    # The commit spread is calibrated at TOKENS; a shorter decode averages fewer steps.
+    c = commit * (1 + box.commit_sd * math.sqrt(TOKENS / tokens) * z[:, 2])
+    wall = ph.prefill_s + (tokens - 1) / c * s / 1000
+    return {"tok_s": tokens / wall, "decode_tok_s": 1000 * c / s, "step_ms": s,
             "avg_commit": c, "wall_s": wall}
 
 
@@ -242,17 +256,18 @@ def take(source: Stream, decide: Callable[[dict[str, list[float]]], str], first:
     return got
 
 
-def baseline(source: Stream, case: Case, repeats: int) -> tuple[CaseBaseline, float]:
+def baseline(source: Stream, case: Case, repeats: int, warmup: int = WARMUP
+             ) -> tuple[CaseBaseline, float]:
     """A baseline as --update-baselines writes it (its requests kept), and its GPU seconds
-    with a warm-up (what a same-night reference costs)."""
+    with ``warmup`` warm-ups (what a same-night reference costs)."""
     got = take(source, lambda v: decide_repeats(v, None, DEFAULT_TOLERANCES,
                                                 min_repeats=repeats,
                                                 max_repeats=max(MAX_R, repeats)).action,
                repeats, max(MAX_R, repeats))
     vals = values(got)
-    return CaseBaseline(case.text_class, case.context, TOKENS,
+    return CaseBaseline(case.text_class, case.context, case.output_tokens,
                         {m: summarize(v) for m, v in vals.items()}, {}, values=vals), \
-        sum(s["wall_s"] for s in got) * (1 + WARMUP / len(got))
+        sum(s["wall_s"] for s in got) * (1 + warmup / len(got))
 
 
 # -- the judge, with the noise model unless --judge-noise off -----------------------------------
@@ -336,10 +351,10 @@ def oracle(box: Box) -> Any:
 
 
 def case_verdict(ph: Physics, run: Sequence[dict[str, float]], base: CaseBaseline,
-                 noise: Any, base_runs: int = 1) -> str:
+                 noise: Any, base_runs: int = 1, exact: str = "") -> str:
     summaries = {m: summarize(v) for m, v in values(run).items()}
     return judge_case(ph.case.id, summaries, base, DEFAULT_TOLERANCES, noise=noise,
-                      base_runs=base_runs).status
+                      base_runs=base_runs, exact=exact).status
 
 
 def merged_baseline(sources: Sequence[Stream], case: Case, repeats: int) -> CaseBaseline:
@@ -373,12 +388,43 @@ class Setup:
     base_runs: int = 1  # nightly: the baseline merged from this many nights' runs
     prior: float | None = None  # the run-to-run noise stated to the judge (None: its default)
     per_night: int = 1  # runs a night in the history (3: back to back)
+    lean: Lean | None = None  # same-night: the gate by purpose (issue 52), per case
+
+
+@dataclass(frozen=True)
+class LeanCase:
+    """One case of the lean same-night gate: its output length, the reference's requests,
+    the candidate's first requests (then sequential) and the warm-ups of each side (the
+    warm-up re-sends repeat 0's prompt: the determinism check exact acceptance needs)."""
+
+    key: tuple[str, int]
+    tokens: int
+    reference: int
+    first: int
+    warmup: int = WARMUP
+
+
+@dataclass(frozen=True)
+class Lean:
+    """The same-night gate by purpose (issue 52): short decodes where a case answers step
+    time (its per-request noise does not shrink with length, its cost does), one long case
+    for acceptance along the output, exact acceptance where the server repeats itself (an
+    unchanged result settles the factor: no acceptance statistics; a changed one goes to
+    them), and the reference's requests where they are cheapest. ``reference_only``: cases
+    the reference's grid writes and the gate does not judge."""
+
+    cases: tuple[LeanCase, ...]
+    reference_only: tuple[LeanCase, ...] = ()
+    exact: bool = True
+    max_repeats: int = MAX_R
 
 
 def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
     """One sweep: its reference, each case's repeats and verdict, then the sweep test."""
     if setup.mode == "A/B":
         return ab_trial(setup, change, seed)
+    if setup.lean is not None:
+        return lean_trial(setup, setup.lean, change, seed)
     rng = np.random.default_rng([*seed, 99])
     base_night = night_terms(setup.box, len(SWEEP), rng)
     today = base_night if setup.mode == "same-night" else night_terms(setup.box, len(SWEEP), rng)
@@ -442,6 +488,50 @@ def ab_trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any
     return conclude(data, fails, gpu, len(setup.cases), requests_, noise)
 
 
+def lean_trial(setup: Setup, lean: Lean, change: Change, seed: Sequence[int]
+               ) -> dict[str, Any]:
+    """One two-phase gate of the lean design: the reference and the candidate on one night,
+    each case at its own length; GPU seconds of both phases."""
+    rng = np.random.default_rng([*seed, 99])
+    night = night_terms(setup.box, len(SWEEP), rng)
+    noise = judge_noise("same-night", setup.box, 0, night, rng)
+    data, fails, gpu, requests_ = [], 0, 0.0, 0
+    for lc in lean.cases:
+        ph = physics(*lc.key, lc.tokens)
+        i = SWEEP.index(lc.key)
+        before = stream(ph, night, i, NO_CHANGE, setup.box, np.random.default_rng([*seed, i, 0]))
+        now = stream(ph, night, i, change, setup.box, np.random.default_rng([*seed, i, 1]))
+        base, base_gpu = baseline(before, ph.case, lc.reference, lc.warmup)
+        fixed = fixed_ses(base.metrics, noise)
+        bound = max(lc.first, lean.max_repeats)
+        got = take(now, lambda v, b=base, f=fixed, n=lc.first, top=bound: decide_repeats(
+            v, b, DEFAULT_TOLERANCES, min_repeats=n, max_repeats=top, fixed=f).action,
+            lc.first, bound)
+        acc = change.of(ph.case.text_class)[1]
+        # Exact acceptance: the same prompts at temperature 0 take the same verify steps
+        # unless acceptance moved; its change, exactly known, is judged by the contract.
+        exact = ("unchanged" if acc == 0 else "changed") if lean.exact else ""
+        status = case_verdict(ph, got, base, noise, exact=exact)
+        fails += status == "fail" or (exact == "changed" and acc > DEFAULT_TOLERANCES["avg_commit"])
+        run = values(got)
+        if exact == "unchanged":  # as plugin/sweeprun.py gathers it
+            run.pop("avg_commit")
+        cost = sum(s["wall_s"] for s in got) / len(got)
+        gpu += (lc.warmup + len(got)) * cost + base_gpu
+        requests_ += 2 * lc.warmup + len(got) + len(base.values["tok_s"])
+        data.append((SweepCase(ph.case, run, dict(base.metrics), None, cost,
+                               base_requests=dict(base.values)), now))
+    for lc in lean.reference_only:
+        gpu += (lc.warmup + lc.reference) * cost_s(physics(*lc.key, lc.tokens))
+        requests_ += lc.warmup + lc.reference
+    return conclude(data, fails, gpu, len(lean.cases), requests_, noise)
+
+
+def cost_s(ph: Physics) -> float:
+    """GPU seconds of one request of the case at its length, noise aside."""
+    return ph.prefill_s + (ph.case.output_tokens - 1) / ph.commit * ph.step_ms / 1000
+
+
 def conclude(data: list[tuple[SweepCase, Any]], fails: int, gpu: float, cases: int,
              requests_: int, noise: Any, base_runs: int = 1) -> dict[str, Any]:
     """The sweep test on the cases' requests, with top-ups drawn from the same streams."""
@@ -470,10 +560,15 @@ def conclude(data: list[tuple[SweepCase, Any]], fails: int, gpu: float, cases: i
 
 def extend(target: dict[str, list[float]], sample: dict[str, float]) -> None:
     for m in METRICS:
-        target[m].append(sample[m])
+        if m in target:  # avg commit left out where exact acceptance settled it
+            target[m].append(sample[m])
 
 
 # -- the table ------------------------------------------------------------------------------------
+def gate_physics(lean: Lean) -> tuple[Physics, ...]:
+    return tuple(physics(*c.key, c.tokens) for c in lean.cases)
+
+
 def configs(box: Box, base_r: int, history_nights: int) -> dict[str, Setup]:
     full = tuple(physics(*c) for c in SWEEP)
     gate = tuple(physics(*c) for c in GATE)
@@ -505,12 +600,43 @@ def configs(box: Box, base_r: int, history_nights: int) -> dict[str, Setup]:
                                                history_nights=0, prior=0.005)
     out["same-night gate 3%"] = Setup("same-night", gate, replace(box, night=0.03),
                                       REFERENCE_REPEATS)
+    out["same-night gate lean 3%"] = Setup("same-night", tuple(physics(*c.key, c.tokens)
+                                                               for c in LEAN.cases),
+                                           replace(box, night=0.03), 0, lean=LEAN)
+    two = replace(LEAN, cases=(replace(LEAN.cases[0], reference=2), *LEAN.cases[1:]))
+    out["same-night gate lean 3% long x2"] = Setup("same-night", gate_physics(two),
+                                                   replace(box, night=0.03), 0, lean=two)
+    out["same-night gate short 3%"] = Setup("same-night", tuple(physics(*c.key, c.tokens)
+                                                                for c in SHORT.cases),
+                                            replace(box, night=0.03), 0, lean=SHORT)
     out["nightly full 0%"] = Setup("nightly", full, replace(box, night=0.0), base_r,
                                    history_nights=history_nights)
     out["nightly gate 0%"] = Setup("nightly", gate, replace(box, night=0.0), base_r,
                                    history_nights=history_nights)
     out["A/B gate 3%"] = Setup("A/B", gate, replace(box, night=0.03), base_r)
     return out
+
+
+# The same-night gate by purpose (issue 52; docs/benchmarks.md §11), tuned on seeds 3, 5, 7:
+# the step-time cases decode SHORT_TOKENS (prefill + 16 verify steps of padding), the
+# reasoning case the full TOKENS for acceptance along the output (once in the candidate, 3
+# times in the reference: with 2, a one-class acceptance drop is judged on a spread of one
+# degree of freedom and the sweep tops the 20-second case up), the cheap 13-token case takes
+# most of the requests, exact acceptance where the server repeats itself, warm-ups (the
+# determinism check) at each case's own length; the reference's grid case reasoning-ctx13
+# decodes short.
+SHORT_TOKENS = 128
+LEAN = Lean((LeanCase(("reasoning", 3333), TOKENS, reference=3, first=1),
+             LeanCase(("padding", 3333), SHORT_TOKENS, reference=4, first=2),
+             LeanCase(("padding", 13), SHORT_TOKENS, reference=32, first=8)),
+            reference_only=(LeanCase(("reasoning", 13), SHORT_TOKENS, reference=4, first=0),))
+
+# What the gate does as built (cli/reference.py): the short decodes alone, every case at the
+# reference's REFERENCE_REPEATS and the candidate's MIN_R first requests, exact acceptance.
+SHORT = Lean((LeanCase(("reasoning", 3333), TOKENS, REFERENCE_REPEATS, MIN_R),
+              LeanCase(("padding", 3333), SHORT_TOKENS, REFERENCE_REPEATS, MIN_R),
+              LeanCase(("padding", 13), SHORT_TOKENS, REFERENCE_REPEATS, MIN_R)),
+             reference_only=(LeanCase(("reasoning", 13), SHORT_TOKENS, REFERENCE_REPEATS, 0),))
 
 
 DEFAULT_CONFIGS = ("nightly full 1%", "nightly full 3%", "nightly gate 1%", "nightly gate 3%",
@@ -622,6 +748,18 @@ def pct(s: Mapping[str, Any]) -> str:
     return f"{100 * s['rate']:5.1f} % [{100 * low:.1f}, {100 * high:.1f}]"
 
 
+def bound_lines(rows: Sequence[Mapping[str, Any]], box: Box) -> None:
+    """Each same-night gate's mean GPU seconds per gate (both phases) beside the information
+    bound of benchmarks/gate_bound.py at the same per-request noises."""
+    import gate_bound  # imports this module: loaded only when printing
+
+    low = gate_bound.bound_s(box)
+    for r in rows:
+        if r["mode"] == "same-night" and r["change"] in ("no change", "5% step"):
+            print(f"{r['config']:<24} {r['change']:<10} {r['gpu']:.0f} GPU s per gate (reference "
+                  f"+ candidate); information bound {low:.0f} GPU s: {r['gpu'] / low:.2f}×")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=2000)
@@ -671,6 +809,7 @@ def main() -> None:
                   f"GPU {r['gpu_today']:.0f} -> {r['gpu']:.0f} s"
                   f"  top-ups {r['extra']:.2f}", flush=True)
     print(f"wall {time.perf_counter() - started:.0f} s")
+    bound_lines(rows, box)
     RESULTS.mkdir(exist_ok=True)
     name = f"sweep_power_seed{args.seed}" + (f"_{args.tag}" if args.tag else "") + ".json"
     (RESULTS / name).write_text(json.dumps({"args": vars(args), "rows": rows}, indent=2) + "\n")

@@ -41,7 +41,7 @@ def doc(run_id: str, *, created: str = "2026-12-01T00:00:00Z", label: str = "box
     return {"run_id": run_id, "created": created, "suite_version": "0.1.0",
             "git_revision": "abc", "fingerprint": dict(FINGERPRINT),
             "server": {"label": label, "simulated": False, "model": "m"},
-            "settings": {"endpoint": f"http://{label}:30000"},
+            "settings": {"endpoint": f"http://{label}:30000", "output_tokens": 600},
             "baseline": {"deployment": "dep", "version": 2}, "concurrency_baseline": None,
             "measurements": measurements, "fits": {}, "verdicts": verdicts,
             "run": {"kind": "full", "label": "full sweep"}, "errors": {}, "partial": {}}

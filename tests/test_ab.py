@@ -105,8 +105,15 @@ def test_gate_ab_acceptance_regression_blocks_and_unreachable_is_infrastructure(
     blocked = _gate(tmp_path, "--candidate", candidate.url, "--production", production.url, "--",
                     "--output-tokens=64")
     assert blocked.returncode == 1, blocked.stdout + blocked.stderr
-    assert "production → candidate: tok/s" in blocked.stdout
-    assert "acceptance regression: check the drafter and the text." in blocked.stdout
+    # The gate's answer names the factor and what to check; the verdicts' sentences, read
+    # production → candidate, are in pytest's output, kept beside the report.
+    flat = " ".join(blocked.stdout.split())
+    assert "specperf gate: REGRESSION (exit 1): acceptance regressed in " in flat, blocked.stdout
+    assert "check the drafter and the text" in flat, blocked.stdout
+    [kept] = [line for line in blocked.stdout.splitlines() if "pytest's output" in line]
+    log = Path(kept.rsplit(": ", 1)[1]).read_text()
+    assert "production → candidate: tok/s" in log
+    assert "acceptance regression: check the drafter and the text." in log
     down = _gate(tmp_path, "--candidate", "http://127.0.0.1:9", "--production", production.url,
                  "--", "--output-tokens=64")
     assert down.returncode == 3, down.stdout + down.stderr

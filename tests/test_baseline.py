@@ -104,11 +104,11 @@ def test_invalid_json_names_the_file() -> None:
 
 def test_wrong_schema_names_the_file() -> None:
     data = json.loads(make_baseline().to_json())
-    data["schema_version"] = 2
+    data["schema_version"] = 3
     with pytest.raises(BaselineError) as info:
         Baseline.from_json(json.dumps(data), "b/v1.json")
-    assert str(info.value) == ("baseline b/v1.json: schema_version is 2, this specperf reads 1: "
-                               "restore it from git or write a new version with "
+    assert str(info.value) == ("baseline b/v1.json: schema_version is 3, this specperf reads "
+                               "1 and 2: restore it from git or write a new version with "
                                "--specperf-update-baselines.")
 
 

@@ -64,12 +64,12 @@ def test_only_complete_runs_of_the_same_deployment_and_fingerprint_are_merged(tm
         fh.write('{"run_id": "cut short by a cra')
     # The line cut short is passed by, said once per read, naming the file and line.
     with pytest.warns(HistoryLineSkipped, match=r"history.jsonl line 9 is not a whole run"):
-        found = past_runs(root, "box", FP, CASES, 5, exclude="r8-this-run")
-        latest = past_runs(root, "box", FP, CASES, 1, exclude="r8")
+        found = past_runs(root, "box", FP, CASES, 5, exclude="r8-this-run").runs
+        latest = past_runs(root, "box", FP, CASES, 1, exclude="r8").runs
     assert [r.run_id for r in found] == ["r7", "r1"]  # newest first
     assert found[0].slots["reasoning-ctx13"]["tok_s"] == {0: 12.013, 1: 13.013, 2: 14.013}
     assert [r.run_id for r in latest] == ["r8-this-run"]
-    assert past_runs(tmp_path / "no-reports", "box", FP, CASES, 3) == []
+    assert past_runs(tmp_path / "no-reports", "box", FP, CASES, 3).runs == []
 
 
 def _baseline(tok_s: list[float]) -> Baseline:
@@ -122,3 +122,45 @@ def test_the_file_records_its_runs_and_older_files_count_as_one(tmp_path):
     assert str(info.value) == (
         f"baseline {tmp_path / 'box' / 'v3.json'}: runs should be a list of run ids, found "
         "['r2', 3]: restore it from git or write a new version with --specperf-update-baselines.")
+
+
+def test_a_run_judged_a_regression_enters_only_when_accepted(tmp_path):
+    accepted_run = _doc("r3-accepted", [10.0])
+    accepted_run["settings"].update(update_baselines=True, accept="new drafter")
+    root = _history(
+        tmp_path,
+        (_doc("r1", [10.0]), {}),
+        (_doc("r2-slow", [9.0]), {"failed": ["reasoning-ctx13"],
+                                  "failed_factors": {"reasoning-ctx13": "step"}}),
+        (accepted_run, {"failed": ["reasoning-ctx13"]}),
+        (_doc("r4-both", [9.0]), {"failed": ["reasoning-ctx13", "reasoning-ctx1663"],
+                                  "failed_factors": {"reasoning-ctx13": "step",
+                                                     "reasoning-ctx1663": "acceptance"}}),
+        (_doc("r5-fit", [9.0]), {"failed": ["reasoning-ctx13", "reasoning-fit", "sweep"]}))
+    found = past_runs(root, "box", FP, CASES, 5)
+    assert [r.run_id for r in found.runs] == ["r3-accepted", "r1"]
+    assert [(r.run_id, r.factors) for r in found.left_out] == [
+        ("r5-fit", {"reasoning-ctx13": "", "reasoning-fit": "", "sweep": ""}),
+        ("r4-both", {"reasoning-ctx13": "step", "reasoning-ctx1663": "acceptance"}),
+        ("r2-slow", {"reasoning-ctx13": "step"})]
+    # An update that accepts a regression in reasoning-ctx13 takes the runs that regressed
+    # there alone (their fit and sweep regress through it); one that regressed in another
+    # case too stays out.
+    taken = past_runs(root, "box", FP, CASES, 5, accepted={"reasoning-ctx13"})
+    assert [r.run_id for r in taken.runs] == ["r5-fit", "r3-accepted", "r2-slow", "r1"]
+    assert [r.run_id for r in taken.left_out] == ["r4-both"]
+    # Left out runs do not count towards the runs asked for: the two newest that enter.
+    assert [r.run_id for r in past_runs(root, "box", FP, CASES, 2).runs] == [
+        "r3-accepted", "r1"]
+    assert len(past_runs(root, "box", FP, CASES, 2).left_out) == 3
+
+
+def test_the_update_says_which_runs_it_left_out_and_why():
+    from specperf.baselines.merge import LeftOut
+    from specperf.plugin.runbaseline import left_out_line
+    assert left_out_line([LeftOut("r4", {"a-ctx13": "step", "a-ctx1663": "acceptance",
+                                         "b-ctx13": "step"}),
+                          LeftOut("r2", {"a-ctx13": ""})]) == (
+        "  left out 2 runs that regressed: r4 (step time in a-ctx13, b-ctx13, acceptance in "
+        "a-ctx1663); r2 (a regression in a-ctx13); a regressed run enters a merge only when "
+        "the update accepts that regression.")

@@ -8,6 +8,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 # Whole perf sessions against a simulator: the slow set (pytest -m slow).
@@ -53,3 +54,30 @@ def test_a_baseline_from_two_runs_holds_each_request_slots_median(perf_project, 
         assert got["values"] == pytest.approx(want), metric
         assert got["median"] == pytest.approx(statistics.median(want)), metric
         assert got["n"] == len(slots) >= 5  # at least the baseline run's 5 (PerfProject)
+
+
+def test_a_run_that_regressed_is_left_out_of_the_merge_and_named(perf_project, start_sim,
+                                                                 tmp_path: Path):
+    sim = start_sim()
+    project = perf_project()
+    where = ("--endpoint", sim.url, "--baseline-dir", str(tmp_path / "b"),
+             "--specperf-report-dir", str(tmp_path / "r"), "--deployment", "box")
+    assert project.run(*ARGS, *where, "--specperf-update-baselines").ret == 0
+    assert project.run(*ARGS, *where).ret == 0
+    httpx.post(f"{sim.url}/_sim/faults", json={"step_time_mult": 1.4}).raise_for_status()
+    slow = project.run(*ARGS, *where)
+    assert slow.ret == 1, slow.stdout.str()
+    httpx.post(f"{sim.url}/_sim/faults", json={"step_time_mult": 1.0}).raise_for_status()
+    update = project.run(*ARGS, *where, "--specperf-update-baselines",
+                         "--specperf-baseline-runs", "4")
+    assert update.ret == 0, update.stdout.str()
+    ids = [json.loads(line)["run_id"] for line in
+           (tmp_path / "r" / "history.jsonl").read_text(encoding="utf-8").splitlines()]
+    update.stdout.fnmatch_lines([
+        f"*merged from 3 of the 4 runs asked for ({ids[3]}, {ids[1]}, {ids[0]}): "
+        f"{tmp_path / 'r'} holds no more runs of box with this fingerprint that measured "
+        "every case, besides the 1 left out.",
+        f"  left out 1 run that regressed: {ids[2]} (step time in reasoning-ctx13); a "
+        "regressed run enters a merge only when the update accepts that regression."])
+    base = json.loads((tmp_path / "b" / "box" / "v2.json").read_text(encoding="utf-8"))
+    assert base["runs"] == [ids[3], ids[1], ids[0]]

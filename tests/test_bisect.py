@@ -411,3 +411,32 @@ def test_the_text_and_json_name_the_runs_the_history_chose() -> None:
         "  ends from reports: v00 ran the last passing run r3 (2026-12-01T02:00:00+00:00), v03 "
         "the first failing run r7 (2026-12-02T02:00:00+00:00).")
     assert json.loads(report.to_json(doc))["from_history"]["bad"]["run_id"] == "r7"
+
+
+def test_on_a_simulator_every_view_says_simulated_and_simulated_time() -> None:
+    outcome, _ = _bisect(_history(4, step=(2, 1.3)))
+    seconds = f"{outcome.gpu_s:.1f} s over"
+    real = report.to_dict(outcome, "http://box", 0)
+    assert real["simulated"] is False
+    assert report.text(real).splitlines()[0] == (
+        "specperf bisect: v00 (good) … v03 (bad) on http://box: culprit found (exit 0).")
+    assert f"\nGPU time {seconds}" in report.text(real)
+    assert "SIMULATED" not in report.text(real) + report.html(real)
+    sim = report.to_dict(outcome, "http://127.0.0.1:30000", 0, simulated=True)
+    text = report.text(sim)
+    assert text.splitlines()[0] == ("specperf bisect: v00 (good) … v03 (bad) on "
+                                    "http://127.0.0.1:30000 (SIMULATED): culprit found (exit 0).")
+    assert f"\nSimulated time {seconds}" in text and "GPU time" not in text
+    assert text.splitlines()[-1] == ("SIMULATED: the server is the simulator; its times are "
+                                     "simulated time, not a real box's.")
+    page = report.html(sim)
+    assert '<span class="badge sim">SIMULATED</span>' in page
+    assert "Simulated time" in page and "GPU time" not in page
+    assert json.loads(report.to_json(sim))["simulated"] is True
+
+
+def test_a_budget_spent_on_a_simulator_is_simulated_time() -> None:
+    outcome, _ = _bisect(_history(8, step=(3, 1.2)), Plan(budget_s=10.0))
+    doc = report.to_dict(outcome, "http://box", 6, simulated=True)
+    assert ("  The budget (10 s of simulated time) was spent before both ends were measured: "
+            "raise --budget-s.") in report.text(doc).splitlines()

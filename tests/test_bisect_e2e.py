@@ -53,7 +53,9 @@ def test_bisect_on_the_simulator_names_both_drawn_culprits(
     page = tmp_path / "bisect.html"
     code = main(["bisect", "--endpoint", sim.url, "--versions", str(versions), "--deploy", deploy,
                  *MEASURE, "--json", "--html", str(page)])
-    doc = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert f"specperf bisect: page {page}" in captured.err.splitlines()  # where --html wrote
     assert doc["exit_code"] == code
     named = {f["factor"]: f for f in doc["factors"]}
     assert set(named) == {"step time", "acceptance"}
@@ -81,3 +83,6 @@ def test_bisect_on_the_simulator_names_both_drawn_culprits(
     assert (faults["step_time_mult"], faults["acceptance_mult"]) == (1.3, 0.8)
     html = page.read_text()
     assert html.count('data-plot="bisect-') == 3 and draw["step time"] in html
+    # the probe found the simulator: every view says so, and its seconds are simulated time
+    assert doc["simulated"] is True
+    assert '<span class="badge sim">SIMULATED</span>' in html and "GPU time" not in html

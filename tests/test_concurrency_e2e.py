@@ -40,7 +40,7 @@ def concurrency_baseline(start_sim, tmp_path_factory) -> Path:
         first.stdout.fnmatch_lines(["specperf — SIMULATED (*); *; writing a concurrency baseline",
                                     "specperf: wrote concurrency baseline "
                                     "*/test-dep/concurrency/v1.json",
-                                    f"specperf: this run: {KIND}"])
+                                    f"specperf: report */report.html (this run: {KIND})"])
     return once(tmp_path_factory, "concurrency-baseline", produce) / "baselines"
 
 
@@ -91,7 +91,7 @@ def test_a_concurrency_only_run_states_the_concurrency_baseline_it_compared(base
     assert (f"specperf — SIMULATED ({sim.url}); SGLang 0.5.23-ddtree-sim; acceptance from "
             f"response; 64 output tokens, ignore_eos, non-streaming; {compared}") in lines, \
         result.stdout.str()
-    assert f"specperf: this run: {KIND}" in lines
+    assert any(line.endswith(f"(this run: {KIND})") for line in lines)
     doc = json.loads(next((tmp_path / "reports").glob("*/results.json")).read_text())
     assert (doc["run"]["kind"], doc["run"]["label"], doc["baseline"]) == \
         ("concurrency", KIND, None)
@@ -140,3 +140,37 @@ def test_a_foreign_request_during_a_burst_is_an_error_naming_the_burst(baselined
     assert outcomes.get("errors", 0) >= 1 and "failed" not in outcomes, outcomes
     result.stdout.fnmatch_lines(["*ContaminatedMeasurement: reasoning-ctx13-c2 (burst of 2, "
                                  "repeat *foreign request*"])
+
+
+def test_a_concurrency_update_judges_first_and_an_accepted_one_says_why(baselined, tmp_path,
+                                                                        capsys):
+    from specperf.cli import main
+    sim, project, args = baselined
+    _inject(sim, batch_step_mult=0.5)
+    refused = project.run(*args, "--update-baselines")
+    assert refused.ret == 1, refused.stdout.str()
+    directory = tmp_path / "baselines" / "test-dep" / "concurrency"
+    assert sorted(p.name for p in directory.glob("v*.json")) == ["v1.json"]
+    line = next(x for x in refused.stdout.lines if "concurrency baseline NOT updated" in x)
+    assert line.startswith("specperf: concurrency baseline NOT updated: this run is worse than "
+                           "the current concurrency baseline in reasoning-ctx13-c"), line
+    assert line.endswith("--specperf-update-baselines --specperf-accept REASON`."), line
+    assert "-m concurrency_scaling" in line, line
+    accepted = project.run(*args, "--update-baselines", "--specperf-accept", "batched kernels")
+    assert accepted.ret == 0, accepted.stdout.str()
+    accepted.stdout.fnmatch_lines(["specperf: wrote concurrency baseline */v2.json",
+                                   "  accepted although it regressed in reasoning-ctx13-c*: "
+                                   "batched kernels"])
+    lineage = json.loads((directory / "v2.json").read_text())["lineage"]
+    assert lineage["previous"] == 1 and lineage["accepted"]["reason"] == "batched kernels"
+    assert lineage["moved"]["reasoning-ctx13-c4"]["step_ms"]["change"] > 0.1
+    capsys.readouterr()
+    assert main(["baselines", "test-dep", "--baseline-dir", str(tmp_path / "baselines")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (f"test-dep ({tmp_path / 'baselines' / 'test-dep'}): no version of the "
+                      "main cases")
+    assert out[-3] == "concurrency: 2 versions"
+    assert out[-2].endswith("levels 1, 2, 4; the deployment's first version"), out
+    assert "slope +" in out[-1] and "(reasoning-ctx13-batch-fit)" in out[-1], out
+    assert "step time +" in out[-1], out
+    assert "accepted: batched kernels (" in out[-1], out

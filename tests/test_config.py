@@ -54,6 +54,35 @@ def test_bad_values_name_their_source(cli, env, ini, message):
     assert message in str(err.value)
 
 
+def test_named_cases_decode_their_own_length_and_the_rest_the_runs():
+    from specperf.plan.workload import TextClass, plan
+
+    s = resolve({"case_output_tokens": "padding-ctx13=128, reasoning-ctx13 = 64"}, {}, {})
+    assert s.case_output_tokens == {"padding-ctx13": 128, "reasoning-ctx13": 64}
+    cases = plan([TextClass("padding", "repeat"), TextClass("reasoning", "prose")], (13, 3333),
+                 s.output_tokens, s.case_output_tokens)
+    assert {c.id: c.output_tokens for c in cases} == {
+        "padding-ctx13": 128, "padding-ctx3333": 600, "reasoning-ctx13": 64,
+        "reasoning-ctx3333": 600}
+    with pytest.raises(ConfigError) as err:
+        resolve({}, {"SPECPERF_CASE_OUTPUT_TOKENS": "padding=128"}, {})
+    assert "SPECPERF_CASE_OUTPUT_TOKENS" in str(err.value)
+    assert "'padding=128' is not case=tokens (e.g. padding-ctx3333=128)" in str(err.value)
+
+
+def test_named_cases_take_their_own_fewest_requests_and_the_bound_follows():
+    from specperf.measure.loop import RunConfig
+
+    s = resolve({"case_repeats": "padding-ctx13=32,reasoning-ctx3333=1"}, {}, {})
+    run = RunConfig(s.repeats, s.max_repeats, s.warmup, s.request_timeout,
+                    case_repeats=dict(s.case_repeats))
+    assert run.bounds("padding-ctx13") == (32, 32)  # above --specperf-max-repeats: its own
+    assert run.bounds("reasoning-ctx3333") == (1, 8)
+    assert run.bounds("padding-ctx3333") == (3, 8)  # not named: the run's
+    with pytest.raises(ConfigError, match="'padding-ctx13=0' is not case=requests"):
+        resolve({"case_repeats": "padding-ctx13=0"}, {}, {})
+
+
 def test_api_key_only_from_the_named_variable():
     # resolve is pure: the environment it sees is the mapping it is given, never os.environ.
     env = {"MY_KEY": "sk-secret"}

@@ -122,9 +122,9 @@ def test_the_trend_page_says_what_no_flag_means(tmp_path: Path) -> None:
     assert trend.drift_lines(trend.build(trend.load_history(history))) == []
     assert trend.section("drift", trend.build(trend.load_history(history))) == (
         '<ul class="drift"><li data-status="undetermined">Drift undetermined: the scan '
-        "compares the last 4 runs with at least 5 before them, since the last boundary. It "
-        "has 8 of the 9 runs it needs: 1 more.</li></ul>")
+        "compares the last 4 nights with at least 5 before them, since the last boundary. It "
+        "has 8 of the 9 nights it needs: 1 more.</li></ul>")
     history.write_text("\n".join(lines) + "\n")
     assert trend.section("drift", trend.build(trend.load_history(history))) == (
         '<ul class="drift"><li data-status="pass">No persistent shift: no factor or case '
-        "moved over the last 4 runs against the 5 before them (drift.py).</li></ul>")
+        "moved over the last 4 nights against the 5 before them (drift.py).</li></ul>")

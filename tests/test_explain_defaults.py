@@ -48,8 +48,9 @@ def test_the_live_form_names_the_deployment_and_marks_a_simulator(start_sim, cap
     assert lines[1].startswith("  observed ") and "the predicted" in lines[1], out
     live = next(line for line in lines if line.startswith("  live over "))
     assert " s of simulated time (" in live, out
-    assert lines[-1] == ("  SIMULATED: the server is the simulator; its times are simulated "
+    assert lines[-2] == ("  SIMULATED: the server is the simulator; its times are simulated "
                          "time, not a real box's.")
+    assert lines[-1] == f"specperf explain: card {card}"  # where --html wrote
     html = card.read_text(encoding="utf-8")
     assert '<span class="badge sim">SIMULATED</span>' in html
     assert "sim-kimi-k26-ddtree v" in html  # the deployment its fingerprint names

@@ -166,7 +166,10 @@ def test_acceptance_fault_names_acceptance(sim: SimProcess, capsys: pytest.Captu
     code, doc, inside = explain_live(sim, {"acceptance_mult": 0.7}, capsys, tmp_path)
     check_figures(doc, inside)
     assert code == 1 and doc["status"] == "regression" and doc["factor"] == "acceptance"
-    assert doc["factors"]["step_ms"]["status"] in ("pass", "noted")
+    # The fault leaves step time alone, so step time must not be a regression. It may read
+    # undetermined: a loaded box wakes the simulator's sleeps late (+2.5 % seen with 8 workers
+    # on 2 cores), and the window's few requests then leave its interval across the limit.
+    assert doc["factors"]["step_ms"]["status"] in ("pass", "noted", "undetermined")
     assert "an acceptance regression" in doc["message"]
 
 

@@ -142,14 +142,14 @@ def test_fleet_gate_exits_with_the_worst_endpoint_and_names_it():
     lines = fleet_summary_lines(result, "the fleet in f.toml")
     assert lines[-1] == ("specperf gate: fleet (the fleet in f.toml): exit 1: endpoint b "
                          "decides: 1 of 2 smoke cases regressed: block the deploy.")
-    assert "specperf gate: 2 smoke cases against endpoint a" in lines
+    assert "  2 smoke checks (2 cases) against endpoint a" in lines
 
 
 def test_fleet_gate_infrastructure_beats_regression():
     cases = _cases("a", "failed") + _cases("b", "error") + _cases("c", "passed")
     result = fleet_result(1, GateResult(GateExit.INFRASTRUCTURE, "x", tuple(cases)))
     assert result.code == GateExit.INFRASTRUCTURE
-    assert result.reason.startswith("endpoint b decides: 1 of 1 smoke cases could not be "
+    assert result.reason.startswith("endpoint b decides: 1 of 1 smoke checks could not be "
                                     "measured")
 
 

@@ -175,8 +175,11 @@ def test_the_regression_is_attributed_to_step_time(fleet_run):
     assert {"reasoning-ctx13", "reasoning-ctx1663"} <= set(failing)
     for case_id in ("reasoning-ctx13", "reasoning-ctx1663"):
         verdict = failing[case_id]
-        assert re.fullmatch(r"tok/s [\d.]+ → [\d.]+ \(−[\d.]+%, limit −10%\): step time [\d.]+ → "
-                            r"[\d.]+ ms \(\+[\d.]+%\) explains it; avg commit [\d.]+ → [\d.]+ "
+        # The server-timed decode tok/s leads when the client's tok/s, which carries the
+        # client's own overhead, is not past its limit with confidence (a loaded CI box).
+        assert re.fullmatch(r"(decode )?tok/s [\d.]+ → [\d.]+ \(−[\d.]+%, limit −10%\): "
+                            r"step time [\d.]+ → [\d.]+ ms \(\+[\d.]+%\) explains it; avg "
+                            r"commit [\d.]+ → [\d.]+ "
                             r"\([+−][\d.]+%, within noise\) — step-time regression: check the "
                             r"kernels, attention backend and KV cache \(run-to-run prior "
                             r"±3\.0%: no history yet\)\.",

@@ -69,19 +69,20 @@ def test_the_worst_endpoint_decides_and_is_named(start_sim, baselines, tmp_path)
     assert result.returncode == 3, out + result.stderr
     lines = pytest.LineMatcher(out.splitlines())
     lines.fnmatch_lines([  # endpoints in name order, each decided as a one-endpoint gate
-        "specperf gate: 5 smoke cases against endpoint down",
+        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 5 of 5 smoke checks could not be "
+        "measured: an infrastructure problem, not the deploy's fault; page the owner of the box.",
+        "  5 smoke checks (3 cases, 1 path, the sweep) against endpoint down",
         f"  ERROR reasoning-ctx3333: EndpointUnreachable: specperf cannot reach the endpoint "
         f"{urls['down']} *",
-        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 5 of 5 smoke cases could not be "
-        "measured: an infrastructure problem, not the deploy's fault; page the owner of the box.",
-        "specperf gate: 5 smoke cases against endpoint good",
-        "specperf gate: PASS (exit 0): all 5 smoke cases within their limits.",
-        "specperf gate: 5 smoke cases against endpoint slow",
-        "  FAIL  reasoning-ctx3333: tok/s * → * (−*%, limit −10%): step time * → * ms (+*%) "
-        "explains it*step-time regression*",
-        "specperf gate: REGRESSION (exit 1): 4 of 5 smoke cases regressed: block the deploy.",
+        "specperf gate: PASS (exit 0): all 5 smoke checks within their limits.",
+        "  5 smoke checks (3 cases, 1 path, the sweep) against endpoint good",
+        "specperf gate: REGRESSION (exit 1): step time regressed in 3 of 3 smoke cases and the "
+        "smoke subset's sweep: block the deploy.",
+        "  5 smoke checks (3 cases, 1 path, the sweep) against endpoint slow",
+        "  FAIL  reasoning-ctx3333: tok/s * → * (−*%, limit −10%)*step time +*% — step-time "
+        "regression",
     ])
     assert out.splitlines()[-1] == (
         f"specperf gate: fleet (the fleet in {tmp_path / 'fleet.toml'}): exit 3: endpoint down "
-        "decides: 5 of 5 smoke cases could not be measured: an infrastructure problem, not the "
+        "decides: 5 of 5 smoke checks could not be measured: an infrastructure problem, not the "
         "deploy's fault; page the owner of the box.")

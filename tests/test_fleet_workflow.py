@@ -40,7 +40,12 @@ def test_the_main_job_runs_one_worker_per_endpoint(workflow):
     assert step["env"] == {
         "SPECPERF_ENDPOINT": "${{ env.SPECPERF_ENDPOINTS == '' && vars.SPECPERF_ENDPOINT || '' }}",
         "SPECPERF_DEPLOYMENT":
-            "${{ env.SPECPERF_ENDPOINTS == '' && vars.SPECPERF_DEPLOYMENT || '' }}"}
+            "${{ env.SPECPERF_ENDPOINTS == '' && vars.SPECPERF_DEPLOYMENT || '' }}",
+        # A fleet run refuses the Prometheus outputs (one box's outcome each): emptied too.
+        "SPECPERF_PROMETHEUS_TEXTFILE":
+            "${{ env.SPECPERF_ENDPOINTS == '' && vars.SPECPERF_PROMETHEUS_TEXTFILE || '' }}",
+        "SPECPERF_PUSHGATEWAY":
+            "${{ env.SPECPERF_ENDPOINTS == '' && vars.SPECPERF_PUSHGATEWAY || '' }}"}
 
 
 @pytest.mark.parametrize("endpoints, expected", [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 
 from slowa_gate import DEPLOYMENT, SIM_SCALE, gate_baseline
 from specperf.cli import runner
-from specperf.cli.decision import CaseOutcome, GateExit, decide
+from specperf.cli.decision import CaseOutcome, GateExit, GateResult, decide
 from specperf.cli.runner import read_junit
 from specperf.cli.sentences import summary_lines
 from specperf.core.stats import summarize
@@ -68,6 +69,12 @@ def _lines(result: subprocess.CompletedProcess[str]) -> pytest.LineMatcher:
     return pytest.LineMatcher(result.stdout.splitlines())
 
 
+def _pytest_log(result: subprocess.CompletedProcess[str]) -> Path:
+    """The file the gate kept pytest's output in, as its closing block names it."""
+    [line] = [x for x in result.stdout.splitlines() if x.startswith("  pytest's output")]
+    return Path(line.rsplit(": ", 1)[1])
+
+
 def _inject(url: str, **faults: float) -> None:
     httpx.post(f"{url}/_sim/faults", json=faults).raise_for_status()
 
@@ -79,14 +86,17 @@ def test_clean_deploy_passes_with_exit_0(start_sim, baseline_dir, lock_dir):
     # prior a clean sweep is undetermined, exit 3: the test below; the prior: test_sweep.py).
     result = gate(lock_dir, *_args(sim.url, baseline_dir), "--specperf-run-noise=0.005")
     assert result.returncode == 0, result.stdout + result.stderr
+    # The answer once, first: the decision, what was checked, the cost and where the detail
+    # is; a pass says nothing more, and pytest's own output is in pytest.log (-v streams it).
     _lines(result).fnmatch_lines([
-        f"specperf gate: 5 smoke cases against {sim.url}",
-        *[f"  pass  {case_id}" for case_id in SMOKE_IDS],
-        "  pass  reasoning-ctx3333 parser",
-        "  pass  smoke subset",  # the sweep-level test over the subset (perf_tests/test_sweep.py)
+        "specperf gate: PASS (exit 0): all 5 smoke checks within their limits.",
+        f"  5 smoke checks (3 cases, 1 path, the sweep) against {sim.url}",
         "  cost: * requests, * s of simulated server time",  # the simulator: its time
-        "specperf gate: PASS (exit 0): all 5 smoke cases within their limits.",
+        "  report: */report.html",
+        "  pytest's output (every sentence; -v prints it here): */pytest.log",
     ])
+    assert "test session starts" not in result.stdout and "  pass " not in result.stdout
+    assert "test session starts" in _pytest_log(result).read_text()
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
@@ -97,16 +107,17 @@ def test_acceptance_regression_blocks_with_exit_1_and_the_attribution(start_sim,
     result = gate(lock_dir, *_args(sim.url, baseline_dir))
     assert result.returncode == 1, result.stdout + result.stderr
     _lines(result).fnmatch_lines([
-        # The baseline's prompts again: exact acceptance names them, then the statistics.
-        # (then the draft positions that fell: judge/positions.py)
-        "  FAIL  reasoning-ctx3333: acceptance changed on * of * prompts (verify steps * → * on "
-        "prompt 1*drafter*Statistics: tok/s * → * (−*%, limit −10%): avg commit * → * (−*%) "
-        "explains it; step time * → * ms (*, within noise) — acceptance regression: check the "
-        "drafter and the text*. Draft position* (conditional acceptance) fell*",
-        "  FAIL  smoke subset: *avg commit*acceptance regression*",
-        "specperf gate: REGRESSION (exit 1): * of 5 smoke cases regressed: block the deploy.",
+        "specperf gate: REGRESSION (exit 1): acceptance regressed in *: block the deploy.",
     ])
-    assert "step-time regression" not in result.stdout
+    # One root-cause line from the verdicts' figures: the factor, its size and interval,
+    # where it moved and what to check.
+    flat = " ".join(result.stdout.split())
+    assert re.search(r"avg commit [^;]*−[\d.]+% \([\d.]+% CI −[\d.]+% to [^)]*\)[^—]* — check "
+                     r"the drafter and the text", flat), result.stdout
+    # The full sentences are the run's own, kept in pytest.log beside the report, once.
+    assert _pytest_log(result).read_text().count("Draft position") >= 1
+    assert "Draft position" not in result.stdout
+    assert "step time" not in result.stdout.split("specperf gate: REGRESSION")[1]
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
@@ -118,14 +129,14 @@ def test_step_time_regression_blocks_with_exit_1_attributed_to_step_time(start_s
     # ctx3333 cases were sometimes undetermined (skips); the prior is tested in test_sweep.py.
     result = gate(lock_dir, *_args(sim.url, baseline_dir), "--specperf-run-noise=0.005")
     assert result.returncode == 1, result.stdout + result.stderr
+    # The parser case compares two routes of the same slower server: it passes; the
+    # sweep-level test fails with the cases, and the count names the factor, not a number.
     _lines(result).fnmatch_lines([
-        "  FAIL  reasoning-ctx3333: tok/s * → * (−*%, limit −10%): step time * → * ms (+*%) "
-        "explains it*step-time regression*",
-        # The parser case compares two routes of the same slower server: it passes; the
-        # sweep-level test fails with the cases.
-        "  FAIL  smoke subset: *step time*step-time regression*",
-        "specperf gate: REGRESSION (exit 1): 4 of 5 smoke cases regressed: block the deploy.",
+        "specperf gate: REGRESSION (exit 1): step time regressed in 3 of 3 smoke cases and the "
+        "smoke subset's sweep: block the deploy.",
+        "  step time +*% (*% CI +*% to +*%) over all 3 cases pooled; past its limit in 3 cases:*",
     ])
+    assert "  FAIL " not in result.stdout  # each regression is in its root cause's line
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)
@@ -136,11 +147,11 @@ def test_a_server_ignoring_ignore_eos_errors_every_case_and_exits_3(start_sim, b
     result = gate(lock_dir, *_args(sim.url, baseline_dir))
     assert result.returncode == 3, result.stdout + result.stderr
     _lines(result).fnmatch_lines([
+        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 5 of 5 smoke checks could not be "
+        "measured: an infrastructure problem, not the deploy's fault; page the owner of the box.",
         "  ERROR reasoning-ctx3333: IgnoreEosNotHonoured: reasoning-ctx3333: asked for exactly "
         "200 tokens with ignore_eos, got * (finish reason 'stop')*",
         "  ERROR smoke subset: IgnoreEosNotHonoured: *",  # the sweep errors too, never fails
-        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 5 of 5 smoke cases could not be "
-        "measured: an infrastructure problem, not the deploy's fault; page the owner of the box.",
     ])
     assert "  FAIL " not in result.stdout
 
@@ -158,10 +169,10 @@ def test_unreachable_endpoint_is_an_infrastructure_problem_exit_3(baseline_dir, 
     result = gate(lock_dir, *_args(url, baseline_dir))
     assert result.returncode == 3, result.stdout + result.stderr
     _lines(result).fnmatch_lines([
+        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 5 of 5 smoke checks could not be "
+        "measured: an infrastructure problem, not the deploy's fault; page the owner of the box.",
         f"  ERROR reasoning-ctx3333: EndpointUnreachable: specperf cannot reach the endpoint "
         f"{url} (from --specperf-endpoint)*",
-        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 5 of 5 smoke cases could not be "
-        "measured: an infrastructure problem, not the deploy's fault; page the owner of the box.",
     ])
 
 
@@ -209,13 +220,13 @@ def test_no_baseline_is_exit_3_before_any_generation_request(start_sim, baseline
                f"--specperf-baseline-dir {baseline_dir} --specperf-output-tokens 200 "
                "--specperf-update-baselines")
     _lines(result).fnmatch_lines([
+        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 5 of 5 smoke checks have no baseline to "
+        "be judged against (checked before any request): write one with the command below, "
+        "then run the gate again.",
         f"  ERROR reasoning-ctx3333: BaselineError: --specperf-require-baseline: no baseline for "
         f"deployment '{name}' in {baseline_dir}, so no case can be judged: create one with "
         f"`{command}`.",
         "  ERROR padding-ctx3333: the same as above",
-        "specperf gate: INFRASTRUCTURE PROBLEM (exit 3): 5 of 5 smoke cases have no baseline to "
-        "be judged against (checked before any request): write one with the command above, "
-        "then run the gate again.",
     ])
     assert _requests_finished(sim.url) == 0
 
@@ -226,7 +237,9 @@ def test_no_baseline_is_exit_3_before_any_generation_request(start_sim, baseline
     (["--endpoint", "http://127.0.0.1:1", "--", "--repeats=zero"],
      "*--repeats = 'zero' is not valid: expected a positive integer.*"),
     (["--endpoint", "not-a-url"],
-     "*--specperf-endpoint = 'not-a-url' is not valid: expected an http(s)*"),
+     # named as the user typed it, not as the --specperf-endpoint the gate passes it as
+     "specperf gate: --endpoint 'not-a-url' is not an http(s) URL: pass the server's base "
+     "URL, such as http://127.0.0.1:30000."),
     ([], "specperf gate: --endpoint URL (or SPECPERF_ENDPOINT) is required*"),
 ])
 def test_usage_errors_are_exit_2(lock_dir, args, expected):
@@ -261,7 +274,7 @@ def test_exit_code_rules(pytest_exit, outcomes, expected):
 
 def test_errors_beat_failures_and_the_reason_says_so():
     result = decide(1, _cases("failed", "error", "passed"))
-    assert result.reason == ("1 of 3 smoke cases could not be measured (1 regression(s) beside "
+    assert result.reason == ("1 of 3 smoke checks could not be measured (1 regression(s) beside "
                              "them cannot be trusted): an infrastructure problem, not the "
                              "deploy's fault; page the owner of the box.")
 
@@ -282,7 +295,8 @@ def test_read_junit_takes_failures_from_the_verdicts_and_errors_from_the_report(
         '</testcase><testcase name="test_smoke[reasoning-ctx13]"/>'
         '</testsuite></testsuites>')
     assert read_junit(xml) == [
-        CaseOutcome("padding-ctx13", "failed", "tok/s fell"),
+        # A verdict without figures (an older record): its sentence is its line.
+        CaseOutcome("padding-ctx13", "failed", "tok/s fell", line="tok/s fell"),
         CaseOutcome("padding-ctx3333", "error", "EndpointTimeout: no answer"),
         CaseOutcome("reasoning-ctx3333", "skipped", "no baseline"),
         CaseOutcome("reasoning-ctx13", "passed"),
@@ -335,14 +349,28 @@ def test_an_undetermined_sweep_is_undecided_exit_4_never_infrastructure(tmp_path
     result = runner.result_of(0, xml)
     assert result.code == GateExit.UNDECIDED == 4
     lines = summary_lines(result, "http://gpu-box:30000")
-    assert lines[-1] == ("specperf gate: UNDECIDED (exit 4): 1 of 5 smoke checks measured but "
-                         "undetermined, none regressed: the noise is wider than the tolerance "
-                         "(see the sentence above for what would decide); neither a pass nor a "
-                         "block.")
+    assert lines[1] == ("specperf gate: UNDECIDED (exit 4): 1 of 5 smoke checks measured but "
+                        "undetermined, none regressed: the noise is wider than the tolerance "
+                        "(the report's sentences say what would decide); neither a pass nor a "
+                        "block.")
+    # The same read through the run's record (how the gate reads every run that wrote one):
+    # the record's "skipped" keeps the undetermined mark its JUnit verdict carries.
+    nodes = [f"perf_tests/test_smoke.py::test_smoke[{case_id}]" for case_id in SMOKE_IDS]
+    doc = {"outcomes": {**{n: "passed" for n in nodes},
+                        "perf_tests/test_smoke.py::test_smoke_parser[reasoning-ctx3333]":
+                            "passed",
+                        "perf_tests/test_sweep.py::test_sweep_smoke[smoke subset]": "skipped"},
+           "errors": {}, "verdicts": [], "run": {"kind": "gate"}}
+    record = tmp_path / "results.json"
+    record.write_text(json.dumps(doc))
+    from_record = runner.result_of(0, xml, record)
+    assert from_record.code == GateExit.UNDECIDED
+    assert from_record.reason == result.reason
     # A skip without an undetermined verdict (nothing judged) is still the gate's exit 3.
     props.clear()
     ElementTree.ElementTree(root).write(xml, encoding="utf-8")
     assert runner.result_of(0, xml).code == GateExit.INFRASTRUCTURE
+    assert runner.result_of(0, xml, record).code == GateExit.INFRASTRUCTURE
 
 
 def test_the_smoke_subset_is_fixed_whatever_the_planned_contexts(tmp_path):
@@ -383,7 +411,7 @@ def test_the_gate_decides_from_the_record_not_from_the_errors_words(tmp_path, er
     junit.write_text(JUNIT.format(error=error))
     result = runner.result_of(1, junit, _record(tmp_path, error, "no-baseline"))
     assert result.code == GateExit.INFRASTRUCTURE
-    assert result.reason.startswith("2 of 2 smoke cases have no baseline to be judged against")
+    assert result.reason.startswith("2 of 2 smoke checks have no baseline to be judged against")
     assert [(c.case_id, c.outcome, c.message) for c in result.cases] == [
         ("padding-ctx13", "error", error), ("smoke subset", "error", error)]
 
@@ -394,7 +422,7 @@ def test_an_error_the_record_does_not_call_a_missing_baseline_is_not_one(tmp_pat
     junit.write_text(JUNIT.format(error=error))
     result = runner.result_of(1, junit, _record(tmp_path, error, "outage"))
     assert result.code == GateExit.INFRASTRUCTURE
-    assert result.reason.startswith("2 of 2 smoke cases could not be measured")
+    assert result.reason.startswith("2 of 2 smoke checks could not be measured")
 
 
 def test_a_run_that_left_no_record_is_decided_from_its_junit_xml(tmp_path):
@@ -404,7 +432,7 @@ def test_a_run_that_left_no_record_is_decided_from_its_junit_xml(tmp_path):
     junit.write_text(JUNIT.format(error="BaselineError: --require-baseline: no baseline"))
     result = runner.result_of(1, junit, None)
     assert result.code == GateExit.INFRASTRUCTURE
-    assert result.reason.startswith("2 of 2 smoke cases could not be measured")
+    assert result.reason.startswith("2 of 2 smoke checks could not be measured")
     assert runner.result_of(1, tmp_path / "absent.xml", None).reason.startswith(
         "the JUnit XML of the run could not be read")
 
@@ -424,10 +452,46 @@ def test_the_record_a_run_wrote_is_found_by_what_was_not_there_before(tmp_path, 
     assert runner.report_dir_of(["--report-dir", "x"]) == Path("x").resolve()
 
 
-def test_a_not_applicable_skip_is_fine_but_a_missing_baseline_is_not():
-    parser_case = CaseOutcome("reasoning-ctx3333", "skipped",
-                              "not applicable: the server names no reasoning_parser …")
+def test_a_not_applicable_skip_is_fine_but_a_missing_baseline_is_not(tmp_path):
+    # The mark is the test's specperf_skip property, never the skip's words.
+    xml = tmp_path / "junit.xml"
+    xml.write_text(
+        '<testsuites><testsuite><testcase name="test_smoke_parser[reasoning-ctx3333]">'
+        '<properties><property name="specperf_skip" value="not-applicable"/></properties>'
+        '<skipped message="not applicable: the server names no reasoning_parser">x</skipped>'
+        '</testcase><testcase name="test_smoke[padding-ctx3333]">'
+        '<skipped message="not applicable: in words only">x</skipped></testcase>'
+        '</testsuite></testsuites>')
+    parser_case, worded = read_junit(xml)
+    assert parser_case.not_applicable and not worded.not_applicable
     judged = CaseOutcome("padding-ctx13", "passed")
     assert decide(0, [judged, parser_case]).code == GateExit.PASS
+    assert decide(0, [judged, parser_case, worded]).code == GateExit.INFRASTRUCTURE
     unbaselined = CaseOutcome("padding-ctx3333", "skipped", "no baseline for deployment 'x'")
     assert decide(0, [judged, parser_case, unbaselined]).code == GateExit.INFRASTRUCTURE
+
+
+def test_a_same_night_gate_counts_both_phases_in_its_cost() -> None:
+    cases = (CaseOutcome("padding-ctx13", "passed", requests=9, server_s=70.4),
+             CaseOutcome("smoke subset", "passed", check="sweep"))
+    lines = summary_lines(GateResult(GateExit.PASS, "all 2 smoke checks within their limits.",
+                                     cases), "http://gpu-box:30000",
+                          reference_cost=(48, 281.0))
+    assert "  cost: reference 48 requests, 281 s; candidate 9 requests, 70 s; both phases " \
+        "351 s of server time" in lines
+    assert lines[1] == "specperf gate: PASS (exit 0): all 2 smoke checks within their limits."
+    assert lines[2] == "  2 smoke checks (1 case, the sweep) against http://gpu-box:30000"
+
+
+@pytest.mark.parametrize("flag", ["--endpoint", "--candidate", "--production"])
+def test_a_url_that_is_no_url_is_named_by_the_flag_the_user_typed(flag, capsys):
+    # pytest would say "--specperf-endpoint = 'htp://x' is not valid", a flag never typed.
+    from specperf.cli import main
+    args = ["gate", flag, "htp://x"]
+    if flag == "--production":
+        args += ["--candidate", "http://127.0.0.1:30001"]
+    assert main(args) == 2
+    out, err = capsys.readouterr()
+    assert err == (f"specperf gate: {flag} 'htp://x' is not an http(s) URL: pass the server's "
+                   "base URL, such as http://127.0.0.1:30000.\n")
+    assert "python -m pytest" not in out  # refused before any run

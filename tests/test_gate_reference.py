@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -30,6 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 GATE = ROOT / "ci" / "gate.sh"
 PASS_THROUGH = ("--", "--specperf-output-tokens=200")
 DEPLOYMENT = "gate-ref"
+# Both phases decode the step-time cases short (cli/reference.py SHORT_CASES).
+SHORT = ("--specperf-case-output-tokens=padding-ctx13=128,padding-ctx3333=128,"
+         "reasoning-ctx13=128")
 URL = "http://127.0.0.1:30000"
 
 
@@ -68,14 +72,23 @@ def before_deploy(start_sim, tmp_path) -> tuple[SimProcess, Path]:
                   "--deployment", DEPLOYMENT)
     assert saved.returncode == 0, saved.stdout + saved.stderr
     pytest.LineMatcher(saved.stdout.splitlines()).fnmatch_lines([
-        f"specperf gate: reference saved in {refs}: deployment {DEPLOYMENT} v1, 4 cases at 200 "
-        f"output tokens, measured *Z on {sim.url}. After the deploy: `specperf gate "
+        f"specperf gate: reference saved in {refs}: deployment {DEPLOYMENT} v1, 4 cases (3 at "
+        f"128 output tokens, 1 at 200), measured *Z on {sim.url}. After the deploy: `specperf gate "
         f"--reference {refs} --endpoint {sim.url} -- --specperf-output-tokens=200`."])
     doc = json.loads((refs / "reference.json").read_text())
     assert (doc["deployment"], doc["version"], doc["endpoint"], doc["output_tokens"]) == (
         DEPLOYMENT, 1, sim.url, 200)
     assert doc["cases"] == ["padding-ctx13", "padding-ctx3333", "reasoning-ctx13",
                             "reasoning-ctx3333"]
+    # The step-time cases decode short; the long case keeps the run's output length.
+    assert doc["case_output_tokens"] == {"padding-ctx13": 128, "padding-ctx3333": 128,
+                                         "reasoning-ctx13": 128, "reasoning-ctx3333": 200}
+    written = json.loads((refs / DEPLOYMENT / "v1.json").read_text())["cases"]
+    assert {c: v["output_tokens"] for c, v in written.items()} == doc["case_output_tokens"]
+    # Requests where a request is cheapest: the 13-token padding case takes most of them.
+    taken = {c: v["metrics"]["step_ms"]["n"] for c, v in written.items()}
+    assert all(taken[c] >= n for c, n in reference.REFERENCE_CASE_REPEATS.items()), taken
+    assert taken["reasoning-ctx3333"] < taken["padding-ctx13"], taken
     assert doc["fingerprint"]["model"]
     assert (refs / DEPLOYMENT / "v1.json").is_file()
     return sim, refs
@@ -89,11 +102,35 @@ def test_a_deploy_that_changes_nothing_passes(start_sim, before_deploy, tmp_path
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "--specperf-same-night" in out.splitlines()[0]
-    pytest.LineMatcher(out.splitlines()).fnmatch_lines([
-        f"specperf gate: 5 smoke cases against {sim.url}, judged against its same-night "
-        f"reference (deployment {DEPLOYMENT} v1, 4 cases at 200 output tokens, measured *Z "
-        f"on {sim.url})",
-        "specperf gate: PASS (exit 0): all 5 smoke cases within their limits."])
+    flat = " ".join(out.split())
+    assert "specperf gate: PASS (exit 0): all 5 smoke checks within their limits. 5 smoke " \
+        f"checks (3 cases, 1 path, the sweep) against {sim.url}, judged against its same-night " \
+        f"reference (deployment {DEPLOYMENT} v1, 4 cases (3 at 128 output tokens, 1 at 200), " \
+        "measured " in flat
+    # Both phases drained the box: the cost counts the reference too.
+    assert re.search(r"cost: reference \d+ requests, \d+ s; candidate \d+ requests, \d+ s; both "
+                     r"phases \d+ s of simulated server time", flat), out
+    assert "decode: padding-ctx13, padding-ctx3333, reasoning-ctx13 decode 128 tokens: enough " \
+        "for step time and prefill, blind to acceptance that changes later in the output; " \
+        "reasoning-ctx3333 decodes 200 tokens to see it." in flat
+    saved = json.loads((refs / "reference.json").read_text())
+    # Each case's requests where the model puts them, a warm-up each (the sweep's top-ups
+    # are the candidate's): 32 + 4 + 4 + 3 measured.
+    assert saved["cost"]["requests"] >= 43 + 4 and saved["cost"]["server_s"] > 0
+    # A text class whose re-sent prompts all took the reference's verify steps has its
+    # acceptance settled: the sweep reads no change of it off two medians (a "noted"
+    # acceptance was seen so); another seed may change some outputs, whose class it judges.
+    # (the reference's own record is beside it: the newest is the candidate's)
+    found = max((tmp_path / "reports").glob("*/results.json"), key=lambda p: p.stat().st_mtime)
+    record = json.loads(found.read_text())
+    cases = [v for v in record["verdicts"] if v.get("exact")]
+    sweeps = [v for v in record["verdicts"] if "step" in (v.get("details") or {})]
+    assert len(sweeps) == 1, [v["case_id"] for v in record["verdicts"]]
+    sweep = sweeps[0]
+    for text_class in ("padding", "reasoning"):
+        mine = [v for v in cases if v["case_id"].startswith(f"{text_class}-")]
+        settled = bool(mine) and all(v["exact"]["status"] == "unchanged" for v in mine)
+        assert (f"acceptance:{text_class}" in sweep["details"]) is not settled, (mine, sweep)
 
 
 @pytest.mark.slow  # two gate runs and a reference (README: test commands)
@@ -104,8 +141,53 @@ def test_a_5_percent_step_rise_after_the_deploy_fails_with_exit_1(start_sim, bef
     result = _gate(tmp_path, "--reference", str(refs), "--endpoint", sim.url)
     assert result.returncode == 1, result.stdout + result.stderr
     pytest.LineMatcher(result.stdout.splitlines()).fnmatch_lines([
-        "  FAIL  smoke subset: *step time*",
-        "specperf gate: REGRESSION (exit 1): * of 5 smoke cases regressed: block the deploy."])
+        "specperf gate: REGRESSION (exit 1): step time regressed in *: block the deploy.",
+        "  step time +*% (*% CI *) over all 3 cases pooled*"])
+
+
+@pytest.mark.slow  # two gate runs and a reference (README: test commands)
+def test_an_acceptance_drop_late_in_the_output_is_caught_by_the_long_case(start_sim,
+                                                                         before_deploy,
+                                                                         tmp_path):
+    # After the 150th output token, beyond the short cases' 128: only the long case sees it.
+    sim, refs = before_deploy
+    sim = _restart(start_sim, sim, seed=7, late_accept_mult=0.5, late_after=150)
+    result = _gate(tmp_path, "--reference", str(refs), "--endpoint", sim.url)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    pytest.LineMatcher(lines).fnmatch_lines([
+        "specperf gate: REGRESSION (exit 1): acceptance regressed in *: block the deploy.",
+        "  cost: reference * requests, * s; candidate * requests, * s; both phases * s of "
+        "simulated server time"])
+    # The root cause's line names the long case, and not the short ones: they decoded before
+    # the drop starts, so their acceptance did not move.
+    first = next(i for i, line in enumerate(lines) if line.startswith("specperf gate: REGR"))
+    checks = next(i for i, line in enumerate(lines) if " smoke checks (" in line)
+    causes = " ".join(line.strip() for line in lines[first + 1:checks])
+    assert "reasoning-ctx3333" in causes and "padding-" not in causes, result.stdout
+
+
+@pytest.mark.slow  # a reference and a refused judge run (README: test commands)
+def test_a_reference_measured_at_other_lengths_is_exit_2_before_any_request(before_deploy,
+                                                                           tmp_path):
+    # A reference written before the short decodes: every case at the run's length.
+    sim, refs = before_deploy
+    written = refs / DEPLOYMENT / "v1.json"
+    doc = json.loads(written.read_text())
+    for case in doc["cases"].values():
+        case["output_tokens"] = 200
+    written.write_text(json.dumps(doc, indent=2, sort_keys=True))
+    saved = json.loads((refs / "reference.json").read_text())
+    del saved["case_output_tokens"]
+    (refs / "reference.json").write_text(json.dumps(saved))
+    finished = _requests_finished(sim.url)
+    result = _gate(tmp_path, "--reference", str(refs), "--endpoint", sim.url)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert (f"specperf gate: USAGE ERROR (exit 2): the reference in {refs} holds padding-ctx13 "
+            "at 200, padding-ctx3333 at 200, reasoning-ctx13 at 200, reasoning-ctx3333 at 200 "
+            "output tokens, not every case this gate judges at its output length") \
+        in result.stdout, result.stdout + result.stderr
+    assert _requests_finished(sim.url) == finished
 
 
 @pytest.mark.slow  # a reference (README: test commands)
@@ -193,6 +275,34 @@ def test_a_reference_phase_refuses_options_of_other_modes(capsys, args, message)
     assert _refused(capsys, "--endpoint", URL, *args) == f"specperf gate: {message}\n"
 
 
+def test_an_older_reference_reads_at_one_length_and_says_nothing_of_decodes(tmp_path):
+    ref = reference.load(_write(tmp_path / "r"))
+    data = json.loads((tmp_path / "r" / reference.REFERENCE_FILE).read_text())
+    del data["case_output_tokens"]
+    (tmp_path / "r" / reference.REFERENCE_FILE).write_text(json.dumps(data))
+    old = reference.load(tmp_path / "r")
+    assert old.lengths() == ref.lengths() == dict.fromkeys(ref.cases, 600)
+    assert old.cases_text() == "4 cases at 600 output tokens"
+    assert old.decode_sentence() is None
+
+
+def test_a_reference_at_two_lengths_names_both_and_what_each_can_see(tmp_path):
+    ref = reference.Reference(tmp_path, reference.now_utc(), URL, DEPLOYMENT, 1,
+                              ("padding-ctx13", "reasoning-ctx3333"), 600,
+                              case_tokens={"padding-ctx13": 128, "reasoning-ctx3333": 600})
+    assert ref.cases_text() == "2 cases (1 at 128 output tokens, 1 at 600)"
+    assert ref.decode_sentence() == (
+        "padding-ctx13 decode 128 tokens: enough for step time and prefill, blind to "
+        "acceptance that changes later in the output; reasoning-ctx3333 decodes 600 tokens "
+        "to see it.")
+    assert reference.load(_write_ref(ref)).lengths() == ref.lengths()
+
+
+def _write_ref(ref: reference.Reference) -> Path:
+    (ref.directory / reference.REFERENCE_FILE).write_text(json.dumps(ref.to_dict()))
+    return ref.directory
+
+
 def test_the_reference_subset_is_the_smoke_subsets_grid():
     from specperf.perf_tests.test_sweep import SMOKE_CASES
 
@@ -204,7 +314,10 @@ def test_phase_1_writes_tonights_run_alone_into_the_reference_directory(tmp_path
     assert reference.measure_flags(tmp_path) == [
         "--specperf-baseline-dir", str(tmp_path), "--specperf-contexts=13,3333",
         "--specperf-text-classes=padding,reasoning", "--specperf-baseline-repeats=12",
-        "--specperf-baseline-runs=1", "--specperf-update-baselines"]
+        "--specperf-baseline-runs=1", "--specperf-update-baselines",
+        f"--specperf-accept={reference.REFERENCE_ACCEPT}", SHORT,
+        "--specperf-case-repeats=padding-ctx13=32,padding-ctx3333=4,reasoning-ctx13=4,"
+        "reasoning-ctx3333=3"]
 
 
 def test_phase_2_judges_exactly_that_version_the_same_night(tmp_path):
@@ -212,4 +325,5 @@ def test_phase_2_judges_exactly_that_version_the_same_night(tmp_path):
     assert reference.judge_flags(ref) == [
         "--specperf-baseline-dir", str(tmp_path / "r"), "--specperf-deployment", DEPLOYMENT,
         "--specperf-baseline-version", "3", "--specperf-require-baseline",
-        "--specperf-same-night"]
+        "--specperf-same-night", SHORT,
+        "--specperf-case-repeats=padding-ctx13=8,padding-ctx3333=2,reasoning-ctx3333=1"]

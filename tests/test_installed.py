@@ -234,4 +234,4 @@ def test_the_gate_runs_the_shipped_smoke_cases(installed: Installed, sim_url: st
     for case in ("reasoning-ctx3333", "padding-ctx3333", "padding-ctx13"):
         assert re.search(rf"^  ERROR {case}: ", done.stdout, re.MULTILINE), out
     assert re.search(r"^specperf gate: INFRASTRUCTURE PROBLEM \(exit 3\): (\d+) of \1 smoke "
-                     r"cases have no baseline", done.stdout, re.MULTILINE), out
+                     r"checks have no baseline", done.stdout, re.MULTILINE), out

@@ -13,7 +13,8 @@ from test_installed import Installed, installed  # noqa: F401  (the shared venv 
 # One short case at the reference's own output length (600 tokens), so it is judged.
 REFERENCE_JOB = ("-m", "pytest", "--pyargs", "specperf.perf_tests", "-m", "context_scaling",
                  "--specperf-contexts", "13", "--specperf-text-classes", "padding", "-q", "-p",
-                 "no:cacheprovider", "--specperf-sim-time-scale=0.5", "-rs")
+                 "no:cacheprovider", "--specperf-sim-time-scale=0.5", "-rs",
+                 "-v", "-v")  # verbosity 1 (after -q): the detail names the baseline
 
 
 @pytest.mark.slow  # builds a wheel and a venv, then a perf session (README: test commands)
@@ -29,4 +30,4 @@ def test_the_installed_main_job_reads_the_shipped_reference(installed: Installed
                      header), out
     assert "NOT JUDGED" not in out and "no baseline for deployment" not in out, out
     # The case was judged (passed, or failed on a loaded box): not skipped for want of one.
-    assert re.search(r"^(1 passed|1 failed)", done.stdout.splitlines()[-1]), out
+    assert re.search(r"\b(1 passed|1 failed)\b", done.stdout.splitlines()[-1]), out

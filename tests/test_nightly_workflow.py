@@ -3,14 +3,19 @@ relies on."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from specperf.cli import main as cli_main
+from store_fixtures import doc as store_doc
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / "ci" / "nightly.yml"
@@ -40,7 +45,7 @@ def test_actionlint_still_reports_real_problems(tmp_path):
     broken = tmp_path / "broken.yml"
     text = WORKFLOW.read_text().replace("runs-on: [self-hosted, blackwell]",
                                         "runs-on: [self-hosted, blackwel]")
-    broken.write_text(text.replace("${{ github.run_number }}", "${{ github.run_numbr }}"))
+    broken.write_text(text.replace("${{ github.run_number }}", "${{ github.run_numbr }}", 1))
     done = _lint(broken)
     assert done.returncode == 1, done.stdout + done.stderr
     kinds = re.findall(r"\[([a-z-]+)\]$", done.stdout, re.MULTILINE)
@@ -114,12 +119,75 @@ def test_runs_the_main_job(job):
     assert "if" not in step  # the verdict step itself runs only when everything before passed
 
 
+def test_the_main_job_publishes_its_metrics_from_variables_on_a_single_endpoint(job):
+    [(_, step)] = _steps(job, "pytest perf_tests")
+    for name in ("PROMETHEUS_TEXTFILE", "PUSHGATEWAY"):  # a fleet refuses them (usage error)
+        assert step["env"][f"SPECPERF_{name}"] == (
+            f"${{{{ env.SPECPERF_ENDPOINTS == '' && vars.SPECPERF_{name} || '' }}}}")
+
+
+def _upload(job: dict[str, Any], path: str) -> tuple[int, dict[str, Any]]:
+    [found] = [(i, s) for i, s in _steps(job, "actions/upload-artifact@")
+               if s["with"]["path"] == path]
+    return found
+
+
 def test_uploads_reports_even_when_the_job_fails(job):
-    [(upload, step)] = _steps(job, "actions/upload-artifact@")
+    upload, step = _upload(job, "reports/")
     [(main, _)] = _steps(job, "pytest perf_tests")
     assert upload > main
     assert step["if"] == "always()"
-    assert step["with"]["path"] == "reports/"
+
+
+def test_exports_the_hud_rows_after_the_run_and_uploads_them_even_when_it_failed(job):
+    [(export, step)] = _steps(job, "specperf export")
+    [(main, _)] = _steps(job, "pytest perf_tests")
+    upload, uploaded = _upload(job, "export/")
+    assert main < export < upload
+    assert step["if"] == "always()" and step["continue-on-error"] is True
+    assert "--format pytorch-v3 --out export/" in step["run"]
+    assert step["env"]["SPECPERF_GPU_NAME"] == "${{ vars.SPECPERF_GPU_NAME }}"
+    assert uploaded["if"] == "always() && hashFiles('export/*.jsonl') != ''"
+    assert uploaded["with"]["name"] != _upload(job, "reports/")[1]["with"]["name"]
+
+
+def _run_step(step: dict[str, Any], cwd: Path, env: dict[str, str]
+              ) -> subprocess.CompletedProcess[str]:
+    """A step's script run by bash in ``cwd``, as the runner runs it (specperf on PATH)."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    return subprocess.run(["bash", "-e", "-c", step["run"]], cwd=cwd, capture_output=True,
+                          text=True, timeout=120, check=False,
+                          env={**os.environ, "PATH": path, **step.get("env", {}), **env})
+
+
+def test_the_export_step_writes_the_recorded_runs_rows_with_the_jobs_metadata(job, tmp_path):
+    [(_, step)] = _steps(job, "specperf export")
+    github = {"GITHUB_REPOSITORY": "team/serving", "GITHUB_SHA": "f00d", "GITHUB_RUN_ID": "77",
+              "GITHUB_RUN_ATTEMPT": "2", "GITHUB_REF_NAME": "main",
+              "GITHUB_WORKFLOW": "specperf nightly", "SPECPERF_GPU_NAME": "NVIDIA B200"}
+    empty = _run_step(step, tmp_path, github)
+    assert empty.returncode == 0, empty.stdout + empty.stderr
+    assert "nothing to export" in empty.stdout and not (tmp_path / "export").exists()
+    run = store_doc("20261207-021700-ab12")
+    (tmp_path / "reports" / run["run_id"]).mkdir(parents=True)
+    (tmp_path / "reports" / run["run_id"] / "results.json").write_text(json.dumps(run))
+    assert cli_main(["import", str(tmp_path / "reports" / run["run_id"] / "results.json"),
+                     "--db", str(tmp_path / "reports" / "results.db")]) == 0
+    done = _run_step(step, tmp_path, github)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("specperf export: 9 pytorch-v3 rows of 1 run in export")
+    rows = [json.loads(line) for line in
+            (tmp_path / "export" / f"{run['run_id']}.jsonl").read_text().splitlines()]
+    assert {(r["repo"], r["head_sha"], r["workflow_id"], r["run_attempt"], r["name"],
+             r["runners"][0]["type"]) for r in rows} == {
+        ("team/serving", "f00d", 77, 2, "specperf nightly", "NVIDIA B200")}
+    # The job's numeric id, as the step finds it (gh api on a runner; given here): test-infra's
+    # uploader skips a file whose rows say job_id 0.
+    found = _run_step(step, tmp_path, {**github, "SPECPERF_JOB_ID": "4242"})
+    assert found.returncode == 0, found.stdout + found.stderr
+    rows = [json.loads(line) for line in
+            (tmp_path / "export" / f"{run['run_id']}.jsonl").read_text().splitlines()]
+    assert {r["job_id"] for r in rows} == {4242}
 
 
 def test_history_is_restored_before_the_run_and_kept_after_it(job, workflow):
@@ -130,7 +198,7 @@ def test_history_is_restored_before_the_run_and_kept_after_it(job, workflow):
     assert "reports/history.jsonl" in restore_step["run"]
     assert keep_step["if"].startswith("always()")
     assert "$HISTORY_BRANCH" in keep_step["run"]
-    assert workflow["permissions"] == {"contents": "write"}
+    assert workflow["permissions"] == {"contents": "write", "actions": "read"}
 
 
 def test_run_blocks_are_valid_bash(job, tmp_path):

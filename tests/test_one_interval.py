@@ -1,15 +1,19 @@
 """One way to build a comparison's interval (core/interval.py), used by every judge: no
 module outside core/ takes a quantile, hard-codes 1.96 or writes a median's standard error
-itself (the simulator, a separate server, is not the suite's judge)."""
+itself, and no module but core/interval.py combines standard errors (read on the syntax
+tree, tests/astscan.py: a root of a sum of squares or uncertainties, or a hypot). The
+simulator, a separate server, is not the suite's judge."""
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from pathlib import Path
 
 import pytest
 
+from astscan import combined_errors, modules
 from specperf.core import interval
 from specperf.core.noise import NoiseModel
 from specperf.core.stats import summarize
@@ -29,6 +33,45 @@ def test_no_judge_builds_an_interval_of_its_own() -> None:
             if OWN.search(code) and not code.lstrip().startswith(("``", "-")):
                 found.append(f"{rel}:{n}: {line.strip()}")
     assert not found, "use specperf.core.interval:\n" + "\n".join(found)
+
+
+# Modules that may combine uncertainties, and why.
+COMBINERS = {
+    "core/interval.py": "the one place every judge's standard errors combine",
+    # A metric's run term is its common and own parts together: the noise model's own
+    # definition, and core/interval.py imports core/noise.py (it cannot import back).
+    "core/noise.py": "RunNoise.case_sd, the run term's σ",
+}
+
+
+def test_only_core_interval_combines_standard_errors() -> None:
+    found = [f"{rel}:{line}" for rel, tree in modules() if rel not in COMBINERS
+             for line in combined_errors(tree)]
+    assert not found, "combine standard errors with specperf.core.interval " \
+        "(se_of, combine, pooled_sd, case_run_sd):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("code", [
+    "se = math.sqrt(a_se**2 + b_se**2)",
+    "se = np.sqrt(now + then_var)",
+    "se = math.hypot(x, y)",
+    "se = (var_a + var_b) ** 0.5",
+    "se = math.sqrt(sum(e * e for e in errors))",
+    "se = sqrt(sum(v for v, _ in parts))",
+    "def f(parts):\n    var = sum(v for v, _ in parts) + run\n    return math.sqrt(var)",
+], ids=["squares", "variances", "hypot", "pow", "sum-of-products", "sum-of-parts", "via-local"])
+def test_the_scan_finds_a_hand_combined_error(code: str) -> None:
+    assert combined_errors(ast.parse(code)) != []
+
+
+@pytest.mark.parametrize("code", [
+    "x = math.sqrt(2.0) * hw",
+    "sd = math.sqrt(ss / n)",
+    "r = math.sqrt(count)",
+    "se = interval.se_of(a**2, b)",
+], ids=["constant", "mean-square", "one-name", "the-helper"])
+def test_the_scan_leaves_other_roots_alone(code: str) -> None:
+    assert combined_errors(ast.parse(code)) == []
 
 
 def test_a_comparison_carries_both_medians_and_the_run_term() -> None:
@@ -66,3 +109,18 @@ def test_what_repeats_cannot_shrink_is_the_comparison_less_this_runs_median(
         assert fixed == pytest.approx(math.sqrt(interval.median_var(then)[0]))
     else:
         assert fixed > 3 * math.sqrt(interval.median_var(then)[0])
+
+
+def test_the_helpers_combine_independent_parts() -> None:
+    """What the judges now call instead of their own roots: the same arithmetic, bit for bit
+    where a judge summed variances (``se_of``) or took a hypot (``combine``)."""
+    assert interval.se_of(0.0009, 0.0016, 0.0) == math.sqrt(0.0009 + 0.0016 + 0.0)
+    assert interval.combine(0.03, 0.04) == math.hypot(0.03, 0.04) == pytest.approx(0.05)
+    assert interval.pooled_sd((0.02, 4.0), (0.04, 0.0)) == math.sqrt(0.02**2 * 4.0 / 4.0)
+    assert interval.pooled_sd((0.02, 2.0), (0.04, 6.0)) == pytest.approx(
+        math.sqrt((0.02**2 * 2 + 0.04**2 * 6) / 8), rel=1e-15)
+    run = NoiseModel.prior(0.03).of("avg_commit")
+    for runs in (1, 3):
+        assert interval.case_run_sd(run, runs) == pytest.approx(
+            math.sqrt(run.comparison_var(1, runs)), rel=1e-12)
+    assert interval.case_run_sd(NoiseModel.same_night().of("avg_commit")) == 0.0

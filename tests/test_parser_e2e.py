@@ -189,3 +189,34 @@ def test_the_server_decoding_slower_while_streaming_fails():
         "−10%) — the server decodes slower while streaming: a server regression on the "
         "streaming path, not transport; check the server's stream output (stream interval, "
         "detokenizer) and the scheduler.")
+
+
+def _rounds(xml_path: Path) -> list[int]:
+    """Each path's measured rounds (warm-ups left out), from the run's recorded paths."""
+    root = ElementTree.parse(xml_path).getroot()
+    runs = [json.loads(p.get("value")) for p in root.iter("property")
+            if p.get("name") == "specperf_paths"]
+    return [sum(1 for s in path["measurement"]["samples"] if not s.get("warmup"))
+            for run in runs for path in run["paths"].values()]
+
+
+@pytest.mark.slow  # a whole perf session (README: test commands)
+def test_a_path_comparison_is_answered_with_more_rounds_not_left_undetermined(perf_project,
+                                                                            kimi, tmp_path):
+    # 4 % per-request noise and no change: three rounds a path leave the chat route's interval
+    # across its −10 % limit as often as not; the sampler adds rounds while the comparison is
+    # undetermined, so it says undetermined only after the most rounds it may take.
+    _inject(kimi, request_noise=0.04)
+    xml = tmp_path / "junit.xml"
+    result = project_with_paths(perf_project).run(
+        "-m", "parser and not streaming", "--endpoint", kimi.url, *ARGS,
+        "--specperf-repeats=3", "--specperf-max-repeats=8", f"--junitxml={xml}")
+    chat = verdicts(xml)["reasoning-ctx3333 chat vs native"]
+    rounds = _rounds(xml)
+    assert len(rounds) == 2 and rounds[0] == rounds[1] and 3 <= rounds[0] <= 8, rounds
+    assert chat["status"] != "fail", chat
+    if chat["status"] == "undetermined":
+        assert rounds[0] == 8, (rounds, chat)
+        result.assert_outcomes(skipped=1)
+    else:
+        result.assert_outcomes(passed=1)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from specperf.core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from specperf.core.stats import Summary
-from specperf.judge.pathverdict import MORE_REPEATS, judge_parser, judge_stream
+from specperf.judge.hints import plain_rerun
+from specperf.judge.pathverdict import MORE_REPEATS, judge_parser, judge_stream, more_rounds
 from specperf.measure.paths import Figures, Parsers
 
 TOLERANCES = {"tok_s": 0.10, "step_ms": 0.10, "decode_tok_s": 0.10, "avg_commit": 0.10}
@@ -46,6 +47,22 @@ def test_an_interval_that_straddles_the_tolerance_is_undetermined() -> None:
     assert verdict.message.endswith(f" — {MORE_REPEATS}.")
 
 
+def test_an_undetermined_path_names_a_command_with_more_rounds_than_it_took() -> None:
+    # The sampler already took every round --specperf-max-repeats allowed (12): advising
+    # --specperf-repeats 6 would decide nothing; twice the rounds, as the run's command, may.
+    native = figs("native", rel_mad=0.06, n=12, tok_s=30.0, decode_tok_s=32.0, step_ms=90.0)
+    chat = figs("chat", rel_mad=0.06, n=12, tok_s=26.7, decode_tok_s=31.0, step_ms=92.0)
+    advice = more_rounds(12, 12, lambda *a: plain_rerun(*a, marker="parser"))
+    verdict = judge_parser("c chat vs native", native, chat, KIMI, TOLERANCES, 600,
+                           advice=advice)
+    assert verdict.status == UNDETERMINED
+    assert verdict.message.endswith(
+        " — the interval straddles the tolerance after 12 rounds of each path "
+        "(--specperf-max-repeats 12), so it is neither a pass nor a fail — measure the paths "
+        "with more rounds: pytest perf_tests -m parser --specperf-max-repeats 24.")
+    assert "--specperf-repeats 6" not in verdict.message
+
+
 def test_a_faster_route_beyond_the_tolerance_is_improved() -> None:
     native = figs("native", tok_s=30.0, decode_tok_s=32.0, step_ms=90.0)
     chat = figs("chat", tok_s=36.0, decode_tok_s=38.0, step_ms=76.0)
@@ -67,3 +84,18 @@ def test_a_regressed_delivery_gap_is_a_regression_labelled_transport() -> None:
         "within noise)); the chunks reached the client late: check proxies, tunnels and the "
         "network between client and server. stream tok/s 12.0 vs 29.4 non-streaming (−59.2% "
         "overhead); TTFT 120 ms.")
+
+
+def test_the_interval_counts_both_sides_repeats() -> None:
+    # Three repeats a side, 1.5 % MAD, the chat route 3 % slower, limit −10 %: Welch's df over
+    # both sides (about 4: t 2.78) put the 95 % interval's low end near −9 %, a pass; the
+    # smaller side's n − 1 (2: t 4.30) reached −12 % and called a clean route undetermined.
+    from specperf.core.limits import Move
+    from specperf.core.stats import summarize
+    from specperf.judge.pathverdict import judged
+    spread = (0.985, 1.0, 1.015)
+    base = summarize([30.0 * f for f in spread])
+    for change, status in ((-0.03, PASS), (-0.16, REGRESSION), (-0.08, UNDETERMINED)):
+        new = summarize([30.0 * (1 + change) * f for f in spread])
+        move = Move("tok_s", base.median, new.median, 0.10, label="chat tok/s")
+        assert judged(move, base, new) == status, change

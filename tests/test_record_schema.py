@@ -65,3 +65,4 @@ def test_an_unreadable_file_is_a_config_error_naming_it(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         schema.load(path)
     assert str(info.value).startswith(f"cannot read results file {path}: Expecting ")
+    assert str(info.value).endswith(": point it at the results.json a perf run wrote.")

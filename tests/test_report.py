@@ -93,7 +93,7 @@ def test_document_validates_and_the_schema_catches_defects():
 
 def test_results_file_round_trips_and_history_gets_one_line(tmp_path):
     doc = make_doc(commit=5.0)
-    path = record_files.write(doc, tmp_path)
+    path, _ = record_files.write(doc, tmp_path)
     assert record_schema.load(path) == json.loads(json.dumps(doc))
     (line,) = (tmp_path / "history.jsonl").read_text().splitlines()
     entry = json.loads(line)
@@ -182,7 +182,7 @@ def test_a_perf_run_writes_its_report_and_says_where(tmp_path_factory):
     # the main job's session (slowb_runs.embedded_main_job, shared with test_main_job)
     folder, result = embedded_main_job(tmp_path_factory)
     reports = folder / "reports"
-    result.fnmatch_lines(["specperf: report */report.html"])
+    result.fnmatch_lines(["specperf: report */report.html (this run: *)"])
     (run_dir,) = reports.glob("2*")
     doc = record_schema.load(run_dir / "results.json")
     assert doc["server"]["simulated"] and len(doc["measurements"]) == 4

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from specperf.settings.config import resolve
-from specperf.views import decision, page, summary
+from specperf.views import decision, page, screen, summary
 
 TOK = {"base": 47.3, "new": 47.1, "change": -0.004, "limit": -0.1, "low": -0.01, "high": 0.0}
 
@@ -55,7 +55,7 @@ def _closing(doc: dict[str, Any], tmp_path: Path, skipped: dict[str, str] | None
              ) -> list[str]:
     found = summary.Collector(record=doc, skipped=dict(skipped or {}))
     settings = resolve({"baseline_dir": str(tmp_path)}, {}, {})
-    lines = summary.render(found, settings)
+    lines = summary.render(found, settings, detail=True)
     return lines[lines.index(next(x for x in lines if x.startswith("verdicts:"))):]
 
 
@@ -100,7 +100,7 @@ def test_nothing_judged_is_undetermined_and_says_why():
     assert decision.decide(doc).sweep == ("none — no sweep verdict in this A/B run; its cases "
                                           "were judged against production")
     doc["settings"]["update_baselines"] = True
-    assert "this run wrote a baseline" in decision.decide(doc).sweep
+    assert "a baseline-updating run judges its cases, not the sweep" in decision.decide(doc).sweep
 
 
 def test_a_concurrency_run_is_not_said_to_lack_a_baseline():
@@ -122,10 +122,16 @@ def test_the_page_opens_with_the_decision_then_regressions_verdicts_and_charts()
     assert order == sorted(order)
     shown = html.unescape(re.sub(r"<[^>]+>", "", text.split('id="decision"')[1]
                                  .split("</p>")[0]))
-    assert shown.startswith(' class="decision fail" data-decision="FAIL">FAIL — step time '
-                            'moved (1 regression). Sweep: undetermined')
-    assert "This run sees: tok/s −6.0%, step time +5.0%, avg commit −4.0% (95% power; " \
-           "run-to-run prior ±3.0%: no history yet)." in html.unescape(text)
+    assert shown == ' class="decision fail" data-decision="FAIL">FAIL — step time regressed'
+    # The terminal's first screen, in its order: the decision, the root cause, the other
+    # words, what the run could have seen (views/screen.py renders both).
+    plain = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
+    terminal = screen.cause_lines(doc["verdicts"], 0) + \
+        screen.other_lines(doc, {}, "the verdicts below say why") + [screen.could_see(doc)]
+    at = [plain.index(line) for line in terminal]
+    assert at == sorted(at) and at[0] > plain.index("FAIL — step time regressed")
+    assert "Would have caught a tok/s drop of 6%, a step-time rise of 5% or an avg-commit drop " \
+           "of 4% or more" in plain
     assert 'data-factor="step"' in text  # grouped by the field, not by the sentence
     for status in ("noted", "undetermined"):  # rendered like the others, and coloured
         assert f'<li class="verdict {status}" data-case=' in text
@@ -150,3 +156,50 @@ def test_a_sweep_passed_at_its_resolution_never_claims_the_tolerance() -> None:
         "time beyond +13.3%; the run-to-run noise keeps it from resolving the 2% sweep " \
         "tolerance." in line, line
     assert "no factor moved past" not in line
+
+
+def test_the_verdict_count_counts_what_its_line_names() -> None:
+    # Three cases, the sweep and the parser path pass: the pass line names four, so it counts
+    # four, and says where the fifth is (the paths' own block above it).
+    from specperf.views.decision import verdict_words
+    names = ["reasoning-ctx3333", "padding-ctx3333", "padding-ctx13", "smoke subset",
+             "reasoning-ctx3333 chat vs native"]
+    doc = {"verdicts": [{"case_id": n, "status": "pass", "message": "m", "details": {}}
+                        for n in names], "baseline": {"deployment": "d", "version": 1}}
+    lines = verdict_words(doc)
+    assert lines[0] == "verdicts: pass 4 (and 1 path comparison, above)"
+    assert lines[1] == "  pass: " + ", ".join(names[:4])
+    counted = int(lines[0].split("pass ")[1].split()[0])
+    assert counted == len(lines[1].split(": ", 1)[1].split(", "))
+
+
+def test_a_sweep_regression_shows_one_interval_for_its_figure() -> None:
+    # A 15 % step rise, noisy requests: the failing sentence prints the interval that decided
+    # (the test's own level) and the closing block's line prints that same interval, never a
+    # second one at another level.
+    import random
+    import re
+
+    from specperf.core.noise import NoiseModel
+    from specperf.core.stats import summarize
+    from specperf.judge.sweep.factor import CaseData
+    from specperf.judge.sweep.pooled import judge_sweep
+    from specperf.plan.workload import Case
+    from specperf.views.headline import headline
+    rng = random.Random(99)
+    cases = []
+    for text_class, context in (("reasoning", 3333), ("padding", 3333), ("padding", 13)):
+        step, commit = 28.0 + 0.018 * context, 3.0 if text_class == "reasoning" else 7.0
+        def draw(scale: float, n: int, v: float) -> list[float]:
+            return [v * scale * (1 + rng.gauss(0, 0.03)) for _ in range(n)]
+        base = {"step_ms": summarize(draw(1.0, 12, step)),
+                "avg_commit": summarize(draw(1.0, 12, commit)),
+                "tok_s": summarize(draw(1.0, 12, 1000 * commit / step))}
+        run = {"step_ms": draw(1.15, 6, step), "avg_commit": draw(1.0, 6, commit),
+               "tok_s": draw(1 / 1.15, 6, 1000 * commit / step)}
+        cases.append(CaseData(Case(text_class, context, 200), run, base, None, 1.0))
+    verdict = judge_sweep(cases, "smoke subset", noise=NoiseModel.same_night()).verdict()
+    assert verdict.status == "fail", verdict.message
+    said = set(re.findall(r"\d+% CI [^,)]+", verdict.message))
+    shown = set(re.findall(r"\d+% CI [^,)]+", headline(verdict.to_dict())))
+    assert shown and shown <= said, (shown, said)

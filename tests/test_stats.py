@@ -6,7 +6,6 @@ import math
 
 import pytest
 
-from specperf.core.model import t95
 from specperf.core.stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, t_quantile
 
 
@@ -30,12 +29,11 @@ def test_t_quantile_matches_exact_values(p: float, df: float, exact: float) -> N
 def test_without_degrees_of_freedom_no_finite_bound_is_claimed() -> None:
     assert t_quantile(0.975, 0) == math.inf
     assert t_quantile(0.025, 0) == -math.inf
-    assert t95(0) == math.inf
 
 
-def test_t95_is_the_two_sided_95_percent_quantile() -> None:
-    assert t95(1) == pytest.approx(12.7062, abs=5e-5)
-    assert t95(31) == pytest.approx(2.0395, abs=5e-5)
+def test_the_two_sided_95_percent_quantile() -> None:
+    assert t_quantile(0.975, 1) == pytest.approx(12.7062, abs=5e-5)
+    assert t_quantile(0.975, 31) == pytest.approx(2.0395, abs=5e-5)
 
 
 def test_t_quantile_rejects_a_probability_outside_0_1() -> None:

@@ -58,7 +58,7 @@ def test_a_run_is_read_back_as_its_history_line_once_per_run_id(store_url: str,
 
 
 def test_the_measured_repeats_and_verdicts_are_rows(store_url: str) -> None:
-    d = doc("r1", status="regression")
+    d = doc("r1", status="fail")
     ingest.put_runs(store_url, [(history_entry(d, "r1/results.json"), d)])
 
     def query(c):  # type: ignore[no-untyped-def]
@@ -71,8 +71,33 @@ def test_the_measured_repeats_and_verdicts_are_rows(store_url: str) -> None:
         return cell, factors
     cell, factors = engine.read(store_url, query)
     assert (cell.median, cell.repeats) == (50.1, [50.0, 50.1, 50.2])  # warm-up left out
-    assert [tuple(f) for f in factors] == [("step_ms", "regression", 0.0, -0.02, 0.02, 0.1),
-                                           ("tok_s", "regression", -0.01, -0.05, 0.03, -0.1)]
+    assert [tuple(f) for f in factors] == [("step_ms", "fail", 0.0, -0.02, 0.02, 0.1),
+                                           ("tok_s", "fail", -0.01, -0.05, 0.03, -0.1)]
+
+
+@pytest.mark.parametrize("word", ["regression", "FAIL", "", "skipped"])
+def test_a_verdict_status_the_contract_does_not_know_is_refused(store_url: str,
+                                                                 word: str) -> None:
+    """A record whose verdict status is not one of the contract's words is not stored: one
+    sentence names the verdict and the word, and nothing of the run is written."""
+    d = doc("r1", status=word)
+    with pytest.raises(StoreError) as caught:
+        ingest.put_runs(store_url, [(history_entry(d, "r1/results.json"), d)])
+    assert str(caught.value) == (
+        f"verdict 'reasoning-ctx13' has status {word!r}, not one of the contract's words "
+        "(pass, noted, fail, improved, undetermined): the run is not stored.")
+    assert _counts(store_url) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("word", ["pass", "noted", "fail", "improved", "undetermined",
+                                  "no-baseline", "unmeasured"])
+def test_the_contracts_words_and_older_records_reasons_are_stored(store_url: str,
+                                                                  word: str) -> None:
+    d = doc("r1", status=word)
+    assert ingest.put_runs(store_url, [(history_entry(d, "r1/results.json"), d)]) == 1
+    statuses = engine.read(store_url, lambda c: set(c.execute(select(verdicts.c.status))
+                                                    .scalars()))
+    assert statuses == {word}
 
 
 def test_the_migrated_schema_is_the_declared_one(store_url: str) -> None:

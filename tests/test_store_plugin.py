@@ -27,10 +27,10 @@ def test_a_run_is_written_to_the_store_and_a_store_that_is_down_is_exit_3(perf_p
     assert down.ret == pytest.ExitCode.INTERNAL_ERROR
     down.stdout.fnmatch_lines([
         f"specperf: results store NOT written: cannot open the results store {DOWN} (*): start "
-        "the database, or point --specperf-results-db at one that runs. (results.json, "
-        "history.jsonl and report.html were written)",
-        "specperf: this run: *",
-        "specperf: report */report.html"])
+        "the database, or point --specperf-results-db at one that runs, then load this run "
+        f"with `specperf import */results.json --db {DOWN}` (results.json, history.jsonl and "
+        "report.html were written).",
+        "specperf: report */report.html (this run: *)"])
     lines = file_runs(reports / "history.jsonl")
     assert len(lines) == 2 and len(store_runs(f"sqlite:///{reports / 'results.db'}")) == 1
     record = reports / lines[1]["run_id"] / "results.json"
@@ -51,8 +51,9 @@ def test_a_fleet_whose_store_is_down_writes_every_file_and_says_so(perf_project,
     assert down.ret == pytest.ExitCode.INTERNAL_ERROR, down.stdout.str()[-2000:]
     down.stdout.fnmatch_lines([
         f"specperf: results store NOT written: cannot open the results store {DOWN} (*): start "
-        "the database, or point --specperf-results-db at one that runs. (results.json, "
-        "history.jsonl and report.html were written)",
+        "the database, or point --specperf-results-db at one that runs, then load this run "
+        f"with `specperf import */results.json --db {DOWN}` (results.json, history.jsonl and "
+        "report.html were written).",
         "specperf: fleet report */report.html"])
     reports = project.pytester.path / "reports"
     [line] = file_runs(reports / "history.jsonl")

@@ -293,3 +293,25 @@ def test_every_share_is_named_right_a_prefill_drop_too() -> None:
     assert verdict.status == "fail" and verdict.factor == "prefill", verdict.message
     assert "— prefill regression: check prompt processing" in verdict.message
     assert "step-time regression" not in verdict.message
+
+
+def test_a_tok_s_drop_beside_settled_acceptance_is_split_not_called_unmeasured() -> None:
+    # Exact acceptance found every re-sent prompt's verify steps unchanged, so the sweep left
+    # avg commit out of its acceptance factor (plugin/sweeprun.py): the drop is step time's,
+    # and the sentence must not say acceptance was not measured (it said so on a real run).
+    cases = []
+    for case in _sweep(rise=0.15):
+        tok = [1000.0 / v for v in case.run["step_ms"]]
+        base_tok = summarize([1000.0 / (case.base["step_ms"].median * f) for f in SPREAD
+                              + (0.99, 1.01)])
+        run = {"step_ms": case.run["step_ms"], "tok_s": tok}
+        cases.append(CaseData(case.case, run, {**case.base, "tok_s": base_tok}, None, 10.0,
+                              acceptance_settled=True))
+    result = judge_sweep(cases, "sweep")
+    verdict = result.verdict()
+    assert verdict.status == "fail" and result.settled == 8
+    assert "not measured" not in verdict.message, verdict.message
+    assert "avg commit +0.0% (shares of the drop: step time 100%, acceptance 0%" in \
+        verdict.message or "avg commit −0.0% (shares of the drop: step time 100%, acceptance 0%" \
+        in verdict.message, verdict.message
+    assert result.factor() == "step"

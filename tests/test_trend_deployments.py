@@ -49,15 +49,18 @@ def test_a_run_that_wrote_the_baseline_joins_its_endpoints_deployment():
 def test_drift_with_too_few_nights_is_undetermined_and_says_how_many_more():
     runs = [_run(i, "alpha") for i in range(3)] + [_run(i, "beta") for i in range(3, 9)]
     lines = trend.drift_status(trend.build(runs))
+    # Runs an hour apart are one night each deployment (the noise model's nights, 12 h).
     assert lines == [
-        ("undetermined", "Drift undetermined (alpha): the scan compares the last 4 runs with at "
-                         "least 5 before them, since the last boundary. It has 3 of the 9 runs "
-                         "it needs: 6 more."),
-        ("undetermined", "Drift undetermined (beta): the scan compares the last 4 runs with at "
-                         "least 5 before them, since the last boundary. It has 6 of the 9 runs "
-                         "it needs: 3 more.")]
+        ("undetermined", "Drift undetermined (alpha): the scan compares the last 4 nights with "
+                         "at least 5 before them, since the last boundary. It has 1 of the 9 "
+                         "nights it needs: 8 more."),
+        ("undetermined", "Drift undetermined (beta): the scan compares the last 4 nights with "
+                         "at least 5 before them, since the last boundary. It has 1 of the 9 "
+                         "nights it needs: 8 more.")]
+    hourly = trend.drift_status(trend.build(runs[3:], night_window_h=0.5))
+    assert hourly[0][1].endswith("It has 6 of the 9 nights it needs: 3 more.")
     page = trend.render(trend.build(runs[:3]))
-    assert "No persistent shift" not in page and "It has 3 of the 9 runs it needs" in page
+    assert "No persistent shift" not in page and "It has 1 of the 9 nights it needs" in page
 
 
 def test_run_labels_are_short_and_thinned_and_boundaries_are_tagged():

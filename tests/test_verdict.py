@@ -338,3 +338,63 @@ def test_an_undetermined_tok_s_is_never_said_to_stay_within_its_limit() -> None:
     assert verdict.status == "fail"
     assert "stayed within its limit" not in verdict.message
     assert "is undetermined (its interval straddles the limit)" in verdict.message
+
+
+@pytest.mark.parametrize("commit", [4.97, 4.30])  # +2.5 % (noted alone), −11.3 % (a fail alone)
+def test_acceptance_an_exact_comparison_settled_is_not_rejudged_from_medians(commit) -> None:
+    # A same-night gate: the candidate re-sent 4 of the reference's 12 prompts and each took
+    # the reference's verify steps (exact: unchanged), yet the two medians of avg commit differ
+    # (other draws of the same prompts, quantised commits, a tight spread). Judged from the
+    # medians that is a change "we are sure of" (or a regression); the exact comparison
+    # settles acceptance, so the case answers for its other figures only.
+    from specperf.core.noise import NoiseModel
+    spread = (0.995, 1.0, 1.0, 1.005)
+    base = CaseBaseline("padding", 13, 200, {
+        "tok_s": summarize([170.0 * f for f in spread * 3]),
+        "avg_commit": summarize([4.85 * f for f in spread * 3]),
+        "step_ms": summarize([28.5 * f for f in spread * 3])}, {})
+    now = {"tok_s": summarize([170.0 * f for f in spread]),
+           "avg_commit": summarize([commit * f for f in spread]),
+           "step_ms": summarize([28.5 * f for f in spread])}
+    noise = NoiseModel.same_night()
+    alone = judge_case("padding-ctx13", now, base, {}, noise=noise)
+    assert alone.status in ("noted", "fail")
+    settled = judge_case("padding-ctx13", now, base, {}, noise=noise, exact="unchanged")
+    assert settled.status == "pass", settled.message
+    assert "a change we are sure of" not in settled.message
+    # The medians are still shown, marked exact, with no interval a view could judge by.
+    assert settled.details["avg_commit"]["new"] == pytest.approx(commit)
+    assert settled.details["avg_commit"]["exact"] and "low" not in settled.details["avg_commit"]
+
+
+def test_a_regressed_case_names_its_factor_as_data_as_its_sentence_does() -> None:
+    # Noisy medians of every shape a regression takes (acceptance, step time, both, prefill,
+    # neither): the record's factor is the one the sentence's advice names, so the decision
+    # line never says "a factor its record does not name moved".
+    import random
+
+    from specperf.judge.hints import ACCEPTANCE_HINT, PREFILL_HINT, STEP_HINT
+    from specperf.views.decision import decide
+    words = {"acceptance": ACCEPTANCE_HINT, "step": STEP_HINT, "prefill": PREFILL_HINT,
+             "acceptance+step": "acceptance and step-time regression",
+             "unexplained": "neither acceptance nor step time"}
+    rng = random.Random(4711)
+    seen = set()
+    for _ in range(400):
+        commit = 7.85 * rng.uniform(0.6, 1.05)
+        step = 144 * rng.uniform(0.97, 1.45)
+        ttft = 500 * rng.choice([1.0, 1.0, rng.uniform(1.0, 4.0)])
+        tok = 1000 * 600 / (ttft + 599 / commit * step) * rng.uniform(0.9, 1.03)
+        base = base_case(54.5, 7.85, 144, ttft_ms=500)
+        base = CaseBaseline(base.text_class, base.context, 600, base.metrics, {})
+        verdict = judge_case("padding-ctx5553", current(tok, commit, step, ttft_ms=ttft),
+                             base, TOL)
+        if verdict.status != "fail":
+            continue
+        assert verdict.factor in words, verdict.message
+        seen.add(verdict.factor)
+        hint = words[verdict.factor]
+        assert hint in verdict.message, (verdict.factor, verdict.message)
+        line = decide({"verdicts": [verdict.to_dict()], "run": {}}).line()
+        assert "does not name" not in line, line
+    assert {"acceptance", "step", "acceptance+step"} <= seen, seen

@@ -123,7 +123,7 @@ def test_explain_at_a_web_server_says_it_is_no_llm_server_and_exits_2(capsys, we
     assert args.run(args) == 2
     err = capsys.readouterr().err
     assert err.startswith(
-        f"specperf explain: specperf: {web_server} (from --endpoint) is not an LLM server: "
+        f"specperf explain: {web_server} (from --endpoint) is not an LLM server: "
         "GET /health answered HTTP 404"), err
     assert "--enable-metrics" not in err
 

@@ -143,7 +143,7 @@ def check_bursts(run: RecordedRun) -> dict[int, list[float]]:
 def test_per_request_steps_are_the_servers_own_over_every_burst_and_a_rerun_passes(levels):
     levels.first.result.stdout.fnmatch_lines([
         "specperf: wrote concurrency baseline */tiny-llama/concurrency/v1.json",
-        "specperf: this run: concurrency levels 1,2,4 of reasoning-ctx16"])
+        "specperf: report * (this run: concurrency levels 1,2,4 of reasoning-ctx16)"])
     check_bursts(levels.second)
     second = levels.second.result
     outcomes = second.parseoutcomes()

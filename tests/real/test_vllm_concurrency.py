@@ -80,7 +80,8 @@ def test_per_request_steps_are_the_servers_counters_over_every_burst(
     assert "errors" not in result.parseoutcomes() and result.ret == 0, out[-3000:]
     result.stdout.fnmatch_lines(["specperf: wrote concurrency baseline "
                                  "*/tiny-vllm/concurrency/v1.json",
-                                 "specperf: this run: concurrency levels 1,2 of padding-ctx13"])
+                                 "specperf: report * (this run: concurrency levels 1,2 of "
+                                 "padding-ctx13)"])
     data = results_of(tmp_path / "r")
     assert data["server"]["acceptance_source"] == "response"
     section = data["concurrency"]

@@ -23,7 +23,9 @@ from ..measure.burst import LEVEL_METRICS, Level, batch_fit
 from .store import BaselineStore
 from .versions import REPAIR, Versions
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Every schema this specperf reads; a schema-1 file (no lineage) is read as written.
+READS = (1, 2)
 DIRECTORY = "concurrency"
 ABOUT = ("specperf concurrency baseline. Per concurrency level: median, MAD and n of tok/s per "
          "request, aggregate tok/s (all tokens / burst wall), avg commit, step time and decode "
@@ -44,6 +46,9 @@ class ConcurrencyBaseline:
     case: dict[str, Any]  # text_class, context, output_tokens
     levels: dict[int, dict[str, Summary]]
     fit: ContextFit | None
+    # Why it replaced the one before, as the main baselines keep it (baselines/store.py):
+    # previous, moved, accepted; None in a schema-1 file.
+    lineage: dict[str, Any] | None = None
 
     @classmethod
     def from_levels(cls, deployment: str, fingerprint: Mapping[str, Any],
@@ -65,6 +70,8 @@ class ConcurrencyBaseline:
                 "levels": {str(c): {m: s.to_dict() for m, s in ms.items()}
                            for c, ms in sorted(self.levels.items())},
                 "fit": None if self.fit is None else self.fit.to_dict()}
+        if self.lineage is not None:
+            data["lineage"] = self.lineage
         return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
     @classmethod
@@ -72,8 +79,11 @@ class ConcurrencyBaseline:
         """Parse one file; any defect is a BaselineError naming the file and the fix."""
         try:
             data = json.loads(text)
-            if data["schema_version"] != SCHEMA_VERSION:
+            if data["schema_version"] not in READS:
                 raise ValueError(f"schema_version {data['schema_version']}")
+            lineage = data.get("lineage") if data["schema_version"] > 1 else None
+            if lineage is not None and not isinstance(lineage, dict):
+                raise ValueError(f"lineage {lineage!r:.80}")
             levels = {int(c): {m: Summary(float(s["median"]), float(s["mad"]), int(s["n"]))
                                for m, s in ms.items() if m in LEVEL_METRICS}
                       for c, ms in data["levels"].items()}
@@ -81,7 +91,7 @@ class ConcurrencyBaseline:
             return cls(str(data["deployment"]), int(data["version"]), str(data["created"]),
                        str(data["suite_version"]), str(data["git_revision"]),
                        dict(data["fingerprint"]), bool(data["simulated"]), dict(data["case"]),
-                       levels, fit)
+                       levels, fit, lineage)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise BaselineError(f"concurrency baseline {path} is not readable ({exc!r}): "
                                 f"{REPAIR}.") from exc

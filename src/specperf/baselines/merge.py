@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +53,36 @@ def slots_of(measurements: Sequence[Measurement]) -> Slots:
     return out
 
 
+@dataclass(frozen=True)
+class LeftOut:
+    """An earlier run that would have been merged but regressed, and nothing accepted it:
+    per regressed case, the factor its verdict named ('' when none)."""
+
+    run_id: str
+    factors: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The earlier runs a merge takes, newest first, and the regressed ones it left out."""
+
+    runs: list[PastRun]
+    left_out: list[LeftOut] = field(default_factory=list)
+
+
 def past_runs(report_dir: Path, deployment: str, fingerprint: Mapping[str, Any],
-              cases: Mapping[str, int], count: int, exclude: str | None = None) -> list[PastRun]:
+              cases: Mapping[str, int], count: int, exclude: str | None = None,
+              accepted: Collection[str] = ()) -> Selection:
     """Up to ``count`` runs from ``report_dir``'s history, newest first, of ``deployment``
     with this exact fingerprint, not interrupted, that measured every case of ``cases``
     (case id -> output tokens) with the same output length. Unreadable records are passed by.
-    """
+
+    A run judged a regression enters only when it was accepted: it wrote its own baseline
+    with --specperf-accept, or this update accepts a regression (``accepted``: the cases it
+    accepts) and every merged case the run regressed in is among them (a fit or the sweep
+    regresses through its cases); otherwise it is left out, and named."""
     found: list[PastRun] = []
+    left_out: list[LeftOut] = []
     for entry in _newest_first(report_dir / HISTORY):
         if len(found) >= count:
             break
@@ -68,9 +91,27 @@ def past_runs(report_dir: Path, deployment: str, fingerprint: Mapping[str, Any],
             continue
         doc = _read_json(report_dir / str(entry.get("results", "")))
         run = _eligible(doc, deployment, cases) if doc is not None else None
-        if run is not None:
+        if run is None or doc is None:
+            continue
+        regressed = _regressed(entry)
+        covered = bool(accepted) and set(regressed) & set(cases) <= set(accepted)
+        if regressed and not (covered or _self_accepted(doc)):
+            left_out.append(LeftOut(run.run_id, regressed))
+        else:
             found.append(run)
-    return found
+    return Selection(found, left_out)
+
+
+def _regressed(entry: Mapping[str, Any]) -> dict[str, str]:
+    """The cases a history line says regressed, with the factor each named."""
+    factors = entry.get("failed_factors") or {}
+    return {str(case): str(factors.get(case) or "") for case in entry.get("failed") or ()}
+
+
+def _self_accepted(doc: Mapping[str, Any]) -> bool:
+    """Whether the run itself was an accepted update (its settings carry the reason)."""
+    settings = doc.get("settings") or {}
+    return bool(settings.get("accept")) and bool(settings.get("update_baselines"))
 
 
 def _newest_first(history: Path) -> Iterator[dict[str, Any]]:

@@ -27,7 +27,9 @@ from ..servers.positions import case_shape
 from ..settings.hints import perf_command
 from .versions import REPAIR, Versions
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Every schema this specperf reads; an older file is migrated as it is read (1: no lineage).
+READS = (1, 2)
 ABOUT = ("specperf baseline. Per metric: median, MAD and n over the repeats; 'direction' says "
          "which way is a regression; 'tolerance' is the limit in force when the file was "
          "written (informative). To change a limit edit 'tolerances' (file-wide) or a case's "
@@ -104,6 +106,11 @@ class Baseline:
     request_digest: dict[str, Any] | None = None
     # The runs it was written from, by run id (baselines/merge.py); empty in older files.
     runs: tuple[str, ...] = ()
+    # Why it replaced the one before (schema 2, plugin/updatecheck.py): ``previous`` version
+    # (None: the first), ``moved`` per case and metric (change, low, high) against it, and
+    # ``accepted`` (reason, who, verdicts; None when nothing needed accepting). None: a
+    # schema-1 file, which recorded no reason.
+    lineage: dict[str, Any] | None = None
 
     @property
     def run_count(self) -> int:
@@ -146,6 +153,8 @@ class Baseline:
             data["request_digest"] = self.request_digest
         if self.runs:
             data["runs"] = list(self.runs)
+        if self.lineage is not None:
+            data["lineage"] = self.lineage
         return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
     @classmethod
@@ -163,6 +172,17 @@ class _Reader:
 
     def __init__(self, path: str) -> None:
         self.path = path
+
+    def lineage(self, data: Mapping[str, Any], schema: int) -> dict[str, Any] | None:
+        """The file's lineage; the migration of a schema-1 file: it has none to read."""
+        if schema == 1:
+            return None
+        found: dict[str, Any] | None = self.optional(data, "lineage", dict)
+        if found is not None:
+            for key, kind in (("previous", (int, type(None))), ("moved", dict),
+                              ("accepted", (dict, type(None)))):
+                self.get(found, key, kind, "lineage")
+        return found
 
     def fail(self, where: str, problem: str) -> BaselineError:
         return BaselineError(f"baseline {self.path}: {where} {problem}: {REPAIR}.")
@@ -182,9 +202,9 @@ class _Reader:
         if not isinstance(data, dict):
             raise self.fail("the top level", "should be an object")
         schema = self.get(data, "schema_version", int, "")
-        if schema != SCHEMA_VERSION:
+        if schema not in READS:
             raise self.fail("schema_version", f"is {schema}, this specperf reads "
-                            f"{SCHEMA_VERSION}")
+                            f"{' and '.join(map(str, READS))}")
         tolerances = self.tolerances(self.get(data, "tolerances", dict, ""), "tolerances")
         cases = self.get(data, "cases", dict, "")
         fits = self.get(data, "fits", dict, "")
@@ -196,7 +216,7 @@ class _Reader:
             {cid: self.case(cid, c) for cid, c in cases.items()},
             {tc: self.fit(tc, f) for tc, f in fits.items()}, tolerances,
             self.optional(data, "prompt_seed", str), self.optional(data, "request_digest", dict),
-            self.runs(data.get("runs", [])))
+            self.runs(data.get("runs", [])), self.lineage(data, schema))
 
     def runs(self, data: Any) -> tuple[str, ...]:
         """The run ids a baseline was written from (optional: older files have none)."""

@@ -180,8 +180,8 @@ def change(good: Side, other: Side, metric: str) -> Change | None:
     n = len(cases)
     diff = sum(other.means[c] - good.means[c] for c in cases) / n
     parts = [_parts(other, cases, 1.0), _parts(good, cases, 1.0)]
-    var = sum(v for v, _ in parts) + NoiseModel.same_night().of(metric).comparison_var(cases=n)
-    return Change(diff, math.sqrt(var), n, welch_df(parts))
+    run_var = NoiseModel.same_night().of(metric).comparison_var(cases=n)
+    return Change(diff, interval.se_of(*(v for v, _ in parts), run_var), n, welch_df(parts))
 
 
 def _midpoint(good: Side, version: Side, bad: Side
@@ -206,7 +206,7 @@ def midpoint(good: Side, version: Side, bad: Side) -> Change | None:
         return None
     mid, own, ends = found
     parts = [own, *ends]
-    return Change(mid, math.sqrt(sum(v for v, _ in parts)), len(version.means),
+    return Change(mid, interval.se_of(*(v for v, _ in parts)), len(version.means),
                   welch_df(parts))
 
 

@@ -7,12 +7,14 @@ code  meaning          when
 ====  ===============  ===================================================================
 0     culprit found    every factor that moved has its first bad version named
 2     usage error      a bad flag, an unreadable or malformed versions file, unknown ends,
-                       ends the history (``--from-history``) does not name one version each
+                       ends the history (``--from-history``) does not name one version each,
+                       an ``--endpoint`` that answers as no LLM server does (nothing restored)
 3     infrastructure   the endpoint, the GPU lock, or a deploy of the good or bad end
                        failed: nothing can be compared; fix the box
 5     not reproduced   tonight the bad end is not worse than the good end in any factor
 6     undecided        the GPU budget ran out, a version stayed between good and bad at the
                        most requests, or only skipped versions are left around the culprit
+130   interrupted      Ctrl-C: one line says what the box runs; nothing is restored
 ====  ===============  ===================================================================
 """
 
@@ -22,16 +24,18 @@ import argparse
 import math
 import os
 import sys
+from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ConfigError, SpecperfError
+from ..core.errors import ConfigError, NotAnLlmServer, SpecperfError
+from ..settings.config import Settings
 from ..settings.parsers import database_url
 from ..store.history import read_history
 from ..views.report import report_dir
 from . import classify as cl
-from . import report
+from . import endpoint, report
 from .deploylog import Version, check_ends, load_versions, pick
 from .history import HistoryEnds, ends_from_history
 from .lab import BoxLab, deploy_argv, measuring_settings
@@ -46,6 +50,7 @@ class BisectExit(IntEnum):
     INFRASTRUCTURE = 3
     NOT_REPRODUCED = 5
     UNDECIDED = 6
+    INTERRUPTED = 130
 
 
 EXIT_OF = {"found": BisectExit.FOUND, "not-reproduced": BisectExit.NOT_REPRODUCED,
@@ -62,8 +67,8 @@ def add_subcommand(subparsers: Any) -> None:
         description="Deploy versions of a deploy log one at a time on the box and bisect each "
                     "factor that moved (acceptance, step time, prefill) between a good and a "
                     "bad version, every comparison against tonight's good end. Exit 0 culprit "
-                    "found, 2 usage, 3 infrastructure, 5 not reproduced, 6 undecided "
-                    "(docs/bisect.md).")
+                    "found, 2 usage, 3 infrastructure, 5 not reproduced, 6 undecided, 130 "
+                    "interrupted (docs/bisect.md).")
     p.add_argument("--endpoint", required=True, help="the box's server URL")
     p.add_argument("--versions", type=Path, required=True,
                    help="the deploy log, oldest first: a version name a line, or JSON lines "
@@ -82,8 +87,9 @@ def add_subcommand(subparsers: Any) -> None:
                    help="the results store --from-history reads (default: "
                         "$SPECPERF_RESULTS_DB, else the results.db beside the history)")
     p.add_argument("--budget-s", type=_positive, default=math.inf,
-                   help="GPU seconds of measured requests the bisect may spend (default: no "
-                        "limit); when the next measurement would not fit, it stops undecided")
+                   help="GPU seconds of measured requests the bisect may spend (on a "
+                        "simulator, seconds of simulated time; default: no limit); when the "
+                        "next measurement would not fit, it stops undecided")
     p.add_argument("--factor", action="append", default=None,
                    choices=[f.name for f in cl.ALL_FACTORS],
                    help="bisect only this factor (repeatable; default: every factor that "
@@ -176,8 +182,22 @@ def _from_history(args: argparse.Namespace, versions: list[Version]) -> HistoryE
     return ends_from_history(read_history(path, url), args.endpoint, versions, str(path))
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``specperf bisect``; returns its exit code."""
+@dataclass(frozen=True)
+class _Setup:
+    """What a bisect runs with, checked before anything is locked or deployed."""
+
+    versions: list[Version]
+    good: Version
+    bad: Version
+    restore: Version | None
+    plan: Plan
+    settings: Settings
+    chosen: HistoryEnds | None
+
+
+def _prepare(args: argparse.Namespace) -> _Setup | int:
+    """The ends, the restore version, the plan and the settings; an exit code on a usage or
+    store error (nothing deployed, nothing locked)."""
     chosen: HistoryEnds | None = None
     try:
         versions = load_versions(args.versions)
@@ -202,28 +222,63 @@ def run(args: argparse.Namespace) -> int:
     except SpecperfError as exc:  # the results store --from-history reads
         print(f"specperf bisect: {exc}", file=sys.stderr)
         return BisectExit.INFRASTRUCTURE
-    lab = BoxLab(settings, args.deploy, args.deploy_timeout, progress=_say)
-    search = Search(lab, versions, good, bad, plan, progress=_say)
+    return _Setup(versions, good, bad, restore, plan, settings, chosen)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``specperf bisect``; returns its exit code."""
+    setup = _prepare(args)
+    if isinstance(setup, int):
+        return setup
+    lab = BoxLab(setup.settings, args.deploy, args.deploy_timeout, progress=_say)
+    search = Search(lab, setup.versions, setup.good, setup.bad, setup.plan, progress=_say)
     try:
+        return _bisect(args, lab, search, setup.restore, setup.chosen)
+    except KeyboardInterrupt:
+        # Ctrl-C means stop now: no restore wait; the lock is released below.
+        print(f"specperf bisect: interrupted {lab.left(setup.restore)}.", file=sys.stderr)
+        return BisectExit.INTERRUPTED
+    finally:
+        lab.close()
+
+
+def _bisect(args: argparse.Namespace, lab: BoxLab, search: Search, restore: Version | None,
+            chosen: HistoryEnds | None) -> int:
+    """Identify the endpoint, lock the box, search, restore, report."""
+    failed: int | None = None
+    try:
+        endpoint.identify(lab.endpoint, _say)  # before the lock and any wait on the server
         lab.open()
         outcome = search.run()
+    except NotAnLlmServer as exc:  # the URL is wrong: no restore can wait on it either
+        print(f"specperf bisect: {str(exc).removeprefix('specperf: ')}{_after(lab)}",
+              file=sys.stderr)
+        return BisectExit.USAGE
     except DeployFailed as exc:
         print(f"specperf bisect: an end of the range could not be measured: {exc}. Fix the "
               "box or choose other --good/--bad versions.", file=sys.stderr)
-        return BisectExit.INFRASTRUCTURE
+        failed = BisectExit.INFRASTRUCTURE
     except SpecperfError as exc:
         print(f"specperf bisect: {exc}", file=sys.stderr)
-        return BisectExit.INFRASTRUCTURE
-    finally:
-        restored = _restore(lab, search, restore)
-        lab.close()
+        failed = BisectExit.INFRASTRUCTURE
+    restored = _restore(lab, search, restore)
+    if failed is not None:
+        return failed
     code = EXIT_OF[outcome.status]
-    doc = report.to_dict(outcome, args.endpoint, int(code), lab.fingerprints)
+    doc = report.to_dict(outcome, args.endpoint, int(code), lab.fingerprints, lab.simulated)
     doc["deploy_s"] = round(lab.deploy_s, 1)
     doc["restored"] = restored
     doc["from_history"] = chosen.to_dict() if chosen is not None else None
     if args.html is not None:
         args.html.parent.mkdir(parents=True, exist_ok=True)
         args.html.write_text(report.html(doc), encoding="utf-8")
+        _say(f"page {args.html}")
     print(report.to_json(doc) if args.json else report.text(doc))
     return code
+
+
+def _after(lab: BoxLab) -> str:
+    """What a deploy left on the box before the endpoint turned out wrong ("" before any)."""
+    if lab.deploying is None:
+        return ""
+    return f" The deploy of {lab.deploying} ran before that answer; nothing was restored."

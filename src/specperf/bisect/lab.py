@@ -3,10 +3,12 @@
 Lifecycle (owned here, explained once): ``open()`` takes the endpoint's GPU lock for the
 whole bisect (a deploy is as exclusive as a measurement); ``deploy()`` runs the command
 template with ``{version}`` substituted (shlex-split, no shell), then waits until ``/health``
-answers 200 and the probed fingerprint holds what the version's line expects; ``measure()``
+answers 200 and the probed fingerprint holds what the version's line expects (an answer no
+LLM server gives ends the wait at once, ``endpoint.py``); ``measure()``
 takes more requests of each case through the suite's own measuring loop
 (``measure.session.PerfSession``, one per deploy, its own lock off: this lab holds it);
-``close()`` ends the session and releases the lock, always.
+``close()`` ends the session and releases the lock, always. ``on_box`` and ``deploying``
+say what the box runs, for a bisect stopped half-way (``left()``).
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.errors import ConfigError, SpecperfError
+from ..core.errors import ConfigError, NotAnLlmServer, SpecperfError
 from ..measure import lock as gpulock
 from ..measure.repeats import RepeatDecision
 from ..measure.session import PerfSession
 from ..plan.workload import Case
 from ..servers.client import Client
 from ..settings.config import Settings, resolve
+from . import endpoint as probing
 from .deploylog import Version, fingerprint_matches
 from .search import DeployFailed, Measured, ServeFailed
 
@@ -76,6 +79,9 @@ class BoxLab:
     cases: list[Case] = field(default_factory=list)
     fingerprints: dict[str, dict[str, Any]] = field(default_factory=dict)
     deploy_s: float = 0.0
+    simulated: bool = False  # the probe found a simulator: its times are simulated time
+    on_box: str | None = None  # the version the box serves, known healthy
+    deploying: str | None = None  # the version whose deploy is under way (or failed)
     _session: PerfSession | None = None
     _lock: gpulock.GpuLock | None = None
 
@@ -106,16 +112,34 @@ class BoxLab:
             session, self._session = self._session, None
             session.close()
 
+    def left(self, restore: Version | None) -> str:
+        """What the box runs now, for a bisect that stops half-way (``restore``: the version
+        it should run again, None for ``--restore none``)."""
+        command = "" if restore is None else shlex.join(deploy_argv(self.template, restore.name))
+        back = "" if restore is None else f"deploy {restore.name} again with `{command}`"
+        if self.deploying is not None:
+            fix = back or "--restore none: deploy what it should run by hand"
+            return f"during the deploy of {self.deploying}: what the box runs is unknown; {fix}"
+        if self.on_box is None:
+            return "before any deploy: the box runs what it ran before"
+        if restore is None:
+            return f"the box runs {self.on_box} (--restore none)"
+        if restore.name == self.on_box:
+            return f"the box runs {self.on_box}, what it ran before"
+        return f"the box runs {self.on_box}, not {restore.name}; {back}"
+
     # -- deploying ------------------------------------------------------------------------
     def deploy(self, version: Version) -> None:
         """Run the deploy command, then wait for health and the expected fingerprint."""
         self._end_session()
         started = time.monotonic()
+        self.on_box, self.deploying = None, version.name
         try:
             self._run_command(version)
             deadline = started + self.deploy_timeout_s
             self._wait_healthy(deadline)
             self._session = self._wait_fingerprint(version, deadline)
+            self.on_box, self.deploying = version.name, None
         finally:
             self.deploy_s += time.monotonic() - started
 
@@ -141,10 +165,14 @@ class BoxLab:
         try:
             while True:
                 try:
-                    client.get_text("/health", timeout_s=10.0)
+                    probing.check_health(client)
                     return
+                except NotAnLlmServer as exc:
+                    if not probing.passing(exc):
+                        raise  # no LLM server answers there: waiting cannot change that
+                    last = probing.why(exc)
                 except SpecperfError as exc:
-                    last = str(exc).splitlines()[0]
+                    last = probing.why(exc)
                 if time.monotonic() >= deadline:
                     raise DeployFailed(f"the server did not answer /health with 200 within "
                                        f"{self.deploy_timeout_s:g} s (last: {last})")
@@ -157,6 +185,9 @@ class BoxLab:
             session = PerfSession(self.settings, progress=self.progress, lock_mode="none")
             try:
                 server = session.start()
+            except NotAnLlmServer:
+                session.close()
+                raise
             except SpecperfError as exc:
                 session.close()
                 raise DeployFailed(f"the server did not serve: {str(exc).splitlines()[0]}") \
@@ -164,6 +195,7 @@ class BoxLab:
             wrong = fingerprint_matches(version.expected_fingerprint, server.fingerprint)
             if not wrong:
                 self.fingerprints[version.name] = dict(server.fingerprint)
+                self.simulated = self.simulated or server.simulated
                 return session
             session.close()
             if time.monotonic() >= deadline:

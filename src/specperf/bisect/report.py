@@ -1,6 +1,8 @@
 """A bisect's outcome as text, as JSON, and as an HTML page (views/templates/bisect.html.j2).
 
-Every view renders :func:`to_dict`'s document, so the three say the same thing.
+Every view renders :func:`to_dict`'s document, so the three say the same thing. On a
+simulator (the probe says so, ``simulated`` in the document) every view says SIMULATED and
+its seconds are simulated time, not a GPU's.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 from ..core.limits import format_ci, format_percent
 from ..views import template
+from ..views.explaincard import SIMULATED
 from . import classify as cl
 from .search import FactorResult, Outcome, VersionState
 
@@ -58,8 +61,10 @@ def _factor(r: FactorResult) -> dict[str, Any]:
 
 
 def to_dict(outcome: Outcome, endpoint: str, exit_code: int,
-            fingerprints: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The bisect's one document (what ``--json`` prints)."""
+            fingerprints: Mapping[str, Any] | None = None, simulated: bool = False
+            ) -> dict[str, Any]:
+    """The bisect's one document (what ``--json`` prints; ``simulated``: the server is a
+    simulator, whose seconds are simulated time)."""
     good = next(v for v in outcome.versions if v.version.name == outcome.good)
     lo, hi = good.version.index, max(v.version.index for v in outcome.versions
                                      if v.version.name == outcome.bad)
@@ -73,8 +78,16 @@ def to_dict(outcome: Outcome, endpoint: str, exit_code: int,
         "versions_measured": sum(1 for v in outcome.versions if v.repeats),
         "gpu_s": round(outcome.gpu_s, 3), "deploys": outcome.deploys,
         "budget_s": None if math.isinf(outcome.budget_s) else outcome.budget_s,
-        "fingerprints": dict(fingerprints or {}),
+        "fingerprints": dict(fingerprints or {}), "simulated": simulated,
     }
+
+
+def clock(doc: Mapping[str, Any], start: bool = False) -> str:
+    """What the document's seconds are: a GPU's, or the simulator's simulated time
+    (``start``: opening a sentence)."""
+    if doc.get("simulated"):
+        return "Simulated time" if start else "simulated time"
+    return "GPU time"
 
 
 def _pct(change: Mapping[str, Any] | None) -> str:
@@ -117,15 +130,20 @@ def text(doc: Mapping[str, Any]) -> str:
     lines += [_version_line(v) for v in doc["versions"]]
     skipped = sum(1 for v in doc["versions"] if v["state"] == "skipped")
     budget = f"; budget {doc['budget_s']:g} s" if doc["budget_s"] is not None else ""
-    lines.append(f"GPU time {doc['gpu_s']:.1f} s over {doc['versions_measured']} versions "
-                 f"measured, {doc['deploys']} deploys, {skipped} skipped{budget}.")
+    lines.append(f"{clock(doc, start=True)} {doc['gpu_s']:.1f} s over "
+                 f"{doc['versions_measured']} versions measured, {doc['deploys']} deploys, "
+                 f"{skipped} skipped{budget}.")
     if doc.get("restored"):
         lines.append(f"The box runs {doc['restored']} again.")
+    if doc.get("simulated"):
+        lines.append(f"{SIMULATED}: the server is the simulator; its times are simulated time, "
+                     "not a real box's.")
     return "\n".join(lines)
 
 
 def _headline(doc: Mapping[str, Any]) -> str:
-    return (f"specperf bisect: {doc['good']} (good) … {doc['bad']} (bad) on {doc['endpoint']}: "
+    where = f"{doc['endpoint']} ({SIMULATED})" if doc.get("simulated") else doc["endpoint"]
+    return (f"specperf bisect: {doc['good']} (good) … {doc['bad']} (bad) on {where}: "
             f"{HEADLINE[doc['status']]} (exit {doc['exit_code']}).")
 
 
@@ -146,8 +164,8 @@ def history_line(chosen: Mapping[str, Any]) -> str:
 def _findings(doc: Mapping[str, Any]) -> list[str]:
     """One line per bisected factor, or why nothing was bisected."""
     if doc["status"] == "undecided" and not doc["factors"]:
-        return [f"  The GPU budget ({doc['budget_s']:g} s) was spent before both ends were "
-                "measured: raise --budget-s."]
+        return [f"  The budget ({doc['budget_s']:g} s of {clock(doc)}) was spent before both "
+                "ends were measured: raise --budget-s."]
     if doc["status"] == "not-reproduced" or not doc["factors"]:
         moved = ", ".join(f"{f.metric} {_pct(doc['ends'].get(f.name))}"
                           for f in cl.ALL_FACTORS if f.name in doc["ends"])
@@ -210,4 +228,5 @@ def html(doc: Mapping[str, Any]) -> str:
     charts = [_chart(doc, f) for f in cl.ALL_FACTORS if f in cl.FACTORS or f.metric in shown]
     return template.render("bisect.html.j2", title=f"specperf bisect {doc['good']} … {doc['bad']}",
                            doc=doc, headline=_headline(doc), charts=charts,
+                           clock=clock(doc, start=True),
                            factor_lines=[line.strip() for line in _findings(doc)])

@@ -3,9 +3,10 @@
 ``specperf report RESULTS`` re-renders the HTML of a run, ``specperf trend`` renders the
 nightly history, ``specperf gate`` runs the deploy gate, ``specperf import`` and ``specperf
 export`` load and export the results store (docs/store.md), ``specperf bisect`` finds the deploy
-that made a deployment slower (``bisect/``). Each subcommand lives in its own module and
+that made a deployment slower (``bisect/``), ``specperf baselines`` lists a deployment's
+baseline versions and why each was written. Each subcommand lives in its own module and
 registers here; exit codes are the gate's (0 pass, 1 regression, 2 usage, 3 infrastructure;
-bisect adds 5 and 6, bisect/command.py).
+bisect adds 5 and 6, bisect/command.py); Ctrl-C is one line saying what it left, exit 130.
 
 The use-case layer: a command orchestrates the rooms it needs (explain: the server, the
 baseline, the judge, ``explainrun.py``), and the views only render what it hands them.
@@ -22,6 +23,17 @@ from collections.abc import Callable, Sequence
 
 Command = Callable[[argparse.Namespace], int]
 USAGE_ERROR = 2
+INTERRUPTED = 130  # as a shell reports a process ended by SIGINT (128 + 2)
+# What Ctrl-C leaves behind, per command that has no handler of its own (bisect and the
+# gate do: bisect says what the box runs; the gate waits for pytest to close its session).
+AFTER_CTRL_C = {
+    "import": "the runs imported so far stay (one transaction each); run it again to import "
+              "the rest, each run id once",
+    "export": "the files written so far stay; run it again to write every file",
+    "trend": "the page may be missing or old; run it again",
+    "report": "the page may be missing or old; run it again",
+    "explain": "nothing was judged; run it again",
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,13 +41,13 @@ def _parser() -> argparse.ArgumentParser:
     # does not need before it has parsed its arguments.
     from ..bisect import command as bisect
     from ..views import report
-    from . import explain, gate, store, trend
+    from . import baselines, explain, gate, store, trend
 
     # Plain text in --help: the docstring's RST literals (``x``) read as x.
     summary = __doc__.split("\n\n")[0].replace("``", "")
     parser = argparse.ArgumentParser(prog="specperf", description=summary)
     sub = parser.add_subparsers(dest="command", required=True)
-    for module in (report, trend, gate, explain, bisect, store):
+    for module in (report, trend, gate, explain, bisect, store, baselines):
         module.add_subcommand(sub)
     parser.set_defaults(subcommands=sub.choices)
     return parser
@@ -65,7 +77,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     run: Command = args.run
-    return run(args)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        after = AFTER_CTRL_C.get(args.command, "run it again")
+        print(f"specperf {args.command}: interrupted (Ctrl-C): {after}.", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

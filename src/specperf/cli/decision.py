@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from ..core.limits import NOT_APPLICABLE
+from ..views.headline import FACTORS
 
 # pytest's own exit codes (pytest.ExitCode), spelled out so the cli never imports pytest.
 PYTEST_OK, PYTEST_FAILED, PYTEST_INTERRUPTED = 0, 1, 2
@@ -61,6 +61,16 @@ class CaseOutcome:
     no_baseline: bool = False
     # Skipped because its verdict was undetermined (from the record's status, never words).
     undetermined: bool = False
+    # Skipped as not applicable (the test's specperf_skip property): it judges nothing that
+    # exists on this server, e.g. a parser case on a server that runs no parser.
+    not_applicable: bool = False
+    # What it checks: "case" (a smoke case against its baseline), "sweep" (the smoke subset's
+    # pooled factors) or "path" (a parser or streaming route against the native one).
+    check: str = "case"
+    # Its verdicts' one line (views/headline.py, from their figures), when it has verdicts.
+    line: str = ""
+    # The factors its regressions name (views/headline.py FACTORS keys), from the record.
+    factors: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -82,40 +92,65 @@ def decide(pytest_exit: int, cases: Sequence[CaseOutcome]) -> GateResult:
     failures = [c for c in found if c.outcome == "failed"]
     # "not applicable" skips (e.g. parser cases on a server without parsers) judge nothing
     # that exists; any other skip (no baseline) leaves the gate unable to vouch.
-    skipped = [c for c in found if c.outcome == "skipped"
-               and not c.message.startswith(NOT_APPLICABLE)]
+    skipped = [c for c in found if c.outcome == "skipped" and not c.not_applicable]
     n = len(found)
     if errors and all(c.no_baseline for c in errors):
         return GateResult(GateExit.INFRASTRUCTURE,
-                          f"{len(errors)} of {n} smoke cases have no baseline to be judged "
+                          f"{len(errors)} of {n} smoke checks have no baseline to be judged "
                           "against (checked before any request): write one with the command "
-                          "above, then run the gate again.", found)
+                          "below, then run the gate again.", found)
     if errors:
         also = f" ({len(failures)} regression(s) beside them cannot be trusted)" if failures else ""
         return GateResult(GateExit.INFRASTRUCTURE,
-                          f"{len(errors)} of {n} smoke cases could not be measured{also}: "
+                          f"{len(errors)} of {n} smoke checks could not be measured{also}: "
                           "an infrastructure problem, not the deploy's fault; page the owner "
                           "of the box.", found)
     if failures:
-        return GateResult(GateExit.REGRESSION,
-                          f"{len(failures)} of {n} smoke cases regressed: block the deploy.",
-                          found)
+        moved, which = _moved(failures), _which(failures, found)
+        what = f"{moved} regressed in {which}" if moved else f"{which} regressed"
+        return GateResult(GateExit.REGRESSION, f"{what}: block the deploy.", found)
     if pytest_exit == PYTEST_FAILED:
         return GateResult(GateExit.INFRASTRUCTURE,
                           "pytest reported a failure the JUnit XML does not show (an error "
-                          "outside the smoke cases?): see its output above.", found)
+                          "outside the smoke cases?): see pytest's output, named below.", found)
     undecided = [c for c in skipped if c.undetermined]
     if skipped and len(undecided) == len(skipped):
         return GateResult(GateExit.UNDECIDED,
                           f"{len(undecided)} of {n} smoke checks measured but undetermined, "
-                          "none regressed: the noise is wider than the tolerance (see the "
-                          "sentence above for what would decide); neither a pass nor a block.",
+                          "none regressed: the noise is wider than the tolerance (the report's "
+                          "sentences say what would decide); neither a pass nor a block.",
                           found)
     if skipped:
         return GateResult(GateExit.INFRASTRUCTURE,
-                          f"{len(skipped)} of {n} smoke cases were not judged (see the reasons "
+                          f"{len(skipped)} of {n} smoke checks were not judged (see the reasons "
                           "above): the gate cannot say the deploy is good.", found)
-    return GateResult(GateExit.PASS, f"all {n} smoke cases within their limits.", found)
+    return GateResult(GateExit.PASS, f"all {n} smoke checks within their limits.", found)
+
+
+def _moved(failures: Sequence[CaseOutcome]) -> str:
+    """'step time', 'acceptance and step time': what the failures' regressions name."""
+    names: list[str] = []
+    for case in failures:
+        for key in case.factors:
+            for part in key.split("+"):
+                name = FACTORS[part][0] if part in FACTORS else ""
+                if name and name not in names:
+                    names.append(name)
+    return " and ".join(names)  # '' when the record names no factor
+
+
+def _which(chosen: Sequence[CaseOutcome], found: Sequence[CaseOutcome]) -> str:
+    """'2 of 3 smoke cases and the smoke subset's sweep': ``chosen`` counted by what each
+    checks, each against all of its kind in ``found``."""
+    parts = []
+    for check, one, many in (("case", "smoke case", "smoke cases"),
+                             ("path", "path check", "path checks")):
+        k, n = (sum(1 for c in cases if c.check == check) for cases in (chosen, found))
+        if k:
+            parts.append(f"{k} of {n} {one if n == 1 else many}")
+    if any(c.check == "sweep" for c in chosen):
+        parts.append("the smoke subset's sweep")
+    return " and ".join(parts)
 
 
 def _from_pytest_exit(code: int, cases: tuple[CaseOutcome, ...]) -> GateResult | None:

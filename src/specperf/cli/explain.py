@@ -20,17 +20,27 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError, NotAnLlmServer, SpecperfError
-from ..core.noise import DEFAULT_COMMON_SHARE, DEFAULT_RUN_NOISE, NoiseModel, from_history
+from ..core.noise import DEFAULT_RUN_NOISE, NoiseModel
 from ..judge.explain.explanation import Outcome
-from ..store.history import read_history
+from ..settings.config import Settings, resolve_only
+from ..settings.ini import project_ini
+from ..settings.options import OPTIONS_BY_NAME
+from ..store.history import (
+    HISTORY_FILE,
+    HistoryLineSkipped,
+    box_noise,
+    history_despite_store,
+)
 from ..views import explaincard
 from . import explainrun
 
 USAGE, INFRASTRUCTURE = 2, 3
+NOISE_OPTIONS = ("run_noise", "night_window", "report_dir", "results_db")
 
 
 def add_subcommand(subparsers: Any) -> None:
@@ -67,12 +77,25 @@ def add_subcommand(subparsers: Any) -> None:
     p.add_argument("--label", default="", help="the box's label in --history (default: live, "
                                                 "the server's; offline, the box whose runs were "
                                                 "judged against --deployment)")
-    p.add_argument("--run-noise", type=float, default=None,
+    p.add_argument("--run-noise", default=None,
                    help=f"this box's run-to-run noise per case, stated (knowledge: docs/noise.md; "
-                        f"default the prior {DEFAULT_RUN_NOISE:g})")
+                        f"default as the perf run reads it: ${OPTIONS_BY_NAME['run_noise'].env}, "
+                        f"else ini {OPTIONS_BY_NAME['run_noise'].ini}, else the prior "
+                        f"{DEFAULT_RUN_NOISE:g})")
+    p.add_argument("--night-window", default=None,
+                   help="hours within which runs share a night (default as the perf run reads "
+                        f"it: ${OPTIONS_BY_NAME['night_window'].env}, else ini "
+                        f"{OPTIONS_BY_NAME['night_window'].ini}, else "
+                        f"{OPTIONS_BY_NAME['night_window'].default})")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--html", type=Path, default=None, help="write the HTML card here")
     p.set_defaults(run=run)
+
+
+def said(exc: Exception) -> str:
+    """An error's sentence after the command's own prefix (the probe's errors, written for
+    pytest's output, start with "specperf: " already)."""
+    return str(exc).removeprefix("specperf: ")
 
 
 def _positive(text: str) -> float:
@@ -85,10 +108,19 @@ def _positive(text: str) -> float:
     return value
 
 
-def _default_history() -> Path | None:
-    """The history pytest writes by default (its report directory's history.jsonl)."""
-    path = Path(os.environ.get("SPECPERF_REPORT_DIR") or "reports") / "history.jsonl"
+def _default_history(settings: Settings) -> Path | None:
+    """The history pytest writes (its report directory's history.jsonl), when it is there."""
+    path = settings.report_dir / HISTORY_FILE
     return path if path.is_file() else None
+
+
+def noise_settings(args: argparse.Namespace) -> Settings:
+    """The settings the noise model reads, resolved as the perf run resolves them: this
+    command's flag, else the SPECPERF_* variable, else the project's ini, else the default."""
+    return resolve_only(NOISE_OPTIONS, {"run_noise": args.run_noise,
+                                        "night_window": args.night_window},
+                        os.environ, project_ini(),
+                        {"run_noise": "--run-noise", "night_window": "--night-window"})
 
 
 def _deployment_label(entries: list[dict[str, Any]], deployment: str | None) -> str:
@@ -99,27 +131,32 @@ def _deployment_label(entries: list[dict[str, Any]], deployment: str | None) -> 
     return labels[-1] if labels else ""
 
 
-def _noise(args: argparse.Namespace, label: str = "") -> NoiseModel:
-    """The run-to-run noise of box ``label`` (live: the server's label in the history)."""
+def noise(args: argparse.Namespace, label: str = "", simulated: bool = False) -> NoiseModel:
+    """The run-to-run noise of box ``label`` (live: the server's label in the history), read
+    from the same settings and history as the perf run's (store/history.py's box_noise)."""
+    settings = noise_settings(args)
     if args.history is None:
-        args.history = _default_history()
-    if args.history is None:
-        return NoiseModel.prior(*_prior(args))
-    try:
-        args.history.stat()  # a --history naming nothing is a usage error, not "no runs"
-        entries = read_history(args.history)  # the store beside it when it holds runs
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"--history {args.history} cannot be read ({exc}): point it at a "
-                          f"history.jsonl the perf runs wrote.") from exc
+        args.history = _default_history(settings)
+    entries: list[dict[str, Any]] = []
+    if args.history is not None:
+        try:
+            args.history.stat()  # a --history naming nothing is a usage error, not "no runs"
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", HistoryLineSkipped)
+                entries, problem = history_despite_store(args.history, settings.results_db)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"--history {args.history} cannot be read ({exc}): point it at "
+                              f"a history.jsonl the perf runs wrote.") from exc
+        for warning in caught:  # one line each, never Python's warning with its source line
+            print(f"specperf explain: {warning.message}", file=sys.stderr)
+        if problem:
+            print(f"specperf explain: {problem.rstrip('.')}; the history was read from "
+                  f"{args.history}.", file=sys.stderr)
     box = args.label or label or _deployment_label(entries, args.deployment)
-    total, _, stated = _prior(args)
-    return from_history(entries, box, total=total, stated=stated)
-
-
-def _prior(args: argparse.Namespace) -> tuple[float, float, bool]:
-    """The prior's σ, its common share and whether it was stated (--run-noise)."""
-    stated = args.run_noise is not None
-    return (args.run_noise if stated else DEFAULT_RUN_NOISE), DEFAULT_COMMON_SHARE, stated
+    return box_noise(entries, box, simulated=simulated and not args.label,
+                     run_noise=settings.run_noise,
+                     stated=settings.sources.get("run_noise", "default") != "default",
+                     night_window_h=settings.night_window)
 
 
 def _outcome(args: argparse.Namespace) -> Outcome:
@@ -130,11 +167,12 @@ def _outcome(args: argparse.Namespace) -> Outcome:
         server = explainrun.identify(args.endpoint)  # an LLM server, and which deployment
         return explainrun.live(args.baseline_dir, args.deployment or server.deployment,
                                 server, args.window, text_class=args.text_class,
-                                context=args.context, noise=_noise(args, server.label))
+                                context=args.context,
+                                noise=noise(args, server.label, server.simulated))
     if args.deployment is None:
         raise ConfigError("explain needs --deployment NAME offline (live, with --endpoint, the "
                           "server's fingerprint names it).")
-    noise = _noise(args)
+    model = noise(args)
     missing = [flag for flag, value in (("--class", args.text_class), ("--context", args.context),
                                         ("--observed-tok-s", args.observed_tok_s))
                if value is None]
@@ -143,7 +181,7 @@ def _outcome(args: argparse.Namespace) -> Outcome:
     return explainrun.offline(args.baseline_dir, args.deployment, args.text_class, args.context,
                                args.observed_tok_s, avg_commit=args.observed_commit,
                                concurrency=args.concurrency, output_tokens=args.output_tokens,
-                               noise=noise)
+                               noise=model)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -151,13 +189,24 @@ def run(args: argparse.Namespace) -> int:
     try:
         outcome = _outcome(args)
     except (ConfigError, NotAnLlmServer) as exc:  # a wrong URL is the caller's to fix
-        print(f"specperf explain: {exc}", file=sys.stderr)
+        print(f"specperf explain: {said(exc)}", file=sys.stderr)
         return USAGE
     except SpecperfError as exc:
-        print(f"specperf explain: {exc}", file=sys.stderr)
+        print(f"specperf explain: {said(exc)}", file=sys.stderr)
         return INFRASTRUCTURE
     print(explaincard.as_json(outcome) if args.json else explaincard.text(outcome), end=""
           if args.json else "\n")
     if args.html is not None:
-        args.html.write_text(explaincard.card(outcome), encoding="utf-8")
+        try:
+            args.html.parent.mkdir(parents=True, exist_ok=True)
+            args.html.write_text(explaincard.card(outcome), encoding="utf-8")
+        except OSError as exc:
+            # mkdir says "File exists" of a file standing where a directory should be
+            why = f"{exc.filename} is not a directory" if isinstance(exc, FileExistsError) \
+                else exc.strerror or str(exc)
+            print(f"specperf explain: --html {args.html} cannot be written ({why}): give a "
+                  "path in a writable directory.", file=sys.stderr)
+            return USAGE
+        # where the card is, on stderr under --json so stdout stays one JSON document
+        print(f"specperf explain: card {args.html}", file=sys.stderr if args.json else sys.stdout)
     return outcome.explanation.exit_code

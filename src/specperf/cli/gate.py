@@ -13,14 +13,18 @@ the running deployment measured the same night (:mod:`~specperf.cli.reference`).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
+import shutil
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..settings.parsers import http_url
 from . import reference, runner
 from .decision import PYTEST_USAGE, GateExit, GateResult, fleet_result
 from .runner import (
@@ -38,7 +42,7 @@ __all__ = ["add_subcommand", "run"]
 
 def gate_flags(args: argparse.Namespace) -> list[str]:
     """The pytest flags the gate's own options stand for."""
-    flags: list[str] = []
+    flags: list[str] = ["-v"] if getattr(args, "verbose", False) else []
     for flag, value in (("--specperf-endpoint", args.endpoint),
                         ("--specperf-deployment", args.deployment),
                         ("--specperf-endpoints", getattr(args, "endpoints", None)),
@@ -50,6 +54,21 @@ def gate_flags(args: argparse.Namespace) -> list[str]:
         # A case without a baseline is an error, found before any GPU time is spent.
         flags.append("--specperf-require-baseline")
     return flags
+
+
+def _bad_url(args: argparse.Namespace) -> str | None:
+    """A URL option that is no http(s) URL, named as the user typed it (pytest would name the
+    --specperf-… flag the gate passes it as)."""
+    for flag, value in (("--candidate", args.candidate), ("--endpoint", args.endpoint),
+                        ("--production", args.production)):
+        if value is None:
+            continue
+        try:
+            http_url(value)
+        except ValueError:
+            return (f"{flag} {value!r} is not an http(s) URL: pass the server's base URL, "
+                    "such as http://127.0.0.1:30000.")
+    return None
 
 
 def _usage(message: str) -> int:
@@ -85,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
     if fleet is not None and (args.endpoint is not None or args.production is not None):
         return _usage("--endpoints judges a fleet; give it without --endpoint, --candidate or "
                       "--production.")
+    if (problem := _bad_url(args)) is not None:
+        return _usage(problem)
     phased = args.save_reference is not None or args.reference is not None
     if phased and (problem := _reference_usage(args)) is not None:
         return _usage(problem)
@@ -101,48 +122,112 @@ def run(args: argparse.Namespace) -> int:
         return _save_reference(args, tests, endpoint)
     if args.reference is not None:
         return _judge_against_reference(args, tests, endpoint)
-    run = _run_suite(tests, gate_flags(args), args.pytest_args,
+    run = _run_suite(tests, gate_flags(args), args.pytest_args, verbose=_verbose(args),
                      flag="--candidate" if args.candidate is not None else "--endpoint")
     result = run.result
     if fleet is not None:  # the worst endpoint decides, and is named
         result = fleet_result(run.code, result)
         lines = fleet_summary_lines(result, endpoint)
-    elif result.code == GateExit.USAGE:  # a wrong URL: pytest showed its sentence once
+        lines[-1:-1] = [f"  {w}" for w in run.where()]  # the fleet's own line stays last
+    elif result.code == GateExit.USAGE:  # a wrong URL: pytest's sentence is shown above
         lines = ["", decision_line(result)]
     elif args.production is not None:  # A/B: name both sides, in the verdicts' order
         lines = summary_lines(result, f"candidate {endpoint}, judged against production "
                                       f"{args.production} (figures read production \u2192 "
-                                      "candidate)", run.simulated)
+                                      "candidate)", run.simulated, record=run.document(),
+                              where=run.where())
     else:
-        lines = summary_lines(result, endpoint, run.simulated)
+        lines = summary_lines(result, endpoint, run.simulated, record=run.document(),
+                              where=run.where())
+    run.show_output_if(result)
     for line in lines:
         print(line)
     return int(result.code)
 
 
+def _verbose(args: argparse.Namespace) -> bool:
+    """Whether pytest's own output streams: the gate's -v, or a -v among pytest's args."""
+    return bool(getattr(args, "verbose", False)) or any(
+        a == "--verbose" or (a.startswith("-v") and set(a[1:]) == {"v"})
+        for a in args.pytest_args)
+
+
 @dataclass(frozen=True)
 class _Run:
-    """One run of the perf suite: pytest's exit code, the decision, and whether the server
-    was a simulator (its seconds are simulated seconds)."""
+    """One run of the perf suite: pytest's exit code, the decision, whether the server was a
+    simulator (its seconds are simulated seconds), the record it wrote and, unless -v
+    streamed it, the file holding pytest's own output."""
 
     code: int
     result: GateResult
     simulated: bool
+    record: Path | None = None
+    log: Path | None = None
+
+    def document(self) -> dict[str, Any] | None:
+        """The run's results document, or None (a fleet's, or one that cannot be read)."""
+        if self.record is None:
+            return None
+        try:
+            doc = json.loads(self.record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) and "endpoints" not in doc else None
+
+    def where(self) -> list[str]:
+        """Where the detail is: the report, and pytest's output when the gate kept it."""
+        found = []
+        if self.record is not None and (self.record.parent / "report.html").is_file():
+            found.append(f"report: {self.record.parent / 'report.html'}")
+        if self.log is not None:
+            found.append(f"pytest's output (every sentence; -v prints it here): {self.log}")
+        return found
+
+    def show_output_if(self, result: GateResult) -> None:
+        """pytest's kept output, printed when the decision points at it: a usage error, or a
+        run that ended before it could judge (its message is the only account)."""
+        if self.log is None or not (result.code == GateExit.USAGE or (
+                result.code == GateExit.INFRASTRUCTURE and self.code not in (0, 1))):
+            return
+        try:
+            print(self.log.read_text(encoding="utf-8", errors="replace"), end="")
+        except OSError:
+            pass
 
 
 def _run_suite(tests: Path, flags: list[str], pytest_args: list[str],
-               marker: str = runner.SMOKE_MARKER, flag: str = "--endpoint") -> _Run:
+               marker: str = runner.SMOKE_MARKER, flag: str = "--endpoint",
+               verbose: bool = True) -> _Run:
     """Run the perf tests in a subprocess (the command printed first) and decide; ``flag``
-    is how the user named the endpoint, for the sentence of a wrong URL."""
+    is how the user named the endpoint, for the sentence of a wrong URL. Unless ``verbose``,
+    pytest's output goes to a file beside the run's record, not to the terminal."""
     reports = report_dir_of(pytest_args)
     before = set(reports.glob("*/results.json"))
     with tempfile.TemporaryDirectory(prefix="specperf-gate-") as tmp:
         junit = Path(tmp) / "smoke.xml"
         cmd = pytest_command(tests, junit, flags, pytest_args, marker)
         print("specperf gate: python " + shlex.join(cmd[1:]), flush=True)
-        code = run_pytest(cmd)
+        log = None if verbose else Path(tmp) / "pytest.log"
+        code = run_pytest(cmd, log)
         record = find_record(reports, before)
-        return _Run(code, result_of(code, junit, record, flag), runner.simulated(record))
+        return _Run(code, result_of(code, junit, record, flag), runner.simulated(record),
+                    record, _keep(log, record, reports))
+
+
+def _keep(log: Path | None, record: Path | None, reports: Path) -> Path | None:
+    """pytest's output moved beside the run's record (else into the report directory), so
+    it outlives the gate's temporary directory."""
+    if log is None or not log.is_file():
+        return None
+    where = record.parent if record is not None else reports
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        kept = where / ("pytest.log" if record is not None else
+                        f"gate-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
+        shutil.move(str(log), kept)
+    except OSError:
+        return None
+    return kept
 
 
 def _endpoint_flags(endpoint: str, deployment: str | None) -> list[str]:
@@ -156,16 +241,22 @@ def _save_reference(args: argparse.Namespace, tests: Path, endpoint: str) -> int
     directory.mkdir(parents=True, exist_ok=True)
     before = reference.baseline_files(directory)
     flags = _endpoint_flags(endpoint, args.deployment) + reference.measure_flags(directory)
-    run = _run_suite(tests, flags, args.pytest_args, reference.SUBSET_MARKER)
+    run = _run_suite(tests, flags, args.pytest_args, reference.SUBSET_MARKER,
+                     verbose=_verbose(args))
     if run.code == PYTEST_USAGE:
+        run.show_output_if(GateResult(GateExit.USAGE, ""))
         print(decision_line(GateResult(GateExit.USAGE, "pytest rejected the options (see its "
                                                         "message above).")))
         return int(GateExit.USAGE)
     if run.result.code == GateExit.USAGE:  # a wrong URL: the pipeline's call to fix
+        run.show_output_if(run.result)
         print(decision_line(run.result))
         return int(GateExit.USAGE)
-    saved = reference.written(directory, before, endpoint)
+    cases = run.result.cases
+    saved = reference.written(directory, before, endpoint,
+                              (sum(c.requests for c in cases), sum(c.server_s for c in cases)))
     if saved is None:
+        run.show_output_if(GateResult(GateExit.USAGE, ""))  # the run is the only account
         print(decision_line(GateResult(
             GateExit.INFRASTRUCTURE, f"no reference was written in {directory}: the running "
             "deployment could not be measured cleanly (see the run above); fix that before "
@@ -176,6 +267,8 @@ def _save_reference(args: argparse.Namespace, tests: Path, endpoint: str) -> int
                         endpoint, *(["--", *extra] if extra else [])])
     print(f"\nspecperf gate: reference saved in {directory}: {saved.describe()}. After the "
           f"deploy: `{after}`.")
+    for line in run.where():
+        print(f"  {line}")
     return int(GateExit.PASS)
 
 
@@ -192,12 +285,16 @@ def _judge_against_reference(args: argparse.Namespace, tests: Path, endpoint: st
     if problem is not None:
         return _usage(problem)
     flags = ["--specperf-endpoint", endpoint, *reference.judge_flags(ref)]
-    run = _run_suite(tests, flags, args.pytest_args)
+    run = _run_suite(tests, flags, args.pytest_args, verbose=_verbose(args))
     result = run.result
     if any(c.no_baseline for c in result.cases):  # the reference lacks a case: another subset
         result = GateResult(GateExit.USAGE, reference.other_subset(ref, fix), result.cases)
+    run.show_output_if(result)
     for line in summary_lines(result, f"{endpoint}, judged against its same-night reference "
-                                      f"({ref.describe()})", run.simulated):
+                                      f"({ref.describe()})", run.simulated,
+                              reference_cost=(ref.requests, ref.server_s),
+                              record=run.document(), where=run.where(),
+                              decode=ref.decode_sentence()):
         print(line)
     return int(result.code)
 
@@ -246,6 +343,10 @@ def add_subcommand(subparsers: Any) -> None:
                         metavar="HOURS",
                         help="oldest reference --reference accepts, in hours (default: "
                              f"{reference.DEFAULT_MAX_AGE_H:g})")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="stream pytest's own output (every sentence, progress) and pass "
+                             "-v to it; by default it goes to pytest.log beside the run's "
+                             "report and the gate prints its answer once")
     parser.add_argument("--perf-tests", type=Path,
                         help="perf tests directory (default: the ones installed with "
                              "specperf, specperf/perf_tests)")

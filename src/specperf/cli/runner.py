@@ -17,11 +17,15 @@ import signal
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
+from ..core.contract import REGRESSION, UNDETERMINED
+from ..core.limits import SKIP_NOT_APPLICABLE, SKIP_PROPERTY
+from ..views.headline import factor, headline, reason
 from .decision import PYTEST_FAILED, PYTEST_OK, CaseOutcome, GateExit, GateResult, decide
 
 SMOKE_MARKER = "smoke"
@@ -43,7 +47,36 @@ def _case(tc: ElementTree.Element) -> CaseOutcome:
                           else _cost(props.get("specperf_measurement")))
     endpoint = props.get("specperf_endpoint", "")
     case_id = _case_id(tc.get("name", ""), endpoint)
-    return _outcome(tc, case_id, verdicts, requests, server_s, endpoint)
+    found = _outcome(tc, case_id, verdicts, requests, server_s, endpoint)
+    return replace(found, check=_check(tc.get("name", "")), line=_line(found, verdicts),
+                   factors=_factors(verdicts),
+                   not_applicable=found.outcome == "skipped"
+                   and props.get(SKIP_PROPERTY) == SKIP_NOT_APPLICABLE)
+
+
+def _check(name: str) -> str:
+    """What a smoke test checks, by its test function (perf_tests/test_smoke.py and
+    test_sweep.py): the sweep, a path against the native route, or a case."""
+    test = name.split("[", 1)[0]
+    if test.startswith("test_sweep"):
+        return "sweep"
+    return "path" if test.startswith("test_smoke_") else "case"
+
+
+def _factors(verdicts: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """The factors its regressions name (views/headline.py's keys, from the record)."""
+    return tuple(dict.fromkeys(factor(v) for v in verdicts
+                               if v.get("status") == REGRESSION and factor(v)))
+
+
+def _line(found: CaseOutcome, verdicts: Sequence[dict[str, Any]]) -> str:
+    """The check's one line from its verdicts' figures: a failure's regressions, an
+    undetermined check's intervals across the limit; empty otherwise (its message is used)."""
+    if found.outcome == "failed":
+        return "; ".join(headline(v) for v in verdicts if v.get("status") == REGRESSION)
+    if found.undetermined:
+        return "; ".join(reason(v) for v in verdicts if v.get("status") == UNDETERMINED)
+    return ""
 
 
 def _case_id(name: str, endpoint: str) -> str:
@@ -71,10 +104,10 @@ def _outcome(tc: ElementTree.Element, case_id: str, verdicts: list[dict[str, Any
             return CaseOutcome(case_id, "error", "\n".join(unmeasured), requests, server_s,
                                endpoint)
         if outcome == "failed":
-            failing = [v["message"] for v in verdicts if v.get("status") == "fail"]
+            failing = [v["message"] for v in verdicts if v.get("status") == REGRESSION]
             message = "\n".join(failing) or message
         # A skip whose verdict is undetermined is a statistical outcome, not a missing part.
-        undecided = outcome == "skipped" and any(v.get("status") == "undetermined"
+        undecided = outcome == "skipped" and any(v.get("status") == UNDETERMINED
                                                  for v in verdicts)
         return CaseOutcome(case_id, outcome, message, requests, server_s, endpoint,
                            undetermined=undecided)
@@ -137,8 +170,15 @@ def _recorded(nodeid: str, outcome: str, endpoint: str, part: dict[str, Any],
     else:
         message = said.message
     stopped = (part.get("run") or {}).get("stopped_by")
+    # A skip whose verdict was undetermined (read_junit read it from the verdict's status) stays
+    # a statistical outcome: dropping the mark turned it into "not judged", exit 3.
     return CaseOutcome(case_id, outcome, message, said.requests, said.server_s, endpoint,
-                       no_baseline=outcome == "error" and stopped == "no-baseline")
+                       no_baseline=outcome == "error" and stopped == "no-baseline",
+                       undetermined=outcome == "skipped" and said.undetermined,
+                       not_applicable=outcome == "skipped" and said.not_applicable,
+                       check=_check(nodeid.rsplit("::", 1)[-1]),
+                       line=said.line if outcome == said.outcome else "",
+                       factors=said.factors if outcome == said.outcome else ())
 
 
 def _misdirected(record: Path, decided: GateResult, flag: str) -> GateResult | None:
@@ -252,9 +292,26 @@ def pytest_command(tests: Path, junit: Path, flags: Sequence[str], pytest_args: 
     return cmd + extra + [f"--junitxml={junit}"]
 
 
-def run_pytest(cmd: Sequence[str]) -> int:
-    """Run the perf suite in a subprocess; SIGTERM is forwarded, Ctrl-C waits for it."""
-    proc = subprocess.Popen(list(cmd))
+def run_pytest(cmd: Sequence[str], log: Path | None = None) -> int:
+    """Run the perf suite in a subprocess, its output streamed, or written to ``log`` (the
+    gate prints its own answer once; ``-v`` streams pytest's); SIGTERM is forwarded, Ctrl-C
+    waits for it."""
+    if log is None:
+        return _wait(subprocess.Popen(list(cmd)))
+    # pytest's stderr (a usage error, a deprecation notice) still reaches the user's stderr,
+    # after the run, and is kept at the end of the log too.
+    errors = log.with_suffix(".err")
+    with log.open("w", encoding="utf-8") as out, errors.open("w", encoding="utf-8") as err:
+        code = _wait(subprocess.Popen(list(cmd), stdout=out, stderr=err))
+    said = errors.read_text(encoding="utf-8", errors="replace")
+    if said:
+        sys.stderr.write(said)
+        with log.open("a", encoding="utf-8") as out:
+            out.write(said)
+    return code
+
+
+def _wait(proc: subprocess.Popen[bytes]) -> int:
 
     def forward(signum: int, _frame: object) -> None:
         # A cancelled CI job sends SIGTERM: pytest must release the GPU lock, not be orphaned.

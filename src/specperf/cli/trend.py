@@ -15,11 +15,15 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import ConfigError, StoreError
+from ..settings.config import resolve_only
+from ..settings.ini import project_ini
 from ..store.history import HistoryLineSkipped, read_history
 from ..views import trend
 from ..views.report import report_dir
+from .store import given_store
 
-USAGE_ERROR = 2
+USAGE_ERROR, INFRASTRUCTURE = 2, 3
 DB_ENV = "SPECPERF_RESULTS_DB"
 
 
@@ -39,14 +43,34 @@ def add_subcommand(subparsers: Any) -> None:
     tr.add_argument("--kind", choices=trend.GROUPS, default="full",
                     help="which runs the plots compare (default: full sweeps); every run is "
                          "listed with its kind either way")
+    tr.add_argument("--night-window", default=None,
+                    help="hours within which runs share a night, for the drift scan (default "
+                         "as the perf run reads it: $SPECPERF_NIGHT_WINDOW, else ini "
+                         "specperf_night_window, else 12)")
     tr.set_defaults(run=run_trend)
 
 
+def night_window(flag: str | None) -> float:
+    """The night window as the perf run reads it: ``--night-window``, else
+    $SPECPERF_NIGHT_WINDOW, else the project's ini, else the default (ConfigError naming the
+    source of a bad value)."""
+    return resolve_only(("night_window",), {"night_window": flag}, os.environ, project_ini(),
+                        {"night_window": "--night-window"}).night_window
+
+
 def run_trend(args: argparse.Namespace) -> int:
-    """0 when written, 2 when the history holds no run."""
+    """0 when written, 2 when the history holds no run, 3 when the store cannot be read."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", HistoryLineSkipped)
-        entries = read_history(args.history, args.db or os.environ.get(DB_ENV) or None)
+        try:
+            entries = read_history(args.history, given_store(args.db))
+            window = night_window(args.night_window)
+        except ConfigError as exc:
+            print(f"specperf trend: {exc}", file=sys.stderr)
+            return USAGE_ERROR
+        except StoreError as exc:
+            print(f"specperf trend: {exc}", file=sys.stderr)
+            return INFRASTRUCTURE
     for warning in caught:
         print(f"specperf trend: {warning.message}", file=sys.stderr)
     if not entries:
@@ -55,7 +79,7 @@ def run_trend(args: argparse.Namespace) -> int:
         return USAGE_ERROR
     base = args.history if args.history.is_dir() else args.history.parent
     out = args.out or base / "trend.html"
-    found = trend.build(entries, args.kind)
+    found = trend.build(entries, args.kind, window)
     out.write_text(trend.render(found), encoding="utf-8")
     for line in trend.drift_lines(found):  # the nightly job's log names a slow drift
         print(f"specperf {line}")

@@ -71,6 +71,9 @@ NO_BASELINE = "no-baseline"
 UNMEASURED = "unmeasured"
 EXPLAINED = "explained"
 REASONS = {NO_BASELINE: UNDETERMINED, UNMEASURED: UNDETERMINED, EXPLAINED: NOTED}
+# The words a record may hold as a verdict's status: the contract's, and the two reasons older
+# records wrote as statuses (record/results.schema.json); the store refuses any other.
+RECORDED: tuple[str, ...] = (*STATUSES, NO_BASELINE, UNMEASURED)
 
 # A sequential test's decision about "the change is beyond the tolerance" (core/sequential):
 # "regressed" (it is), "clean" (it is not), "more" (undecided, no more evidence to be had).

@@ -26,8 +26,10 @@ Third-party exceptions (httpx, filelock) are translated at one boundary each
     ├── UnstableMeasurement       spread too large to pass or fail on
     ├── BaselineError             baseline missing, corrupt, wrong schema or conflicting
     ├── GpuLockTimeout            another run held the GPU lock for too long
-    └── StoreError                the results store (store/) cannot be opened, migrated,
-                                  read or written: the database is down or the URL wrong
+    ├── StoreError                the results store (store/) cannot be opened, migrated,
+    │                             read or written: the database is down or the URL wrong
+    └── PublishError              a dashboard output of the run (Prometheus textfile,
+                                  Pushgateway) cannot be written or pushed
 
 In a pytest run every one of these is an *error* of the case (infrastructure),
 never a *failure*; failures are reserved for performance regressions.
@@ -130,3 +132,7 @@ class StoreError(SpecperfError):
     def __init__(self, message: str, *, url: str = "") -> None:
         super().__init__(message)
         self.url = url
+
+
+class PublishError(SpecperfError):
+    """The run's outcome could not be written for Prometheus or pushed to a Pushgateway."""

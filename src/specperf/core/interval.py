@@ -13,7 +13,10 @@ level — has the same parts (docs/noise.md):
   estimate, and a prior none of its own (infinite: the normal quantile);
 
 and one quantile rule (:func:`quantile` for a two-sided level, :func:`one_sided` for a
-test's own level). :func:`relative` turns a log change and its standard error into the
+test's own level). Independent parts combine here and nowhere else: :func:`se_of` from their
+variances, :func:`combine` from their standard errors (or half-widths), :func:`pooled_sd`
+for one spread estimated from several groups, :func:`case_run_sd` for a case's run term over
+both nights. :func:`relative` turns a log change and its standard error into the
 relative change's bounds; :func:`half_width` is the ± of a linear figure. Judges call these
 and build no interval of their own (tests/test_one_interval.py holds them to it).
 """
@@ -24,7 +27,7 @@ import math
 from collections.abc import Iterable, Mapping
 
 from . import stats
-from .noise import NoiseModel, RunNoise
+from .noise import NoiseModel, RunNoise, baseline_share
 from .stats import MAD_TO_SIGMA, MEDIAN_SE_FACTOR, Summary, t_quantile
 
 # A median's variance over the mean's for normal data (π/2): k·σ²/n.
@@ -53,6 +56,30 @@ def relative(log_change: float, se: float, df: float = math.inf,
     """The relative change's ``level`` bounds from a log change and its standard error."""
     half = half_width(se, df, level)
     return math.expm1(log_change - half), math.expm1(log_change + half)
+
+
+def se_of(*variances: float) -> float:
+    """The standard error of a sum or difference of independent estimates, from their
+    variances: √Σ var."""
+    return math.sqrt(sum(variances))
+
+
+def combine(*ses: float) -> float:
+    """The standard error (or half-width) of a sum or difference of independent estimates,
+    from theirs: √Σ se² (``math.hypot``)."""
+    return math.hypot(*ses)
+
+
+def pooled_sd(*parts: tuple[float, float]) -> float:
+    """One spread estimated from several groups, each ``(sd, df)``: √(Σ sd²·df / Σ df), the
+    df at least 1."""
+    return math.sqrt(sum(sd**2 * df for sd, df in parts) / max(sum(df for _, df in parts), 1))
+
+
+def case_run_sd(run: RunNoise, base_runs: int = 1) -> float:
+    """σ of one case's run term in a comparison: this night's and the baseline's (merged from
+    ``base_runs`` runs, :func:`specperf.core.noise.baseline_share`)."""
+    return run.case_sd() * math.sqrt(1.0 + baseline_share(base_runs))
 
 
 def median_se(summary: Summary, floor: float = 0.0) -> float:
@@ -86,7 +113,7 @@ def fixed_se(then: Summary, run: RunNoise | None, base_runs: int = 1) -> float:
     """The part of a case comparison's standard error that more repeats now cannot shrink:
     the baseline median's request spread and, with ``run``, the run term of both nights."""
     run_var = run.comparison_var(1, base_runs) if run is not None else 0.0
-    return math.sqrt(median_var(then)[0] + run_var)
+    return se_of(median_var(then)[0], run_var)
 
 
 def fixed_ses(then: Mapping[str, Summary], noise: NoiseModel,
@@ -104,4 +131,4 @@ def comparison(now: Summary, then: Summary, run: RunNoise | None,
     if run is None:
         return 0.0, math.inf
     parts = [median_var(now), median_var(then), (run.comparison_var(1, base_runs), run.df)]
-    return math.sqrt(sum(v for v, _ in parts)), satterthwaite(parts)
+    return se_of(*(v for v, _ in parts)), satterthwaite(parts)

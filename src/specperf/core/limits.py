@@ -4,8 +4,8 @@ Each metric has a direction (:data:`DIRECTION`: +1 must not fall, −1 must not 
 default tolerance, a fraction of the baseline median. The formatting here is shared by every
 sentence the suite prints (verdicts, baselines, fingerprints, digests), so a number reads the
 same wherever it appears. This module sits at the bottom of the package: it imports only
-:mod:`specperf.core.errors`, :mod:`specperf.core.contract` (what a move's status is) and the
-t quantile of :mod:`specperf.core.stats`.
+:mod:`specperf.core.errors`, :mod:`specperf.core.contract` (what a move's status is) and
+:mod:`specperf.core.interval` (a move's interval, built where every judge's is).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from . import contract
 from .errors import ConfigError
-from .stats import t_quantile
+from .interval import relative
 
 DEFAULT_TOLERANCES: dict[str, float] = {
     "tok_s": 0.10, "avg_commit": 0.10, "step_ms": 0.10, "decode_tok_s": 0.10, "slope": 0.15,
@@ -37,9 +37,12 @@ MS_METRICS = ("step_ms", "ttft_ms")
 # it is a pass, and a median inside it cannot regress, so its spread decides no repeats.
 FLOOR: dict[str, float] = {"ttft_ms": 10.0}
 
-# Skip reasons that start with this are about the deployment, not a failed measurement:
-# the gate counts such a case as fine (no parser deployed → no parser case to judge).
+# How a skip about the deployment, not a failed measurement, reads (no parser deployed → no
+# parser case to judge); the gate counts such a case as fine by SKIP_PROPERTY, not by this.
 NOT_APPLICABLE = "not applicable:"
+# The user property a skipped test carries to say why as data (the gate reads it, never the
+# skip's words): a test that judges nothing that exists on this server.
+SKIP_PROPERTY, SKIP_NOT_APPLICABLE = "specperf_skip", "not-applicable"
 
 MINUS = "\u2212"
 ARROW = "\u2192"
@@ -60,11 +63,6 @@ def format_percent(fraction: float) -> str:
 def format_share(fraction: float) -> str:
     """An unsigned fraction (a tolerance, a share) as a percentage to 0.1, e.g. 2.5%, 10%."""
     return f"{round(100.0 * fraction, 1):g}%"
-
-
-def format_spread(fraction: float) -> str:
-    """A standard deviation as a percentage with one decimal, e.g. ±3.0%."""
-    return f"\u00b1{100.0 * fraction:.1f}%"
 
 
 def format_ci(low: float, high: float, level: float = 0.95) -> str:
@@ -164,9 +162,7 @@ class Move:
         """The relative change's 95 % interval, or None for a point estimate."""
         if self.se <= 0 or self.base <= 0 or self.new <= 0:
             return None
-        half = t_quantile(0.975, self.df) * self.se
-        centre = math.log(self.new / self.base)
-        return math.expm1(centre - half), math.expm1(centre + half)
+        return relative(math.log(self.new / self.base), self.se, self.df)
 
     @property
     def status(self) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .stats import median_se, t_quantile
+from .stats import median_se
 
 
 @dataclass(frozen=True)
@@ -88,11 +88,6 @@ def fit_context(points: Sequence[tuple[float, float]]) -> ContextFit | None:
 
 
 # -- fits that know their uncertainty -------------------------------------------------------
-
-
-def t95(dof: int) -> float:
-    """The two-sided 95 % Student-t quantile for ``dof`` (inf without degrees of freedom)."""
-    return t_quantile(0.975, dof)
 
 
 # The smallest relative error of a case's step-time median in a fit: between two cases of a

@@ -46,8 +46,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from .limits import format_spread
-
 DEFAULT_RUN_NOISE = 0.03
 DEFAULT_COMMON_SHARE = 0.5  # of σ, as core/drift.py and benchmarks/drift_power.py model it
 # How many nights of history the prior weighs against (docs/noise.md "The prior"): the
@@ -68,6 +66,11 @@ SOURCES = ("history", "prior", "same-night")
 # n · Var(median of n standard normals), n = 1..12 (numpy, 400 000 draws each); beyond, the
 # large-n limit π/2, which bounds it from above.
 _MEDIAN_VAR_N = (1.0, 1.0, 1.344, 1.198, 1.43, 1.288, 1.472, 1.347, 1.494, 1.379, 1.517, 1.405)
+
+
+def format_spread(fraction: float) -> str:
+    """A standard deviation as a percentage with one decimal, e.g. ±3.0%."""
+    return f"\u00b1{100.0 * fraction:.1f}%"
 
 
 def baseline_share(base_runs: int = 1) -> float:

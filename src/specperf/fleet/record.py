@@ -31,6 +31,7 @@ from ..record import results, runkind
 from ..record import scrub as record_scrub
 from ..settings.endpoints import Endpoint
 from ..store import ingest
+from ..store.engine import not_written
 from ..views import summary
 from ..views.report import report_dir
 from . import page
@@ -110,6 +111,7 @@ class FleetCollector:
         self.written: Path | None = None
         self.problem = ""
         self.store_problem = ""
+        self.backfilled: list[str] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         name = _prop(report, "specperf_endpoint")
@@ -131,13 +133,12 @@ class FleetCollector:
         try:
             base = next(iter(self.states.values())).settings
             where = report_dir(base.report_dir, self.config.invocation_params.dir)
-            self.written = write(doc, where)
+            self.written, self.backfilled = write(doc, where)
         except OSError as exc:
             self.problem = f"{exc}; point --specperf-report-dir at a writable directory"
         except StoreError as exc:  # every file is written before the store (write): say so
             self.written = where / str(doc["run_id"]) / "report.html"
-            self.store_problem = (f"{exc} (results.json, history.jsonl and report.html were "
-                                  "written)")
+            self.store_problem = not_written(exc, self.written.with_name("results.json"))
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
     def document(self, interrupted: bool) -> dict[str, Any]:
@@ -187,6 +188,8 @@ class FleetCollector:
         if self.store_problem:
             terminalreporter.write_line(f"specperf: results store NOT written: "
                                         f"{self.store_problem}")
+        if self.backfilled:
+            terminalreporter.write_line(f"specperf: {ingest.missed_line(self.backfilled)}")
         if self.written is not None:
             terminalreporter.write_line(f"specperf: fleet report {self.written}")
         elif self.problem:
@@ -280,9 +283,10 @@ def _secrets(states: Mapping[str, RunState]) -> list[str]:
     return [s.settings.api_key() or "" for s in states.values()]
 
 
-def write(doc: dict[str, Any], directory: Path) -> Path:
+def write(doc: dict[str, Any], directory: Path) -> tuple[Path, list[str]]:
     """``<dir>/<run-id>/results.json`` and report.html, and one history line per endpoint
-    (each endpoint's figures are its own series; the line points at the fleet's file)."""
+    (each endpoint's figures are its own series; the line points at the fleet's file); the
+    page and the earlier runs the store write brought in."""
     run_dir = directory / str(doc["run_id"])
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "results.json").write_text(
@@ -295,6 +299,6 @@ def write(doc: dict[str, Any], directory: Path) -> Path:
     out = run_dir / "report.html"
     out.write_text(page.render(doc), encoding="utf-8")
     # Last, each endpoint as its own run: a store that is down loses none of the files.
-    for entry, part in zip(entries, doc["endpoints"], strict=True):
-        ingest.write_run(entry, part["document"], directory)
-    return out
+    return out, ingest.write_runs(
+        [(e, part["document"]) for e, part in zip(entries, doc["endpoints"], strict=True)],
+        directory)

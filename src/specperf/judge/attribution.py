@@ -53,6 +53,42 @@ def regression_message(moves: Mapping[str, Move], first: str,
     return f"{head}: {_cause_clause(moves['avg_commit'], moves['step_ms'], ratio_attr)}"
 
 
+# The factor key (views/headline.py FACTORS) of a metric past its limit on its own.
+_METRIC_FACTORS = {"avg_commit": "acceptance", "step_ms": "step", "ttft_ms": "prefill"}
+
+
+def regression_factor(moves: Mapping[str, Move], first: str,
+                      attribution: Attribution | None, output_tokens: int = 0) -> str:
+    """The factor :func:`regression_message` names for the same case, as data: "acceptance",
+    "step", "acceptance+step", "prefill" or "unexplained" ("" when the drop cannot be
+    attributed: acceptance or step time unmeasured). The same thresholds decide both, so a
+    record's factor and its sentence never disagree."""
+    if first in _METRIC_FACTORS:
+        return _METRIC_FACTORS[first]
+    ratio_attr = attribution if first == "tok_s" else _decode_attribution(moves)
+    if ratio_attr is None or "avg_commit" not in moves or "step_ms" not in moves:
+        return ""
+    acc, stp = ratio_attr.share("acceptance"), ratio_attr.share("step")
+    prefill = _prefill_share(moves, output_tokens) if first == "tok_s" else None
+    if prefill is not None and prefill[1] >= SECONDARY_SHARE:
+        share = prefill[1]
+        if ratio_attr.share("rest") - share >= UNEXPLAINED_SHARE:
+            return "unexplained"
+        if max(acc, stp) < SECONDARY_SHARE:
+            return "prefill"
+        scale = min(1.0, (1.0 - share) / (acc + stp)) if acc + stp > 0 else 1.0
+        causes = [("acceptance", acc * scale), ("step", stp * scale), ("prefill", share)]
+        return max((c for c in causes if c[0] == "prefill" or c[1] >= SECONDARY_SHARE),
+                   key=lambda c: c[1])[0]
+    if ratio_attr.share("rest") >= UNEXPLAINED_SHARE or max(acc, stp) < SECONDARY_SHARE:
+        return "unexplained"
+    if stp < SECONDARY_SHARE:
+        return "acceptance"
+    if acc < SECONDARY_SHARE:
+        return "step"
+    return "acceptance+step"
+
+
 def _prefill_share(moves: Mapping[str, Move], output_tokens: int) -> tuple[Move, float] | None:
     """The prefill move and its share of the tok/s change: the log change that prefill's
     extra milliseconds alone make to the baseline's request time N / tok/s."""

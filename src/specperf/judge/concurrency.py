@@ -78,7 +78,7 @@ def judge_batch_fit(name: str, current: ContextFit, base: ContextFit,
     limit = contract.slope_limit(slope_tolerance, old, base.predict_step_ms(far), far,
                                  step_tolerance)
     se_new, se_old = current.b_se_ms_per_token or 0.0, base.b_se_ms_per_token or 0.0
-    margin = interval.half_width(math.hypot(se_new, (1.0 + limit) * se_old), current.dof) \
+    margin = interval.half_width(interval.combine(se_new, (1.0 + limit) * se_old), current.dof) \
         if current.b_se_ms_per_token is not None else 0.0
     change = new / old - 1.0
     head = (f"{name}: step time per extra request in the batch {old:.2f} {ARROW} {new:.2f} ± "

@@ -75,6 +75,11 @@ class ExactResult:
     commit_change: float = 0.0  # the avg commit's relative change over the compared prompts
 
     @property
+    def settles(self) -> bool:
+        """Whether the comparison settles acceptance: it compared prompts, changed or not."""
+        return self.status in (ExactStatus.UNCHANGED, ExactStatus.CHANGED)
+
+    @property
     def steps_delta(self) -> int:
         """Verify steps added over the changed prompts (positive: acceptance fell)."""
         return sum(new - base for _, base, new, _ in self.changes)
@@ -157,7 +162,8 @@ def combine(verdict: Verdict, result: ExactResult, mode: str = "tolerance",
     if result.status != ExactStatus.CHANGED:
         return combined
     if mode == "identical":
-        return replace(combined, status=contract.REGRESSION, message=(
+        return replace(combined, status=contract.REGRESSION, factor=_with_acceptance(verdict),
+                       message=(
             f"{result.message} In acceptance_mode = identical any changed prompt fails: this "
             f"deploy must not touch decoding. Statistics: {verdict.message}"))
     limit = _acceptance_tolerance(verdict) if tolerance is None else tolerance
@@ -178,8 +184,17 @@ def combine(verdict: Verdict, result: ExactResult, mode: str = "tolerance",
     # Prompts whose verify steps changed are a change we are sure of, even where the totals
     # cancel (the avg commit's change is then 0): noted at least.
     exact_status = contract.NOTED if found == contract.PASS else found
+    factor = _with_acceptance(verdict) if found == contract.REGRESSION else verdict.factor
     return replace(combined, status=contract.combine([verdict.status, exact_status]),
-                   message=message)
+                   message=message, factor=factor)
+
+
+def _with_acceptance(verdict: Verdict) -> str:
+    """The factor of a case whose exact comparison regressed: acceptance, and step time too
+    when the statistics named it."""
+    both = verdict.status == contract.REGRESSION and verdict.factor in ("step",
+                                                                        "acceptance+step")
+    return "acceptance+step" if both else "acceptance"
 
 
 def _acceptance_tolerance(verdict: Verdict) -> float:

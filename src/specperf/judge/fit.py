@@ -63,7 +63,7 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
     se_new, se_old = current.b_se_ms_per_1k or 0.0, base.b_se_ms_per_1k or 0.0
     run_sd = 0.0 if noise is None else \
         noise.of("step_ms").parts(base_runs)[0] ** 0.5 * old
-    margin = interval.half_width(math.hypot(se_new, (1.0 + limit) * se_old, run_sd),
+    margin = interval.half_width(interval.combine(se_new, (1.0 + limit) * se_old, run_sd),
                                  current.dof) \
         if current.b_se_ms_per_token is not None else 0.0
     head = (f"{text_class}: step time per 1k context {_pm(old, base.b_se_ms_per_1k)} {ARROW} "

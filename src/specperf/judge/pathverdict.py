@@ -28,6 +28,7 @@ from ..core.limits import ARROW, MINUS, Move, format_percent, format_value
 from ..core.model import CASE_DRIFT
 from ..core.stats import Summary
 from ..measure.paths import Figures, Parsers
+from .hints import Rerun
 from .outcome import Verdict
 
 PARSER_HINT = "parser regression: check the reasoning and tool-call parsers, not the drafter"
@@ -46,7 +47,17 @@ EXPLAINS = 0.5
 # pass (the case errors).
 UNMEASURED = contract.UNMEASURED
 MORE_REPEATS = ("the interval straddles the tolerance, so it is neither a pass nor a fail — "
-                "measure the paths again with more repeats (--specperf-repeats 6)")
+                "measure the paths again with more rounds (--specperf-max-repeats)")
+
+
+def more_rounds(rounds: int, max_repeats: int, rerun: Rerun) -> str:
+    """The advice of an undetermined path comparison that took ``rounds`` rounds of each path
+    (the sampler measures while undetermined, up to ``max_repeats``): a command with more
+    rounds allowed, on the run's own server and flags (``rerun``: judge/hints.py)."""
+    more = str(max(2 * max_repeats, rounds + 6))
+    return (f"the interval straddles the tolerance after {rounds} rounds of each path "
+            f"(--specperf-max-repeats {max_repeats}), so it is neither a pass nor a fail — "
+            f"measure the paths with more rounds: {rerun('--specperf-max-repeats', more)}")
 FIGURE_NAMES = {"tok_s": "tok/s", "decode_tok_s": "server decode tok/s (server timings)",
                 "delivery_tok_s": "client delivery tok/s"}
 
@@ -84,30 +95,38 @@ def _rel_se(summary: Summary) -> float:
 
 
 def judged(move: Move, base: Summary | None, new: Summary | None) -> str:
-    """The contract's status of ``move`` with the 95 % interval of its two medians' ratio
-    (a point estimate when either side has fewer than two repeats or no spread known)."""
+    """The contract's status of ``move`` with the 95 % interval of its two medians' log ratio
+    (a point estimate when either side has fewer than two repeats or no spread known).
+
+    The interval's df are Welch–Satterthwaite's over both sides' spreads (n − 1 each), not
+    the smaller side's n − 1: at three repeats a side that is Student's t at 2 df (4.30)
+    where both sides' six repeats give about 4 (2.78), and the wider interval left a clean
+    chat route at 3 % request noise undetermined against its −10 % limit."""
     if abs(move.new - move.base) < move.floor:
         return PASS
-    if base is None or new is None or min(base.n, new.n) < 2 or not move.base:
+    if base is None or new is None or min(base.n, new.n) < 2 or not move.base \
+            or move.new <= 0 or move.base <= 0:
         return move.status
-    half = interval.half_width(math.hypot(_rel_se(base), _rel_se(new)), min(base.n, new.n) - 1)
-    ratio = move.new / move.base
-    change = contract.Change(move.change, ratio * (1 - half) - 1, ratio * (1 + half) - 1)
-    return contract.status(change, move.direction, move.tolerance)
+    parts = [(_rel_se(side) ** 2, float(side.n - 1)) for side in (base, new)]
+    low, high = interval.relative(math.log(move.new / move.base),
+                                  interval.se_of(*(v for v, _ in parts)),
+                                  interval.satterthwaite(parts))
+    return contract.status(contract.Change(move.change, low, high), move.direction,
+                           move.tolerance)
 
 
 def _status(move: Move, base: Figures, new: Figures, key: str, new_key: str = "") -> str:
     return judged(move, base.spreads.get(key), new.spreads.get(new_key or key))
 
 
-def _ending(status: str, better: str) -> str:
+def _ending(status: str, better: str, advice: str = MORE_REPEATS) -> str:
     """How a comparison's sentence ends for a status other than a regression."""
     if status == NOTED:
         return "a difference beyond its noise but within tolerance: noted"
     if status == IMPROVED:
         return f"{better} beyond tolerance"
     if status == UNDETERMINED:
-        return MORE_REPEATS
+        return advice
     return "within tolerance"
 
 
@@ -155,8 +174,10 @@ def _failed(case_id: str, message: str, problems: list[str]) -> Verdict:
 
 # -- chat vs native (non-streaming) --------------------------------------------------------------
 def judge_parser(case_id: str, native: Figures, chat: Figures, parsers: Parsers,
-                 tolerances: dict[str, float], output_tokens: int) -> Verdict:
-    """The chat route with parsers against the native route, same case, interleaved."""
+                 tolerances: dict[str, float], output_tokens: int, *,
+                 advice: str = MORE_REPEATS) -> Verdict:
+    """The chat route with parsers against the native route, same case, interleaved;
+    ``advice`` ends an undetermined one (:func:`more_rounds`)."""
     missing = unmeasured(case_id, {"tok_s": (native, chat)}, "the chat route against the native")
     if missing is not None:
         return missing
@@ -186,7 +207,7 @@ def judge_parser(case_id: str, native: Figures, chat: Figures, parsers: Parsers,
     if problems:
         return _failed(case_id, "", problems)
     status = contract.combine(found)
-    return Verdict(case_id, status, f"{message} — {_ending(status, 'faster than native')}.")
+    return Verdict(case_id, status, f"{message} — {_ending(status, 'faster than native', advice)}.")
 
 
 def _decode_cmp(base: Figures, new: Figures, tolerances: dict[str, float]) -> Move | None:
@@ -233,7 +254,7 @@ def _parser_gap(tok: Move, decode: Move | None, step: Move | None, post: float |
 
 # -- stream vs non-stream (same route) ----------------------------------------------------------
 def judge_stream(case_id: str, plain: Figures, stream: Figures,
-                 tolerances: dict[str, float]) -> Verdict:
+                 tolerances: dict[str, float], *, advice: str = MORE_REPEATS) -> Verdict:
     """A stream against the same request unstreamed: the server's decode must not slow."""
     missing = unmeasured(case_id, {"decode_tok_s": (plain, stream)},
                          "whether the server decodes slower while streaming")
@@ -264,7 +285,7 @@ def judge_stream(case_id: str, plain: Figures, stream: Figures,
     status = contract.combine(found)
     return Verdict(case_id, status, f"{tail}; client delivery {_rate(delivery)} tok/s vs "
                    f"server decode {decode.new:.1f} tok/s — "
-                   f"{_ending(status, 'faster than non-streaming')}.")
+                   f"{_ending(status, 'faster than non-streaming', advice)}.")
 
 
 def replace_label(cmp: Move, label: str) -> Move:
@@ -289,7 +310,8 @@ def _stream_tail(plain: Figures, stream: Figures) -> str:
 
 # -- chat stream vs native stream -------------------------------------------------------------
 def judge_chat_stream(case_id: str, native: Figures, chat: Figures, parsers: Parsers,
-                      tolerances: dict[str, float], output_tokens: int) -> Verdict:
+                      tolerances: dict[str, float], output_tokens: int, *,
+                      advice: str = MORE_REPEATS) -> Verdict:
     """The chat stream with parsers against the native stream on the same transport."""
     missing = unmeasured(case_id, {"delivery_tok_s": (native, chat)},
                          "the chat stream against the native stream")
@@ -332,7 +354,7 @@ def judge_chat_stream(case_id: str, native: Figures, chat: Figures, parsers: Par
             f"{TRANSPORT_LABEL} and not the parsers: both routes lose it alike; "
             f"{delivery.text(vs=' vs the native stream', limit=True)}."))
     return Verdict(case_id, status, f"{head}; {post}; {_parsers_ran(chat, parsers)} — "
-                   f"{_ending(status, 'faster than the native stream')}.")
+                   f"{_ending(status, 'faster than the native stream', advice)}.")
 
 
 def _late(figs: Figures, tolerance: float) -> bool:

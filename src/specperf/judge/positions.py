@@ -151,7 +151,7 @@ def compare(base: Rates, new: Rates, tol: float, half_widths: Rates = (), *,
             steps.append(Step(i, b, n, UNDETERMINED, hw, counts[i]))
             continue
         if run_sd > 0:
-            hw = math.hypot(math.sqrt(2.0) * (hw or 0.0), interval.half_width(b * run_sd))
+            hw = interval.combine(math.sqrt(2.0) * (hw or 0.0), interval.half_width(b * run_sd))
         elif hw is not None:
             hw = math.sqrt(2.0) * hw
         change = contract.Change(n / b - 1.0) if hw is None else \

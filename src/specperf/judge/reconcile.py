@@ -22,7 +22,6 @@ case verdict), travels with that verdict, and the record only copies it.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -62,7 +61,7 @@ def observe(values: Mapping[str, Sequence[float]]) -> Observed | None:
     n = min(len(v) for v in (tok, commit, step) if v)
     return Observed(statistics.median(tok), statistics.median(commit),
                     statistics.median(step) if step else None,
-                    math.sqrt(sum(e * e for e in errors)), interval.quantile(0.95, n - 1))
+                    interval.se_of(*(e * e for e in errors)), interval.quantile(0.95, n - 1))
 
 
 def base_rest(base: CaseBaseline | None, output_tokens: int, prefill_ms: float) -> float:
@@ -122,7 +121,7 @@ def reconcile(case_id: str, observed: Observed, base_fit: ContextFit, mean_ctx: 
     # leaving it out would call every short-output run "unexplained".
     predicted = predict_tok_s(observed.avg_commit, step, output_tokens, prefill_ms) * rest
     row = Reconciled(case_id, observed.avg_commit, step, predicted, observed.tok_s, PASS, "")
-    curve = _judged(row.change, observed.z * math.hypot(
+    curve = _judged(row.change, observed.z * interval.combine(
         observed.rel_se, base_fit.predict_se_ms(mean_ctx) / step), tolerance)
     own = _own_model(row, observed, output_tokens, tolerance, prefill_ms, rest)
     if own is not None and (own.status in (REGRESSION, IMPROVED)

@@ -14,7 +14,6 @@ them ``specperf.judge.verdict``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -22,10 +21,10 @@ from typing import TYPE_CHECKING
 from ..core import contract, interval
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import DIRECTION, FLOOR, LABELS, Move, format_move, format_percent, tolerance
-from ..core.noise import NoiseModel, baseline_share
+from ..core.noise import NoiseModel
 from ..core.stats import Summary
 from . import positions
-from .attribution import HINTS, case_attribution, regression_message
+from .attribution import HINTS, case_attribution, regression_factor, regression_message
 from .hints import REFRESH_HINT
 from .outcome import Verdict
 
@@ -38,7 +37,7 @@ __all__ = ["PINNED_METRICS", "PINNED_REASON", "case_se", "judge_case"]
 def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
                tolerances: Mapping[str, float], shape: positions.Shape | None = None,
                pinned: bool = False, noise: NoiseModel | None = None,
-               base_runs: int = 1) -> Verdict:
+               base_runs: int = 1, exact: str = "") -> Verdict:
     """Compare one case's medians with its baseline; tolerances are the resolved layers.
     ``shape``: the case's acceptance per draft position and along the output, whose changes
     the verdict then locates (positions.py). ``pinned``: the server's acceptance is
@@ -46,41 +45,49 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
     ``noise``: the run-to-run noise of this comparison (core/noise.py; the baseline merged
     from ``base_runs`` runs): each move then carries its interval — both sides' request
     spread and the run term — and the contract judges the interval; None judges the medians
-    as point estimates."""
+    as point estimates. ``exact``: the status of the prompt-by-prompt comparison of
+    acceptance with the baseline's (judge/exact.py) when it settles acceptance ("unchanged"
+    or "changed"): the medians of avg commit are shown but judged there, not here — two
+    medians over different draws of the same prompts can differ where no prompt changed; the
+    per-position shape then only locates a change the comparison found."""
     if pinned:
         return _judge_pinned(case_id, _moves(current, base, tolerances, noise, base_runs))
     if shape is not None:
         verdict = judge_case(case_id, current, base, tolerances, noise=noise,
-                             base_runs=base_runs)
+                             base_runs=base_runs, exact=exact)
         run_sd = 0.0 if noise is None else \
-            noise.of("avg_commit").case_sd() * math.sqrt(1.0 + baseline_share(base_runs))
+            interval.case_run_sd(noise.of("avg_commit"), base_runs)
         sentences = positions.locate(shape, current, base, tolerances, run_sd)
         if not sentences:
             return verdict
-        # A pass whose positions or output stretches moved beyond the tolerance is noted.
-        status = contract.combine([verdict.status, NOTED]) if verdict.status == PASS \
-            else verdict.status
+        # A pass whose positions or output stretches moved beyond the tolerance is noted,
+        # unless the exact comparison settled acceptance: then they only say where it moved.
+        status = contract.combine([verdict.status, NOTED]) \
+            if verdict.status == PASS and not exact else verdict.status
         return replace(verdict, status=status, message=" ".join([verdict.message, *sentences]))
-    moves = _moves(current, base, tolerances, noise, base_runs)
-    details = {m: mv.detail() for m, mv in moves.items()}
+    shown = _moves(current, base, tolerances, noise, base_runs)
+    moves = {m: mv for m, mv in shown.items() if not (exact and m in EXACT_METRICS)}
+    details = {m: mv.detail() if m in moves else _settled(mv) for m, mv in shown.items()}
     if not moves:
         return Verdict(case_id, UNDETERMINED,
                        f"{case_id}: the baseline has no metric this run measured, so "
                        f"nothing can be compared — write a new version with "
                        f"--specperf-update-baselines.",
                        reason=contract.NO_BASELINE)
-    attribution = case_attribution(moves)
+    attribution = case_attribution(shown)
     broken = [m for m in ("tok_s", "decode_tok_s", "avg_commit", "step_ms", "ttft_ms")
               if m in moves and moves[m].regressed]
     heard = _noise_clause(noise, moves)
     status = contract.combine(mv.status for mv in moves.values())
     if status == REGRESSION:
-        message = regression_message(moves, broken[0], attribution, base.output_tokens)
+        message = regression_message(shown, broken[0], attribution, base.output_tokens)
         # Decode tok/s is tok/s without prefill: its fall beside tok/s's adds nothing.
         message = _also_beyond(message, [moves[m] for m in broken[1:]
                                          if not (m == "decode_tok_s" and "tok_s" in broken)])
-        return Verdict(case_id, REGRESSION, _with_noise(message, heard), attribution, details)
-    summary = _pass_summary(moves)
+        return Verdict(case_id, REGRESSION, _with_noise(message, heard), attribution, details,
+                       factor=regression_factor(shown, broken[0], attribution,
+                                                base.output_tokens))
+    summary = _pass_summary(shown)
     unjudged = _prefill_unjudged(current, moves)
     open_ = [m for m in ("tok_s", "decode_tok_s", "avg_commit", "step_ms", "ttft_ms")
              if m in moves and moves[m].undetermined]
@@ -100,6 +107,13 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
         return Verdict(case_id, NOTED, _with_noise(message, heard), attribution, details)
     return Verdict(case_id, PASS, _with_noise(f"{summary} — within tolerance{unjudged}.", heard),
                    attribution, details)
+
+
+def _settled(move: Move) -> dict[str, float]:
+    """A settled metric's detail: its medians and their change, without the interval this
+    verdict did not judge it by (a view must not read one off it), marked exact."""
+    return {"base": move.base, "new": move.new, "change": move.change,
+            "limit": -move.direction * move.tolerance, "exact": 1.0}
 
 
 def _also_beyond(message: str, others: Sequence[Move]) -> str:
@@ -144,6 +158,9 @@ def _undetermined_case(moves: Mapping[str, Move], open_: Sequence[str], summary:
             f"nor a fail — measure again with more repeats (--specperf-repeats){night}.")
 
 
+# What an exact comparison of acceptance settles (judge/exact.py judges it).
+EXACT_METRICS = ("avg_commit",)
+
 PINNED_REASON = ("acceptance not judged: it is pinned (synthetic) on the server, so avg commit, "
                  "tok/s and decode tok/s say nothing about the deployment")
 # What pinned acceptance leaves to judge: one verify pass, and prefill.
@@ -161,7 +178,8 @@ def _judge_pinned(case_id: str, all_moves: Mapping[str, Move]) -> Verdict:
     broken = [m for m in PINNED_METRICS if m in moves and moves[m].regressed]
     if broken:
         return Verdict(case_id, REGRESSION, f"{moves[broken[0]].text(limit=True)} — "
-                       f"{HINTS[broken[0]]}; {PINNED_REASON}.", None, details)
+                       f"{HINTS[broken[0]]}; {PINNED_REASON}.", None, details,
+                       factor=regression_factor(moves, broken[0], None))
     summary = "; ".join(moves[m].text(limit=True) for m in moves)
     if any(mv.improved for mv in moves.values()):
         return Verdict(case_id, IMPROVED, f"{summary} — faster than the baseline: "

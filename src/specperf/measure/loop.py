@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -43,6 +43,12 @@ class RunConfig:
     max_spread: float = UNSTABLE_REL_MAD
     guard_retries: int = 3
     guard_wait_s: float = 5.0
+    case_repeats: Mapping[str, int] = field(default_factory=dict)  # per case, instead of repeats
+
+    def bounds(self, case_id: str) -> tuple[int, int]:
+        """A case's fewest and most repeats: its own minimum where named, else the run's."""
+        least = self.case_repeats.get(case_id, self.repeats)
+        return least, max(least, self.max_repeats)
 
 
 Decide = Callable[[Mapping[str, Sequence[float]]], RepeatDecision]
@@ -89,23 +95,24 @@ class Measurer:
         Without ``decide``, repeats stop once the minimum is taken and every metric is
         stable; a case still too noisy at the bound raises UnstableMeasurement.
         """
-        decide = decide or self._stable_enough
+        least, most = self.run.bounds(case.id)
+        decide = decide or (lambda values: self._stable_enough(values, least, most))
         samples = []
         for i in range(self.run.warmup):
             samples.append(self.sample(case, -1 - i, warmup=True))
-            self.on_sample(samples[-1], self.run.repeats)
+            self.on_sample(samples[-1], least)
         measured: list[Sample] = []
         while True:
             measured.append(self.sample(case, len(measured), warmup=False))
-            self.on_sample(measured[-1], self.run.repeats)
+            self.on_sample(measured[-1], least)
             if len(measured) == 1:  # the warm-ups re-sent this prompt: does it repeat?
                 self.deterministic[case.id] = determinism.deterministic(samples + measured)
-            if len(measured) < self.run.repeats:
+            if len(measured) < least:
                 continue
             decision = decide(sample_values(measured))
             if decision.action == "unstable":
                 raise UnstableMeasurement(f"{case.id}: {decision.reason}")
-            if decision.action == "stop" or len(measured) >= self.run.max_repeats:
+            if decision.action == "stop" or len(measured) >= most:
                 break
         return self.finish(case, samples + measured)
 
@@ -114,10 +121,10 @@ class Measurer:
         return Measurement(case, tuple(samples), self._decode_method(),
                            self.server.acceptance_source)
 
-    def _stable_enough(self, values: Mapping[str, Sequence[float]]) -> RepeatDecision:
-        return decide_repeats(values, None, {}, min_repeats=self.run.repeats,
-                              max_spread=self.run.max_spread,
-                              max_repeats=self.run.max_repeats)
+    def _stable_enough(self, values: Mapping[str, Sequence[float]], least: int,
+                       most: int) -> RepeatDecision:
+        return decide_repeats(values, None, {}, min_repeats=least,
+                              max_spread=self.run.max_spread, max_repeats=most)
 
     def _decode_method(self) -> str:
         return "server-timings" if self.server.server_timings else "two-point"

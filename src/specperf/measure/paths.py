@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,15 +170,21 @@ class PathSampler:
         self.run = self.measurer.run
         self._runs: dict[tuple[str, tuple[str, ...]], PathRun] = {}
 
-    def measure_once(self, case: Case, paths: Sequence[Path]) -> PathRun:
+    def measure_once(self, case: Case, paths: Sequence[Path],
+                     decided: Callable[[PathRun], bool] | None = None) -> PathRun:
         """:meth:`measure`, remembered per case and paths (tests sharing it measure once)."""
         key = (case.id, tuple(p.name for p in paths))
         if key not in self._runs:
-            self._runs[key] = self.measure(case, paths)
+            self._runs[key] = self.measure(case, paths, decided)
         return self._runs[key]
 
-    def measure(self, case: Case, paths: Sequence[Path]) -> PathRun:
-        """Warm up every path, then alternate them until each is measured and stable."""
+    def measure(self, case: Case, paths: Sequence[Path],
+                decided: Callable[[PathRun], bool] | None = None) -> PathRun:
+        """Warm up every path, then alternate them until each is measured and stable and, with
+        ``decided`` (the comparison's judge: False while its verdict is undetermined), until
+        the comparison is decided — up to ``max_repeats`` rounds either way: a comparison
+        whose interval straddles its tolerance after the minimum repeats is answered with
+        more requests, not left undetermined."""
         with self.session.case_lock():  # xdist workers: one case at a time per endpoint
             found: dict[str, list[Sample]] = {p.name: [] for p in paths}
             for i in range(self.run.warmup):
@@ -189,8 +195,13 @@ class PathSampler:
                 for path in paths:
                     found[path.name].append(self.sample(case, path, rounds, warmup=False))
                 rounds += 1
-                if rounds >= self.run.repeats and self._stable(case, paths, found, rounds):
+                if rounds >= self.run.repeats and self._stable(case, paths, found, rounds) \
+                        and (decided is None or decided(self._run(case, paths, found))):
                     break
+        return self._run(case, paths, found)
+
+    def _run(self, case: Case, paths: Sequence[Path],
+             found: Mapping[str, list[Sample]]) -> PathRun:
         source = self.server.acceptance_source
         return PathRun(case, tuple(paths), {
             p.name: Measurement(case, tuple(found[p.name]), "server-timings", source)

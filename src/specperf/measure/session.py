@@ -121,7 +121,8 @@ class PerfSession:
                                     self.classes)
         s = self.settings
         run = RunConfig(repeats=s.repeats, max_repeats=s.max_repeats, warmup=s.warmup,
-                        request_timeout=s.request_timeout, max_spread=s.max_spread)
+                        request_timeout=s.request_timeout, max_spread=s.max_spread,
+                        case_repeats=dict(s.case_repeats))
         log = LogSource(s.log_command) if s.log_command else None
         return Measurer(client, server, prompts, run, log=log, on_sample=self.on_sample)
 

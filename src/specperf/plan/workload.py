@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -94,9 +94,18 @@ def select_classes(names: tuple[str, ...], available: dict[str, TextClass]) -> l
     return [available[n] for n in names]
 
 
-def plan(classes: list[TextClass], contexts: tuple[int, ...], output_tokens: int) -> list[Case]:
-    """The case matrix: text classes × contexts at one output length."""
-    return [Case(c.name, ctx, output_tokens) for c in classes for ctx in contexts]
+def plan(classes: list[TextClass], contexts: tuple[int, ...], output_tokens: int,
+         lengths: Mapping[str, int] | None = None) -> list[Case]:
+    """The case matrix: text classes × contexts at one output length, or the length
+    ``lengths`` names for a case (``--specperf-case-output-tokens``)."""
+    return [case_at(c.name, ctx, output_tokens, lengths) for c in classes for ctx in contexts]
+
+
+def case_at(text_class: str, context: int, output_tokens: int,
+            lengths: Mapping[str, int] | None = None) -> Case:
+    """The case of ``text_class`` at ``context``, at its own length when ``lengths`` names it."""
+    case = Case(text_class, context, output_tokens)
+    return Case(text_class, context, (lengths or {}).get(case.id, output_tokens))
 
 
 # -- generated text -------------------------------------------------------------------------

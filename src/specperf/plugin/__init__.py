@@ -4,7 +4,8 @@ Real work lives in the rooms before this one; this file holds only the hooks tha
 pytest to them, with ``flags`` (how each option reads on the command line), ``markers``,
 ``fixtures`` and ``sweepfixtures`` (what perf tests receive), ``runstate`` (one run's state:
 cases, baseline, verdicts), ``sweeprun`` (the sweep-level test), ``reporting`` (writing the
-record and the report at the end of the run), ``xdistcontroller`` (the session's GPU lock
+record and the report at the end of the run), ``publish`` (its Prometheus and GitHub
+outputs), ``xdistcontroller`` (the session's GPU lock
 under xdist), ``signals`` (stopping on SIGTERM) and ``terminal`` (progress lines).
 
 May import: core, store, settings, plan, servers, measure, baselines, judge, record, views
@@ -25,10 +26,10 @@ from ..baselines.preflight import Judged
 from ..core import stop
 from ..core.errors import ConfigError, SpecperfError
 from ..measure.lock import LockMode
-from ..plan.workload import Case, load_text_classes
+from ..plan.workload import Case, case_at, load_text_classes
 from ..servers import simulated
 from ..settings import endpoints
-from ..settings.config import for_baseline, resolve
+from ..settings.config import Settings, for_baseline, resolve
 from ..settings.options import OPTIONS
 from ..settings.spelling import renamed_notice, unknown_flag
 from ..views import summary
@@ -133,11 +134,23 @@ def pytest_configure(config: pytest.Config) -> None:
     if not fleet:
         config.pluginmanager.register(BurstPlugin(config), "specperf-bursts")
     if fleet:  # one report over every endpoint, written by the fleet plugin
+        _no_fleet_outputs(settings)
         return
     config.pluginmanager.register(reporting.ReportPlugin(config), "specperf-report")
     if workerinput is None and config.pluginmanager.hasplugin("xdist") \
             and config.getoption("dist", "no") != "no" and settings.endpoint is not None:
         config.pluginmanager.register(XdistController(config, settings), "specperf-xdist")
+
+
+def _no_fleet_outputs(settings: Settings) -> None:
+    """The Prometheus outputs render one endpoint's record (plugin/publish.py): a fleet's
+    record has several, so asking for them there is a usage error, not a silent no-op."""
+    asked = [o.flag for o in OPTIONS if o.name in ("prometheus_textfile", "pushgateway")
+             and getattr(settings, o.name) is not None]
+    if asked:
+        raise pytest.UsageError(
+            f"{' and '.join(asked)} cannot be combined with a fleet (--specperf-endpoints) yet: "
+            "run each endpoint alone with --specperf-endpoint to publish its metrics.")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -179,8 +192,9 @@ def _planned_cases(metafunc: pytest.Metafunc, state: RunState) -> list[Case]:
     marker = metafunc.definition.get_closest_marker("perf_cases")
     if marker is None:
         return state.cases
-    output = state.settings.output_tokens
-    return [Case(text_class, int(context), output) for text_class, context in marker.args]
+    s = state.settings
+    return [case_at(text_class, int(context), s.output_tokens, s.case_output_tokens)
+            for text_class, context in marker.args]
 
 
 @pytest.hookimpl(wrapper=True)
@@ -261,7 +275,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int,
         return
     # The footer (e.g. "baseline NOT updated: …") is shown even when nothing was measured;
     # a run of path tests alone has verdicts (paths keep their own measurements) to show.
-    lines = (summary.render(collected, state.settings)
+    detail = config.get_verbosity() > 0 or state.settings.detail
+    lines = (summary.render(collected, state.settings, detail=detail)
              if collected.measurements or collected.verdicts or collected.concurrency
              else collected.footer)
     for line in lines:

@@ -4,13 +4,16 @@ baselines/concurrency.py.
 
 One :class:`BurstRun` per run (in ``config.stash``) measures each level once, keeps what
 the levels measured for the batch fit, and with ``--specperf-update-baselines`` writes the next
-concurrency baseline at session end (:class:`BurstPlugin`, registered by the plugin).
+concurrency baseline at session end (:class:`BurstPlugin`, registered by the plugin). An update
+judges first, as the main baselines' does (plugin/updatecheck.py): a level or fit that regressed
+writes nothing unless ``--specperf-accept`` accepts it, and the version carries its lineage.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -27,8 +30,9 @@ from ..measure.session import PerfSession, git_revision
 from ..plan.workload import Case
 from ..record import runkind
 from ..settings.config import Settings
-from ..settings.hints import rerun_command, update_command
+from ..settings.hints import accept_command, rerun_command, update_command
 from ..views import summary
+from . import updatecheck
 from .conclude import conclude
 from .fixtures import STATE, _marker_tolerances
 from .runstate import RunState
@@ -61,6 +65,7 @@ class BurstRun:
         self.case = level_case(state.settings)
         self.levels: dict[int, Level] = {}
         self.errors: dict[int, SpecperfError] = {}
+        self.verdicts: list[Verdict] = []  # an updating run's, against the current version
         self.ran = False
         self._baseline: ConcurrencyBaseline | None | bool = False  # False: not read yet
 
@@ -98,7 +103,7 @@ class BurstRun:
         """The concurrency baseline the levels are compared with, for the record (identity,
         path, case, levels, fingerprint differences, why not judged); None without one."""
         base = self.baseline()
-        if base is None or self.state.settings.update_baselines:
+        if base is None:
             return None
         store = ConcurrencyStore(self.state.settings.baseline_dir)
         server = self.state.session.server if self.state.session is not None else None
@@ -166,14 +171,26 @@ class BurstRun:
             return [f"specperf: concurrency baseline NOT updated: levels "
                     f"{', '.join(str(c) for c in missing) or 'all'} errored or were not "
                     f"measured; fix them and run again: `{command}`."]
+        judged = updatecheck.check(self.verdicts)
+        accept = self.state.settings.accept
+        if accept is None and not judged.clear:
+            command = accept_command(self.state.settings, self.state.deployment()).replace(
+                "-m context_scaling", f"-m {MARKER}")
+            return [judged.refusal(command, "concurrency baseline")]
         session = self.state.started_session()
         assert session.server is not None
         new = ConcurrencyBaseline.from_levels(
             self.state.deployment(), session.server.fingerprint,
             {c: self.levels[c] for c in levels}, suite_version=__version__,
             git_revision=git_revision(), simulated=session.server.simulated)
+        base = self.baseline()
+        new = replace(new, lineage=updatecheck.lineage(
+            base.version if base else None, self.verdicts, judged, accept))
         path = ConcurrencyStore(self.state.settings.baseline_dir).write_next(new)
-        return [f"specperf: wrote concurrency baseline {path}"]
+        lines = [f"specperf: wrote concurrency baseline {path}"]
+        if accept is not None and not judged.clear:
+            lines.append(f"  accepted although it regressed in {judged.named()}: {accept}")
+        return lines
 
 
 def burst_run(config: pytest.Config) -> BurstRun:
@@ -275,7 +292,12 @@ class ConcurrencyChecks:
 
     def _conclude(self, verdict: Verdict | NotJudged) -> None:
         if self.run.state.settings.update_baselines:
-            pytest.skip("a baseline-writing run judges nothing against a baseline.")
+            # An update judges first (recorded, never failed here; update_baseline decides).
+            if isinstance(verdict, NotJudged):
+                pytest.skip("a baseline-writing run judges nothing against a baseline.")
+            self.run.verdicts.append(verdict)
+            conclude(self.request, [verdict], judging=False)
+            return
         if isinstance(verdict, NotJudged):
             pytest.skip(verdict.reason)
         self.run.state.verdicts.append(verdict)

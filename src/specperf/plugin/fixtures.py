@@ -8,14 +8,15 @@ so pytest reports them as *errors*; regressions are ``pytest.fail`` in the test 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import pytest
 
 from ..baselines.store import Baseline, CaseBaseline
+from ..core.contract import UNDETERMINED
 from ..core.errors import BaselineError, SpecperfError, UnmeasuredComparison
-from ..core.limits import NOT_APPLICABLE, check_tolerance
+from ..core.limits import NOT_APPLICABLE, SKIP_NOT_APPLICABLE, SKIP_PROPERTY, check_tolerance
 from ..judge.outcome import NotJudged, Verdict
 from ..judge.pathverdict import (
     COMPARISONS,
@@ -23,6 +24,7 @@ from ..judge.pathverdict import (
     judge_chat_stream,
     judge_parser,
     judge_stream,
+    more_rounds,
 )
 from ..measure.paths import PathRun, PathSampler, deployed_parsers, parser_pair, stream_pair
 from ..measure.sample import Measurement
@@ -30,6 +32,7 @@ from ..measure.session import PerfSession
 from ..plan.workload import Case, TextClass
 from ..settings.config import Settings
 from ..settings.endpoints import Endpoint
+from ..settings.hints import rerun_command
 from .conclude import conclude, record
 from .runstate import RunState
 
@@ -239,11 +242,26 @@ def path_sampler(specperf_session: PerfSession) -> PathSampler:
     return PathSampler(specperf_session, deployed_parsers(specperf_session.client))
 
 
-def _require_parsers(sampler: PathSampler) -> None:
+def _require_parsers(request: pytest.FixtureRequest, sampler: PathSampler) -> None:
     if not sampler.parsers.any:
+        # The gate reads this mark, never the skip's words (cli/runner.py).
+        request.node.user_properties.append((SKIP_PROPERTY, SKIP_NOT_APPLICABLE))
         pytest.skip(f"{NOT_APPLICABLE} the server names no reasoning_parser or tool_call_parser "
                     "in /model_info: no parser runs on the chat route, so there is nothing to "
                     "gate there.")
+
+
+def _decided(request: pytest.FixtureRequest, kind: str) -> Callable[[PathRun], bool]:
+    """Whether the ``kind`` comparison of a path run is decided: the sampler takes more rounds
+    while its verdict is undetermined (an unmeasured figure is decided: more rounds cannot
+    measure it)."""
+    checks = PathChecks(request)
+
+    def decided(run: PathRun) -> bool:
+        verdict = checks.verdict(kind, run)
+        return verdict.status != UNDETERMINED or verdict.reason == UNMEASURED
+
+    return decided
 
 
 def _path_run(request: pytest.FixtureRequest, sampler: PathSampler, run: PathRun,
@@ -268,20 +286,20 @@ def _path_run(request: pytest.FixtureRequest, sampler: PathSampler, run: PathRun
 def parser_paths(request: pytest.FixtureRequest, perf_case: Case,
                  path_sampler: PathSampler) -> PathRun:
     """The case on the native route and the chat route with the parsers, interleaved."""
-    _require_parsers(path_sampler)
+    _require_parsers(request, path_sampler)
     pair = parser_pair(path_sampler.server.api, path_sampler.parsers)
-    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair),
-                     "parser")
+    return _path_run(request, path_sampler, path_sampler.measure_once(
+        perf_case, pair, _decided(request, "parser")), "parser")
 
 
 @pytest.fixture
 def chat_stream_paths(request: pytest.FixtureRequest, perf_case: Case,
                       path_sampler: PathSampler) -> PathRun:
     """The case streamed on the native route and on the chat route with the parsers."""
-    _require_parsers(path_sampler)
+    _require_parsers(request, path_sampler)
     pair = parser_pair(path_sampler.server.api, path_sampler.parsers, stream=True)
-    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair),
-                     "chat_stream")
+    return _path_run(request, path_sampler, path_sampler.measure_once(
+        perf_case, pair, _decided(request, "chat_stream")), "chat_stream")
 
 
 @pytest.fixture
@@ -289,8 +307,8 @@ def stream_paths(request: pytest.FixtureRequest, perf_case: Case,
                  path_sampler: PathSampler) -> PathRun:
     """The case on the native route, unstreamed and streamed, interleaved."""
     pair = stream_pair(path_sampler.server.api)
-    return _path_run(request, path_sampler, path_sampler.measure_once(perf_case, pair),
-                     "stream")
+    return _path_run(request, path_sampler, path_sampler.measure_once(
+        perf_case, pair, _decided(request, "stream")), "stream")
 
 
 @pytest.fixture
@@ -321,14 +339,25 @@ class PathChecks:
     def verdict(self, kind: str, run: PathRun) -> Verdict:
         """The comparison ``kind`` ("parser", "chat_stream", "stream") of ``run``'s paths."""
         first, second = (run.figures(p.name) for p in run.paths)
-        tolerances = self._tolerances(run)
+        tolerances, advice = self._tolerances(run), self._advice(kind, run)
         if kind == "parser":
             return judge_parser(f"{run.case.id}{COMPARISONS[0]}", first, second, run.parsers,
-                                tolerances, run.case.output_tokens)
+                                tolerances, run.case.output_tokens, advice=advice)
         if kind == "chat_stream":
             return judge_chat_stream(f"{run.case.id}{COMPARISONS[1]}", first, second,
-                                     run.parsers, tolerances, run.case.output_tokens)
-        return judge_stream(f"{run.case.id}{COMPARISONS[2]}", first, second, tolerances)
+                                     run.parsers, tolerances, run.case.output_tokens,
+                                     advice=advice)
+        return judge_stream(f"{run.case.id}{COMPARISONS[2]}", first, second, tolerances,
+                            advice=advice)
+
+    def _advice(self, kind: str, run: PathRun) -> str:
+        """What decides an undetermined comparison: more rounds than this run allowed, on its
+        own server and flags, for the test that measured it."""
+        settings = self.state.settings
+        rounds = min(len(m.measured) for m in run.measurements.values())
+        marker = "parser" if kind == "parser" else "streaming"
+        return more_rounds(rounds, settings.max_repeats,
+                           lambda *a: rerun_command(settings, *a, marker=marker))
 
     def record(self, verdict: Verdict) -> None:
         record(self.request, [verdict])

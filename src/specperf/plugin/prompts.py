@@ -79,8 +79,11 @@ class RunPrompts:
             return False
         return measurer.deterministic.get(case.id) is True
 
-    def with_exact(self, measured: Measurement, base: CaseBaseline, verdict: Verdict) -> Verdict:
-        """``verdict`` with the prompt-by-prompt comparison of acceptance combined in."""
+    def compare_exact(self, measured: Measurement, base: CaseBaseline) -> exact.ExactResult:
+        """The prompt-by-prompt comparison of ``measured``'s acceptance with the baseline's."""
         plan = self.plan or PromptPlan()
-        result = exact.compare(measured, base.prompts, base.deterministic, plan.reason)
+        return exact.compare(measured, base.prompts, base.deterministic, plan.reason)
+
+    def with_exact(self, result: exact.ExactResult, verdict: Verdict) -> Verdict:
+        """``verdict`` with the exact comparison ``result`` combined in."""
         return exact.combine(verdict, result, mode=self.settings.acceptance_mode)

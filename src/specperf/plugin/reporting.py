@@ -22,16 +22,20 @@ from pytest_html import extras as html_extras
 
 from ..baselines import shipped
 from ..baselines.store import Baseline
+from ..core.contract import REGRESSION
 from ..core.errors import SpecperfError, StoreError
 from ..core.version import __version__
 from ..measure.session import git_revision
+from ..record import persistence, results, runkind
 from ..record import readers as record_readers
-from ..record import results, runkind
 from ..record import scrub as record_scrub
 from ..settings.config import Settings
+from ..store.engine import not_written
+from ..store.history import history_despite_store
+from ..store.ingest import missed_line
 from ..views import extras, summary
 from ..views.report import report_dir, write_report
-from . import burstfixtures
+from . import burstfixtures, publish
 from .fixtures import STATE
 from .runstate import RunState
 
@@ -49,8 +53,10 @@ class ReportPlugin:
         self.written: Path | None = None
         self.problem = ""
         self.store_problem = ""
+        self.backfilled: list[str] = []
         self.interrupted = False
         self.kind = ""
+        self.published = publish.Published()
         if config.pluginmanager.hasplugin("html"):
             config.pluginmanager.register(HtmlHooks(self), "specperf-report-html")
 
@@ -106,13 +112,17 @@ class ReportPlugin:
         self.kind = str(doc["run"]["label"])
         try:
             where = report_dir(state.settings.report_dir, self.config.invocation_params.dir)
-            self.written = write_report(doc, where)
+            self.written, self.backfilled = write_report(doc, where)
         except OSError as exc:
             self.problem = f"{exc}; point --report-dir at a writable directory"
         except StoreError as exc:  # every file is written (views/report.py): say so
             self.written = where / str(doc["run_id"]) / "report.html"
-            self.store_problem = (f"{exc} (results.json, history.jsonl and report.html were "
-                                  "written)")
+            self.store_problem = not_written(exc, _shown(self.written.with_name("results.json")))
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        # The dashboards' outputs (docs/dashboards.md): one that fails is infrastructure,
+        # exit 3 as a store that is down, so a nightly nobody can see never passes quietly.
+        self.published = publish.publish(doc, state.settings, self.written)
+        if self.published.problems:
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
     def document(self, state: RunState, found: summary.Collector) -> dict[str, Any]:
@@ -133,11 +143,19 @@ class ReportPlugin:
         if self.store_problem:
             terminalreporter.write_line(f"specperf: results store NOT written: "
                                         f"{self.store_problem}")
+        if self.backfilled:
+            terminalreporter.write_line(f"specperf: {missed_line(self.backfilled)}")
         if self.written is not None:
-            terminalreporter.write_line(f"specperf: this run: {self.kind}")
-            terminalreporter.write_line(f"specperf: report {_shown(self.written)}")
+            terminalreporter.write_line(f"specperf: report {_shown(self.written)} (this run: "
+                                        f"{self.kind})")
         elif self.problem:
             terminalreporter.write_line(f"specperf: report NOT written: {self.problem}")
+        for line in self.published.lines:
+            terminalreporter.write_line(f"specperf: {line}")
+        for problem in self.published.problems:
+            terminalreporter.write_line(f"specperf: NOT published: {problem}")
+        for annotation in self.published.annotations:  # GitHub reads them from stdout
+            terminalreporter.write_line(annotation)
 
 
 def endpoint_document(run: results.RunInfo, state: RunState, found: summary.Collector,
@@ -162,11 +180,29 @@ def endpoint_document(run: results.RunInfo, state: RunState, found: summary.Coll
         concurrency_baseline=found.concurrency_baseline if found.concurrency else None)
     doc["interrupted"] = interrupted
     doc["run"] = kind.to_dict()
+    doc["persists"] = _streak(state.settings, doc)
     if doc["baseline"] is not None:  # which directory it came from (the closing block says)
         where = shipped.directory(state.settings, doc["baseline"]["deployment"])
         doc["baseline"]["directory"] = str(where.resolve())
         doc["baseline"]["shipped"] = shipped.is_reference(where)
     return doc
+
+
+def _streak(settings: Settings, doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    """How many nights tonight's regression has failed the same way (record/persistence.py),
+    from this box's history; None when it is new, or no history can be read."""
+    if not any(v.get("status") == REGRESSION for v in doc.get("verdicts") or ()):
+        return None
+    server = doc.get("server") or {}
+    try:  # a store that is down: the file's runs (its problem is reported with the write)
+        entries, _ = history_despite_store(settings.report_dir / "history.jsonl",
+                                           settings.results_db)
+    except (SpecperfError, OSError):
+        return None
+    simulated = bool(server.get("simulated"))
+    mine = [e for e in entries if bool(e.get("simulated")) == simulated
+            and (simulated or e.get("label") == server.get("label"))]
+    return persistence.streak(doc, mine, settings.night_window)
 
 
 def custom_matrix(settings: Settings) -> str:

@@ -5,7 +5,7 @@ Pytest-free, like :class:`~specperf.plugin.runstate.RunState`, which keeps one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from ..baselines.versions import REPAIR
 from ..core.errors import BaselineError
 from ..core.limits import DEFAULT_TOLERANCES
 from ..core.model import ContextFit
-from ..core.noise import NoiseModel, from_history
+from ..core.noise import NoiseModel
 from ..core.version import __version__
 from ..judge.outcome import NotJudged
 from ..measure.sample import Measurement
@@ -25,7 +25,8 @@ from ..plan.workload import Case
 from ..servers.probe import ServerInfo
 from ..settings.config import Settings
 from ..settings.hints import create_hint, update_command
-from ..store.history import read_history
+from ..store.history import box_noise, history_despite_store
+from ..views.headline import FACTORS
 
 
 class RunBaseline:
@@ -41,6 +42,8 @@ class RunBaseline:
         self.unreadable = ""  # an --specperf-update-baselines run replacing a corrupt file
         self.written: Path | None = None
         self._noise: NoiseModel | None = None
+        self.store_unreadable = ""  # why the history came from history.jsonl, not the store
+        self.left_out: list[merge.LeftOut] = []  # regressed runs a merge did not take
 
     def stored(self, deployment: str) -> Baseline | None:
         """The baseline of ``deployment`` this run compares with, read once: the one place a
@@ -92,15 +95,12 @@ class RunBaseline:
         if self._noise is None:
             label = server.label if server is not None else ""
             path = self.settings.report_dir / "history.jsonl"
-            entries = read_history(path, self.settings.results_db) if label else []
-            if server is not None and server.simulated:
-                # Each embedded simulator listens on a new port: its runs are one "box".
-                label = "SIMULATED"
-                entries = [{**e, "label": label} for e in entries if e.get("simulated")]
+            entries, self.store_unreadable = (history_despite_store(
+                path, self.settings.results_db) if label else ([], ""))
             stated = self.settings.sources.get("run_noise", "default") != "default"
-            self._noise = from_history(entries, label, total=self.settings.run_noise,
-                                       stated=stated,
-                                       night_window_h=self.settings.night_window)
+            self._noise = box_noise(entries, label, simulated=bool(server and server.simulated),
+                                    run_noise=self.settings.run_noise, stated=stated,
+                                    night_window_h=self.settings.night_window)
         return self._noise
 
     def tolerances(self, base: Baseline | None, case: Case | None,
@@ -158,15 +158,17 @@ class RunBaseline:
             simulated=server.simulated, prompt_seed=prompt_seed, request_digest=request_digest)
 
     def write(self, new: Baseline, measured: Sequence[Measurement], cases: Sequence[Case],
-              history: Path | None, run_id: str | None) -> list[str]:
+              history: Path | None, run_id: str | None,
+              accepted: Collection[str] = ()) -> list[str]:
         """Write ``new`` (merged with past runs, :meth:`_merged`) as the next version of its
-        deployment; say what was written and what changed."""
+        deployment; say what was written and what changed. ``accepted``: the cases whose
+        regression this update accepts (a past run that regressed only there may merge)."""
         store = BaselineStore(self.settings.baseline_dir)
         try:
             previous = store.load(new.deployment) if store.latest(new.deployment) else None
         except BaselineError:
             previous = None
-        new = self._merged(new, measured, cases, history, run_id)
+        new = self._merged(new, measured, cases, history, run_id, accepted)
         path = store.write_next(new)
         self.written = path
         lines = [f"specperf: wrote baseline {path}", *self._merged_lines(new, history)]
@@ -177,22 +179,42 @@ class RunBaseline:
         return lines
 
     def _merged(self, new: Baseline, measured: Sequence[Measurement], cases: Sequence[Case],
-                history: Path | None, run_id: str | None) -> Baseline:
+                history: Path | None, run_id: str | None,
+                accepted: Collection[str]) -> Baseline:
         """--specperf-baseline-runs N: this run merged with the last N-1 of the same
         deployment and fingerprint (baselines/merge.py)."""
         wanted = self.settings.baseline_runs - 1
         outputs = {c.id: c.output_tokens for c in cases}
-        past = merge.past_runs(history, new.deployment, new.fingerprint, outputs, wanted, run_id) \
-            if wanted and history is not None else []
-        return merge.merged(new, merge.slots_of(measured), run_id, past)
+        found = merge.past_runs(history, new.deployment, new.fingerprint, outputs, wanted,
+                                run_id, accepted) \
+            if wanted and history is not None else merge.Selection([])
+        self.left_out = found.left_out
+        return merge.merged(new, merge.slots_of(measured), run_id, found.runs)
 
     def _merged_lines(self, new: Baseline, history: Path | None) -> list[str]:
         wanted = self.settings.baseline_runs
         if wanted == 1:
             return []
         runs = ", ".join(new.runs)
+        lines = [left_out_line(self.left_out)] if self.left_out else []
         if new.run_count >= wanted:
-            return [f"  merged from {new.run_count} runs, request slot by slot: {runs}."]
+            return [f"  merged from {new.run_count} runs, request slot by slot: {runs}.", *lines]
+        besides = f", besides the {len(self.left_out)} left out" if self.left_out else ""
         return [f"  merged from {new.run_count} of the {wanted} runs asked for ({runs}): "
                 f"{history} holds no more runs of {new.deployment} with this fingerprint "
-                f"that measured every case."]
+                f"that measured every case{besides}.", *lines]
+
+
+def left_out_line(left_out: Sequence[merge.LeftOut]) -> str:
+    """'  left out 1 run that regressed: 2026… (step time in reasoning-ctx13); …'."""
+    runs = "; ".join(f"{r.run_id} ({_regressions(r.factors)})" for r in left_out)
+    n = len(left_out)
+    return (f"  left out {n} run{'s' if n != 1 else ''} that regressed: {runs}; a regressed "
+            f"run enters a merge only when the update accepts that regression.")
+
+
+def _regressions(factors: Mapping[str, str]) -> str:
+    by: dict[str, list[str]] = {}
+    for case, name in sorted(factors.items()):
+        by.setdefault(FACTORS[name][0] if name in FACTORS else "a regression", []).append(case)
+    return ", ".join(f"{what} in {', '.join(cases)}" for what, cases in by.items())

@@ -65,13 +65,19 @@ class RunJudge:
               marker: Mapping[str, float]) -> list[Verdict]:
         tolerances = self.run.tolerances_for(measured.case, marker)
         pinned = self.acceptance_pinned()
+        # A synthetic acceptance is not compared, exactly or otherwise; an A/B run has no
+        # baseline prompts.
+        found = self.run.prompts.compare_exact(measured, base) \
+            if self.run.comparison is None and not pinned else None
         verdict = judge_case(measured.case.id, measured.summaries(), base, tolerances,
                              Shape.of(s.raw for s in measured.measured), pinned=pinned,
-                             noise=self.run.noise(), base_runs=self.run.base_runs())
+                             noise=self.run.noise(), base_runs=self.run.base_runs(),
+                             exact=str(found.status) if found is not None and found.settles
+                             else "")
         if self.run.comparison is not None:
             verdict = self.run.comparison.label(verdict)
-        elif not pinned:  # a synthetic acceptance is not compared, exactly or otherwise
-            verdict = self.run.prompts.with_exact(measured, base, verdict)
+        elif found is not None:
+            verdict = self.run.prompts.with_exact(found, verdict)
         if self.run.comparison is None:  # the predict-and-reconcile row, judged with the case
             stored = self.run.baseline()
             fit = stored.fits.get(measured.case.text_class) if stored is not None else None

@@ -27,6 +27,8 @@ from ..measure.session import PerfSession
 from ..plan.reuse import PromptPlan
 from ..plan.workload import Case, TextClass, plan, select_classes
 from ..settings.config import Settings
+from ..settings.hints import accept_command
+from . import updatecheck
 from .prompts import RunPrompts
 from .runbaseline import RunBaseline
 from .runjudge import RunJudge
@@ -48,7 +50,7 @@ class RunState:
         self.lock_mode = lock_mode
         self.classes = classes
         self.cases = plan(select_classes(settings.text_classes, classes), settings.contexts,
-                          settings.output_tokens)
+                          settings.output_tokens, settings.case_output_tokens)
         self.progress = progress
         self._on_sample = on_sample
         # Every sample of a case still being measured, so a case that errors (unstable after
@@ -281,12 +283,14 @@ class RunState:
         # what more repeats cannot shrink (measure/repeats.py, rule 3)
         fixed = fixed_ses(base.metrics, self.noise(), self.base_runs()) if base else {}
 
+        least = s.case_repeats.get(case.id, s.repeats)
+
         def decide(values: Mapping[str, Any]) -> RepeatDecision:
             if self.prompts.exact_in_force(case, base, session.measurer):  # settled exactly
                 values = {k: v for k, v in values.items() if k != "avg_commit"}
-            return decide_repeats(values, base, tolerances, min_repeats=s.repeats,
-                                  max_repeats=s.max_repeats, max_spread=s.max_spread,
-                                  fixed=fixed)
+            return decide_repeats(values, base, tolerances, min_repeats=least,
+                                  max_repeats=max(least, s.max_repeats),
+                                  max_spread=s.max_spread, fixed=fixed)
 
         return session.measure(case, decide)
 
@@ -306,6 +310,10 @@ class RunState:
         refused = self.baselines.unwritten(clean, self.cases, self.measurements)
         if refused is not None:
             return [refused]
+        judged = updatecheck.check(self.verdicts)
+        accept = self.settings.accept
+        if accept is None and not judged.clear:
+            return [judged.refusal(accept_command(self.settings, self.deployment()))]
         session = self.started_session()
         assert session.server is not None
         prompts = self.prompts.plan
@@ -313,4 +321,12 @@ class RunState:
         new = self.baselines.next_version(
             self.deployment(), session.server, measured, self.fits(),
             prompts.seed if prompts and prompts.reproducible else None, self.request_digest())
-        return self.baselines.write(new, measured, self.cases, history, run_id)
+        against = self.baseline()
+        new = replace(new, lineage=updatecheck.lineage(
+            against.version if against else None, self.verdicts, judged, accept))
+        accepted = {v.case_id for v in judged.blocking} if accept is not None else set()
+        lines = self.baselines.write(new, measured, self.cases, history, run_id, accepted)
+        if judged.clear or accept is None:
+            return lines
+        return [lines[0], f"  accepted although it regressed in {judged.named()}: {accept}",
+                *lines[1:]]

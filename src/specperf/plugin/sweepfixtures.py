@@ -9,7 +9,6 @@ import pytest
 
 from ..judge.outcome import NotJudged
 from ..measure.session import PerfSession
-from ..plan.workload import Case
 from ..settings.hints import rerun_command
 from . import sweeprun
 from .conclude import conclude
@@ -34,9 +33,7 @@ class SweepChecks:
         """Judge ``cases`` (default: the run's planned matrix) as one sweep named ``label``."""
         if self.state.settings.update_baselines:
             pytest.skip("a baseline-writing run judges nothing against a baseline.")
-        output = self.state.settings.output_tokens
-        chosen = self.state.cases if cases is None else [Case(c, int(x), output)
-                                                         for c, x in cases]
+        chosen = sweeprun.chosen_cases(self.state, cases)
         result = sweeprun.judge(self.state, chosen, label)
         if isinstance(result, NotJudged):
             pytest.skip(result.reason)

@@ -15,12 +15,13 @@ from collections.abc import Sequence
 from weakref import WeakKeyDictionary
 
 from ..baselines.store import CaseBaseline
+from ..judge.exact import ExactStatus
 from ..judge.outcome import NotJudged
 from ..judge.sweep.factor import CaseData
 from ..judge.sweep.pooled import More, judge_sweep
 from ..judge.sweep.verdict import SweepResult
 from ..measure.sample import METRICS, Sample, sample_values
-from ..plan.workload import Case
+from ..plan.workload import Case, case_at
 from .runstate import RunState
 
 TOP_UPS_PER_CASE = 4  # the sweep test's budget: at most this many extra requests per case
@@ -53,12 +54,19 @@ def gather(state: RunState, cases: Sequence[Case]) -> list[CaseData] | NotJudged
         spent = list(measured.measured) + list(reference.measured if reference else ())
         cost = sum(s.wall_s for s in spent) / max(1, len(measured.measured))
         run = sample_values(measured.measured)
+        settled = False
         if state.judging.acceptance_pinned():  # synthetic acceptance: step time is the only factor
             run.pop("avg_commit", None)
             run.pop("tok_s", None)  # tok/s = avg commit / step time: synthetic too
+        elif state.comparison is None and \
+                state.prompts.compare_exact(measured, base).status == ExactStatus.UNCHANGED:
+            # Every re-sent prompt took the baseline's verify steps: acceptance did not move,
+            # and two medians over other draws of the same prompts must not say it did.
+            settled = run.pop("avg_commit", None) is not None
         out.append(CaseData(case, run, dict(base.metrics),
                             None if reference is None else sample_values(reference.measured),
-                            cost, base_requests=dict(base.values) or None))
+                            cost, base_requests=dict(base.values) or None,
+                            acceptance_settled=settled))
     return out
 
 
@@ -89,9 +97,10 @@ def _append(values: dict[str, list[float]], sample: Sample) -> None:
 
 
 def chosen_cases(state: RunState, cases: Sequence[tuple[str, int]] | None) -> list[Case]:
-    """The cases a sweep judges: ``cases`` at the run's output length, or the planned matrix."""
-    output = state.settings.output_tokens
-    return state.cases if cases is None else [Case(c, int(x), output) for c, x in cases]
+    """The cases a sweep judges: ``cases`` at the run's output lengths, or the planned matrix."""
+    s = state.settings
+    return state.cases if cases is None else [case_at(c, int(x), s.output_tokens,
+                                                      s.case_output_tokens) for c, x in cases]
 
 
 def prepare(state: RunState, cases: Sequence[Case], label: str) -> None:

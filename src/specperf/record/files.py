@@ -10,15 +10,17 @@ from typing import Any
 
 from ..core.contract import REGRESSION
 from ..store import ingest
+from .persistence import failed_factors, failed_sizes
 from .readers import median, median_rel_se
 from .schema import SCHEMA_VERSION
 
 HISTORY_METRICS = ("tok_s", "step_ms", "avg_commit", "decode_tok_s", "ttft_ms")
 
 
-def write(doc: dict[str, Any], report_dir: Path) -> Path:
+def write(doc: dict[str, Any], report_dir: Path) -> tuple[Path, list[str]]:
     """Write ``<dir>/<run-id>/results.json``, append the run to ``<dir>/history.jsonl`` and
-    write it to the results store (store/ingest.py)."""
+    write it to the results store (store/ingest.py); the results.json and the earlier runs
+    the store lacked that the write brought in."""
     run_dir = report_dir / str(doc["run_id"])
     run_dir.mkdir(parents=True, exist_ok=True)
     path = run_dir / "results.json"
@@ -29,8 +31,7 @@ def write(doc: dict[str, Any], report_dir: Path) -> Path:
     with (report_dir / "history.jsonl").open("a", encoding="utf-8") as fh:
         fh.write(line + "\n")  # one write of one line: concurrent runs never interleave
     # Last: a store that is down (StoreError) loses neither results.json nor the line.
-    ingest.write_run(entry, doc, report_dir)
-    return path
+    return path, ingest.write_run(entry, doc, report_dir)
 
 
 def history_entry(doc: Mapping[str, Any], results_path: str) -> dict[str, Any]:
@@ -48,13 +49,27 @@ def history_entry(doc: Mapping[str, Any], results_path: str) -> dict[str, Any]:
             "simulated": bool(doc["server"].get("simulated", False)),
             "suite_version": doc["suite_version"], "git_revision": doc["git_revision"],
             "fingerprint": doc["fingerprint"],
-            "baseline": None if base is None else
-            {"deployment": base["deployment"], "version": base["version"]},
+            # The cases' shape beside their figures (a dashboard's output length, concurrency).
+            "output_tokens": doc["settings"].get("output_tokens"),
+            "baseline": None if base is None else _baseline(base),
             "concurrency_baseline": _identity(doc.get("concurrency_baseline")),
             "cells": cells, "cell_se": cell_se, "fits": doc["fits"],
             "failed": sorted({v["case_id"] for v in doc["verdicts"]
                               if v["status"] == REGRESSION}),
+            "failed_factors": failed_factors(doc["verdicts"]),
+            # When the run started (``created`` less this) and what served it, for exports.
+            "duration_s": doc.get("duration_s"), "server_kind": doc["server"].get("kind"),
+            "failed_sizes": failed_sizes(doc["verdicts"]),
             **run_fields(doc)}
+
+
+def _baseline(base: Mapping[str, Any]) -> dict[str, Any]:
+    """The baseline's identity, and why it was written where its file says (the trend labels
+    its boundary with it)."""
+    reason = (base.get("reason") or {}).get("text") \
+        if (base.get("reason") or {}).get("kind") not in (None, "unrecorded") else None
+    return {"deployment": base["deployment"], "version": base["version"],
+            **({"reason": reason} if reason else {})}
 
 
 def _identity(base: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -28,6 +28,7 @@ from ..core.fingerprint import fingerprint_differences
 from ..core.model import ContextFit, fit_repeats
 from ..judge import reconcile
 from ..servers.positions import ALONG_TOKENS, case_shape
+from . import lineage
 from .readers import mean_context
 from .schema import SCHEMA_NAME, SCHEMA_VERSION
 
@@ -173,8 +174,10 @@ def unexplained(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def baseline_dict(base: Baseline) -> dict[str, Any]:
-    """The parts of a baseline a report shows: identity, fingerprint, medians, fits."""
+    """The parts of a baseline a report shows: identity, why it was written (its lineage's
+    reason, record/lineage.py), fingerprint, medians, fits."""
     return {"deployment": base.deployment, "version": base.version, "created": base.created,
+            "reason": lineage.reason(base.lineage),
             "suite_version": base.suite_version, "git_revision": base.git_revision,
             "fingerprint": base.fingerprint, "simulated": base.simulated,
             "cases": {cid: {"output_tokens": c.output_tokens,

@@ -50,7 +50,8 @@ def load(path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot read results file {path}: {exc}.") from exc
+        raise ConfigError(f"cannot read results file {path}: {exc}: point it at the "
+                          "results.json a perf run wrote.") from exc
     problems = validate(doc)
     if problems:
         raise ConfigError(f"{path} is not a specperf results file (schema v{SCHEMA_VERSION}): "

@@ -45,6 +45,7 @@ class ServerInfo:
     kind: str = "sglang"  # sglang | vllm (serverkind.py)
     release: str | None = None
     dev_mode: bool = False  # vLLM started with VLLM_SERVER_DEV_MODE=1
+    embedded: bool = False  # the simulator the run started itself (a new port each run)
 
     @property
     def server_name(self) -> str:
@@ -53,6 +54,12 @@ class ServerInfo:
 
     @property
     def label(self) -> str:
+        """The box the run history files this run under: the URL, ``SIMULATED (URL)`` for a
+        simulator the user started; the embedded simulator listens on a new port each run,
+        so its label names the profile instead (one box per profile; ``url`` keeps the
+        port)."""
+        if self.embedded:
+            return f"SIMULATED (embedded, profile {self.fingerprint.get('sim_profile', '?')})"
         return f"SIMULATED ({self.url})" if self.simulated else self.url
 
     def to_dict(self) -> dict[str, Any]:
@@ -65,7 +72,8 @@ class ServerInfo:
                 "acceptance_source": self.acceptance_source,
                 "acceptance_available": list(self.acceptance_available),
                 "notes": list(self.notes), "kind": self.kind, "release": self.release,
-                "dev_mode": self.dev_mode, "server_name": self.server_name}
+                "dev_mode": self.dev_mode, "server_name": self.server_name,
+                "embedded": self.embedded}
 
 
 class ServerTokenizer:
@@ -254,6 +262,7 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
         warn(note)
     sim = simulated_adapter.identity(client)
     scale = sim.time_scale if sim else 1.0
+    embedded = simulated  # asked for by the run: the simulator it started itself
     simulated = simulated or sim is not None
     slots = llamacpp.read_slots(client) if props is not None else []
     if props is not None:
@@ -262,7 +271,7 @@ def probe(client: Client, *, api: str, model: str | None, wanted_source: str,
         max_len = _max_len(server_info) or (ServerTokenizer(client, tok_path).max_model_len()
                                             if tok_path else None)
     return ServerInfo(kind=detected.kind, release=detected.release,
-        dev_mode=detected.dev_mode,
+        dev_mode=detected.dev_mode, embedded=embedded,
         url=client.base_url, flavour=flavour, api=chosen_api,
         model=served or (props or {}).get("model_alias"),
         fingerprint=_with_profile(

@@ -45,7 +45,9 @@ class Settings:
     text_classes: tuple[str, ...] = _default("text_classes")
     text_class_dir: Path | None = _default("text_class_dir")
     output_tokens: int = _default("output_tokens")
+    case_output_tokens: Mapping[str, int] = _default("case_output_tokens")
     repeats: int = _default("repeats")
+    case_repeats: Mapping[str, int] = _default("case_repeats")
     max_repeats: int = _default("max_repeats")
     max_spread: float = _default("max_spread")
     warmup: int = _default("warmup")
@@ -60,6 +62,7 @@ class Settings:
     update_baselines: bool = _default("update_baselines")
     require_baseline: bool = _default("require_baseline")
     baseline_repeats: int = _default("baseline_repeats")
+    accept: str | None = _default("accept")
     baseline_runs: int = _default("baseline_runs")
     fingerprint: Mapping[str, str] = _default("fingerprint")
     tolerances: Mapping[str, float] = _default("tolerances")
@@ -71,11 +74,14 @@ class Settings:
     concurrency_context: int | None = _default("concurrency_context")
     report_dir: Path = _default("report_dir")
     results_db: str | None = _default("results_db")
+    prometheus_textfile: Path | None = _default("prometheus_textfile")
+    pushgateway: str | None = _default("pushgateway")
     gpu_lock: Path | None = _default("gpu_lock")
     gpu_lock_timeout: float = _default("gpu_lock_timeout")
     run_noise: float = _default("run_noise")
     night_window: float = _default("night_window")
     same_night: bool = _default("same_night")
+    detail: bool = _default("detail")
     sources: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
@@ -122,10 +128,30 @@ def resolve(cli: Mapping[str, Any], environ: Mapping[str, str],
     with when it was not the prefixed name (an old alias such as ``--contexts``), so an
     error names what the user typed.
     """
+    values, sources = _resolved(OPTIONS, cli, environ, ini, spelled or {})
+    settings = Settings(**values, sources=sources)
+    _check(settings, environ)
+    return settings
+
+
+def resolve_only(names: Sequence[str], cli: Mapping[str, Any], environ: Mapping[str, str],
+                 ini: Mapping[str, str | Sequence[str]],
+                 spelled: Mapping[str, str] | None = None) -> Settings:
+    """Options ``names`` resolved as :func:`resolve` does (CLI > env > ini > default, errors
+    naming the source), every other at its default: for a command outside pytest that reads
+    a few settings the perf run reads too (the noise prior and the night window)."""
+    values, sources = _resolved([OPTIONS_BY_NAME[n] for n in names], cli, environ, ini,
+                                spelled or {})
+    return Settings(**values, sources=sources)
+
+
+def _resolved(options: Sequence[Option], cli: Mapping[str, Any], environ: Mapping[str, str],
+              ini: Mapping[str, str | Sequence[str]], spelled: Mapping[str, str]
+              ) -> tuple[dict[str, Any], dict[str, str]]:
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for opt in OPTIONS:
-        raw, source = _pick(opt, cli, environ, ini, spelled or {})
+    for opt in options:
+        raw, source = _pick(opt, cli, environ, ini, spelled)
         sources[opt.name] = source
         if raw is None:
             continue
@@ -139,9 +165,7 @@ def resolve(cli: Mapping[str, Any], environ: Mapping[str, str],
         except (ValueError, TypeError):
             raise ConfigError(
                 f"{source} = {raw!r} is not valid: expected {opt.form}.") from None
-    settings = Settings(**values, sources=sources)
-    _check(settings, environ)
-    return settings
+    return values, sources
 
 
 def _pick(opt: Option, cli: Mapping[str, Any], environ: Mapping[str, str],

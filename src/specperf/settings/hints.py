@@ -107,3 +107,10 @@ def rerun_command(settings: Settings, *args: str, marker: str = "context_scaling
 def create_hint(settings: Settings, deployment: str | None = None) -> str:
     """'create one with `…`', the advice for a missing baseline."""
     return f"create one with `{update_command(settings, deployment)}`"
+
+
+def accept_command(settings: Settings, deployment: str | None = None,
+                   reason: str = "REASON") -> str:
+    """The baseline update that writes a version judged a regression anyway, with ``reason``."""
+    return shlex.join([*shlex.split(update_command(settings, deployment, measuring=True)),
+                       _flag("accept"), reason])

@@ -14,6 +14,8 @@ from .parsers import (
     Parser,
     any_text,
     baseline_version,
+    case_counts,
+    case_lengths,
     choice,
     database_url,
     declared_items,
@@ -113,8 +115,19 @@ OPTIONS: tuple[Option, ...] = (
     Option("output_tokens", positive_int, "600",
            "Tokens generated per request (ignore_eos forces exactly this many).",
            "a positive integer"),
+    Option("case_output_tokens", case_lengths, "",
+           "Output length of named cases instead of --specperf-output-tokens, comma separated "
+           "case=tokens (the gate's same-night reference decodes its step-time cases short).",
+           "comma-separated case=tokens items, e.g. padding-ctx3333=128", lines=True,
+           has_alias=False),
     Option("repeats", positive_int, "3", "Measured requests per case (minimum).",
            "a positive integer"),
+    Option("case_repeats", case_counts, "",
+           "Fewest measured requests of named cases instead of --specperf-repeats (and of "
+           "--specperf-baseline-repeats in a baseline-writing run), comma separated case=n; "
+           "the gate's same-night phases spend them where a request is cheapest.",
+           "comma-separated case=requests items, e.g. padding-ctx13=32", lines=True,
+           has_alias=False),
     Option("max_repeats", positive_int, "8",
            "Upper bound on repeats when a case is noisy or near its limit.",
            "a positive integer"),
@@ -156,6 +169,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("baseline_repeats", positive_int, "10",
            "Minimum measured requests per case when writing a baseline: its own error "
            "limits every later verdict, and it is paid once.", "a positive integer"),
+    Option("accept", any_text, None,
+           "With --specperf-update-baselines: write the new version even though it is "
+           "judged a regression against the current one, recording this reason.",
+           "a reason", has_alias=False),
     Option("baseline_runs", positive_int, "1",
            "Runs a new baseline is written from: this one and the last N-1 of the same "
            "deployment and fingerprint in the report directory's history, merged request "
@@ -205,6 +222,16 @@ OPTIONS: tuple[Option, ...] = (
            "guards the endpoint across hosts), or an SQLite file; default "
            "<report dir>/results.db (docs/store.md).",
            "postgresql://USER@HOST:PORT/DB, sqlite:///PATH or a file path", has_alias=False),
+    Option("prometheus_textfile", file_path, None,
+           "Also write the run's outcome as Prometheus text to this file (atomically), for "
+           "node_exporter's textfile collector: the decision, the end time, each case's "
+           "medians and verdicts (docs/dashboards.md).", "a file path ending in .prom",
+           has_alias=False),
+    Option("pushgateway", http_url, None,
+           "Also push the run's outcome to this Prometheus Pushgateway (job specperf, grouped "
+           "by deployment); one that cannot be reached makes the run's exit 3, infrastructure "
+           "(docs/dashboards.md).", "an http(s) URL such as http://127.0.0.1:9091",
+           has_alias=False),
     Option("gpu_lock", file_path, None,
            "Lock file guarding the GPU (default: derived from the endpoint).", "a file path"),
     Option("gpu_lock_timeout", positive_float, "1800",
@@ -225,6 +252,10 @@ OPTIONS: tuple[Option, ...] = (
            "Judge against a reference measured on the same box the same night, just before "
            "a deploy (`specperf gate --reference DIR` sets it): the run-to-run noise cancels "
            "and only the requests' own spread counts. Never for a baseline of another night.",
+           "a flag", flag_only=True, has_alias=False),
+    Option("detail", yes_no, "false",
+           "Print the closing block's detail under its first screen, as -v does: who was "
+           "measured, the context fits and every verdict's one-line reason.",
            "a flag", flag_only=True, has_alias=False),
 )
 

@@ -137,6 +137,30 @@ def tolerance_items(text: str) -> dict[str, float]:
     return out
 
 
+def case_lengths(text: str) -> dict[str, int]:
+    """'case=tokens' items: a case id (``padding-ctx3333``) and the output length it decodes
+    instead of --specperf-output-tokens."""
+    return _case_items(text, "case=tokens (e.g. padding-ctx3333=128)")
+
+
+def case_counts(text: str) -> dict[str, int]:
+    """'case=n' items: a case id and the fewest requests it takes instead of the run's."""
+    return _case_items(text, "case=requests (e.g. padding-ctx13=32)")
+
+
+def _case_items(text: str, form: str) -> dict[str, int]:
+    """'case=positive integer' items, comma separated or one per line."""
+    out: dict[str, int] = {}
+    for item in (part.strip() for line in text.splitlines() for part in line.split(",")):
+        if not item:
+            continue
+        key, sep, value = (x.strip() for x in item.partition("="))
+        if not sep or "-ctx" not in key or not value.isdigit() or int(value) < 1:
+            raise ConfigError(f"{item!r} is not {form}")
+        out[key] = int(value)
+    return out
+
+
 def declared_items(text: str) -> dict[str, str]:
     """'key=value' items, comma separated or one per line (what a server does not report)."""
     out: dict[str, str] = {}

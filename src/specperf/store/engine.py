@@ -11,6 +11,7 @@ it from ``PGPASSWORD`` or ``~/.pgpass``. Every open brings the schema to the new
 from __future__ import annotations
 
 import functools
+import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -170,3 +171,13 @@ def store_error(url: str, verb: str, exc: BaseException) -> StoreError:
     return StoreError(f"cannot {verb} the results store {shown(url)} ({first}): start the "
                       "database, or point --specperf-results-db at one that runs.",
                       url=shown(url))
+
+
+def not_written(exc: StoreError, results: str | Path) -> str:
+    """The one sentence a run ends with when its store write failed: what failed, and the
+    command that loads the run (its ``results`` file, every file written) once the store runs."""
+    command = f"specperf import {shlex.quote(str(results))}"
+    if exc.url:
+        command += f" --db {shlex.quote(exc.url)}"
+    return (f"{str(exc).rstrip('.')}, then load this run with `{command}` (results.json, "
+            "history.jsonl and report.html were written).")

@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, select
 
+from ..core.errors import StoreError
+from ..core.noise import NoiseModel, from_history
 from . import engine
 from .schema import runs
 
 HISTORY_FILE = "history.jsonl"
+# The box every embedded simulator's runs are (each listens on a new port).
+SIMULATED_BOX = "SIMULATED"
 
 
 class HistoryLineSkipped(UserWarning):
@@ -34,6 +39,16 @@ def read_history(history: Path, url: str | None = None) -> list[dict[str, Any]]:
     url = url or _existing_default(path.parent)
     stored = store_runs(url) if url is not None else []
     return stored if stored else file_runs(path)
+
+
+def history_despite_store(history: Path, url: str | None) -> tuple[list[dict[str, Any]], str]:
+    """A run's own history read (:func:`read_history`), and "" — or, when the store cannot be
+    read, the runs of ``history.jsonl`` and why: a store that is down costs the run its write
+    at the end, never its verdicts (the file holds every run this report directory wrote)."""
+    try:
+        return read_history(history, url), ""
+    except StoreError as exc:
+        return file_runs(history / HISTORY_FILE if history.is_dir() else history), str(exc)
 
 
 def _existing_default(report_dir: Path) -> str | None:
@@ -87,3 +102,15 @@ def _entry(line: str) -> dict[str, Any] | None:
         return None
     whole = isinstance(entry, dict) and ("run_id" in entry or "cells" in entry)
     return entry if whole else None
+
+
+def box_noise(entries: Sequence[Mapping[str, Any]], label: str, *, simulated: bool,
+              run_noise: float, stated: bool, night_window_h: float) -> NoiseModel:
+    """The run-to-run noise of box ``label`` from the history as every reader reads it (the
+    gate, the nightly, ``specperf explain``): a simulator's runs are one box, whatever port it
+    listened on; ``run_noise``, ``stated`` and ``night_window_h`` are the settings'."""
+    if simulated:
+        label = SIMULATED_BOX
+        entries = [{**e, "label": label} for e in entries if e.get("simulated")]
+    return from_history(entries, label, total=run_noise, stated=stated,
+                        night_window_h=night_window_h)

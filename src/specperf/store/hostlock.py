@@ -20,7 +20,7 @@ from sqlalchemy import Connection, delete, func, select
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 
-from ..core.errors import GpuLockTimeout
+from ..core.errors import GpuLockTimeout, StoreError
 from . import engine
 from .schema import lock_holders
 
@@ -49,17 +49,30 @@ class HostLock:
         self.timeout_s, self.progress = timeout_s, progress
         self.progress_interval_s = progress_interval_s
         self._connection: Connection | None = None
+        # Why the lock across hosts was not taken (a store that cannot be opened), else "".
+        self.unavailable = ""
 
     @property
     def held(self) -> bool:
         return self._connection is not None
 
     def acquire(self) -> float:
-        """Wait for the lock (up to the timeout), record the holder; seconds waited."""
+        """Wait for the lock (up to the timeout), record the holder; seconds waited.
+
+        A store that cannot be opened costs the store, not the night: the run measures under
+        the file lock of its own host, says so once (``progress``), and keeps the reason in
+        ``unavailable`` (the run ends with the store's sentence and exit 3 all the same)."""
         if self.held:
             return 0.0
         start = time.monotonic()
-        connection = self._connect()
+        try:
+            connection = self._connect()
+        except StoreError as exc:
+            self.unavailable = str(exc)
+            if self.progress is not None:
+                self.progress(f"specperf: the GPU lock across hosts on {self.server} is NOT "
+                              f"held, this host's lock file only: {exc}")
+            return time.monotonic() - start
         try:
             self._wait(connection, start)
             self._record(connection)

@@ -8,6 +8,7 @@ process killed halfway leaves no trace of the run (the database rolls it back).
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 from sqlalchemy import Connection, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 
+from ..core.contract import RECORDED, STATUSES
+from ..core.errors import StoreError
 from . import engine, history
 from .schema import cells, runs, verdicts
 
@@ -96,33 +99,78 @@ def verdict_rows(key: int, doc: Mapping[str, Any] | None) -> list[dict[str, Any]
         for factor, figures in sorted(details.items()):
             figures = figures if isinstance(figures, Mapping) else {}
             out.append({"run": key, "seq": len(out), "case_id": scope, "factor": factor,
-                        "status": str(verdict.get("status", "")),
+                        "status": _status(verdict),
                         "change": _number(figures.get("change")),
                         "low": _number(figures.get("low")), "high": _number(figures.get("high")),
                         "tolerance": _number(figures.get("limit"))})
     return out
 
 
+def _status(verdict: Mapping[str, Any]) -> str:
+    """The verdict's status word, refused (the run is not stored) unless the contract's."""
+    word = str(verdict.get("status", ""))
+    if word not in RECORDED:
+        raise StoreError(f"verdict {verdict.get('case_id')!r} has status {word!r}, not one of "
+                         f"the contract's words ({', '.join(STATUSES)}): the run is not "
+                         f"stored.")
+    return word
+
+
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def write_run(entry: Mapping[str, Any], doc: Mapping[str, Any], report_dir: Path) -> None:
+def write_run(entry: Mapping[str, Any], doc: Mapping[str, Any], report_dir: Path) -> list[str]:
     """The end of a run: its history line and figures into the store its settings name
-    (default: SQLite ``<report_dir>/results.db``), in one transaction. The first run into
-    an empty store brings the report directory's earlier history along, so no reader loses
-    the nights before the store existed."""
-    url = engine.store_url((doc.get("settings") or {}).get("results_db"), report_dir)
-    if not engine.read(url, _has_runs):
+    (default: SQLite ``<report_dir>/results.db``), in one transaction; returns the run ids
+    :func:`backfill` brought in first."""
+    return write_runs([(entry, doc)], report_dir)
+
+
+def write_runs(items: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]], report_dir: Path
+               ) -> list[str]:
+    """The end of a run (a fleet's: one item per endpoint, all into the first one's store):
+    first every earlier run of the report directory's history the store lacks (a night the
+    store was down, the nights before it existed), then these, one transaction each; returns
+    the earlier run ids written."""
+    url = engine.store_url((items[0][1].get("settings") or {}).get("results_db"), report_dir)
+    missed = backfill(url, report_dir, {str(e["run_id"]) for e, _ in items})
+    for entry, doc in items:
+        with engine.transaction(url) as connection:
+            put_run(connection, entry, doc)
+    return missed
+
+
+def backfill(url: str, report_dir: Path, skip: set[str]) -> list[str]:
+    """Every run of ``report_dir``'s history.jsonl (with its results.json) the store at
+    ``url`` lacks, oldest first, but those of ``skip``; returns their run ids. Lines cut short
+    are passed by in silence here: the readers name them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", history.HistoryLineSkipped)
         earlier = [e for e in history.file_runs(report_dir / history.HISTORY_FILE)
-                   if e.get("run_id") not in (None, entry["run_id"])]
-        put_runs(url, ((e, results_doc(report_dir, e)) for e in earlier))
-    with engine.transaction(url) as connection:
-        put_run(connection, entry, doc)
+                   if e.get("run_id") is not None and str(e["run_id"]) not in skip]
+    if not earlier:
+        return []
+    there = engine.read(url, lambda c: _stored_ids(c, [str(e["run_id"]) for e in earlier]))
+    missed = [e for e in earlier if str(e["run_id"]) not in there]
+    added = [e for e in missed if put_runs(url, [(e, results_doc(report_dir, e))])]
+    return [str(e["run_id"]) for e in added]
 
 
-def _has_runs(connection: Connection) -> bool:
-    return connection.execute(select(runs.c.id).limit(1)).first() is not None
+def missed_line(run_ids: Sequence[str]) -> str:
+    """The line saying which earlier runs this run's write brought into the store."""
+    shown = ", ".join(run_ids[:3]) + (f" and {len(run_ids) - 3} more" if len(run_ids) > 3 else "")
+    many = "s" if len(run_ids) != 1 else ""
+    return f"results store: also wrote {len(run_ids)} run{many} missed earlier ({shown})."
+
+
+def _stored_ids(connection: Connection, ids: Sequence[str]) -> set[str]:
+    found: set[str] = set()
+    for start in range(0, len(ids), 500):  # bounded IN lists on both engines
+        chunk = list(ids[start:start + 500])
+        found.update(connection.execute(
+            select(runs.c.run_id).where(runs.c.run_id.in_(chunk))).scalars())
+    return found
 
 
 def results_doc(report_dir: Path, entry: Mapping[str, Any]) -> dict[str, Any] | None:

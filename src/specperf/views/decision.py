@@ -56,7 +56,8 @@ def decide(doc: Mapping[str, Any]) -> Decision:
     counts = _counts(statuses, errors)
     sweep = _sweep_text(doc, verdicts)
     if REGRESSION in statuses:
-        return Decision(FAIL_WORD, _moved(verdicts), sweep, counts)
+        return Decision(FAIL_WORD, _moved(verdicts) + persists(doc.get("persists")), sweep,
+                        counts)
     open_ = statuses.count(UNDETERMINED)
     why = [f"{errors} test{'s' if errors != 1 else ''} errored" if errors else "",
            "the run was cut short" if stopped else "",
@@ -78,7 +79,7 @@ def _counts(statuses: Sequence[str], errors: int) -> str:
     return ", ".join(parts) or "none"
 
 
-def _tolerance(doc: Mapping[str, Any]) -> float:
+def sweep_tolerance(doc: Mapping[str, Any]) -> float:
     value = (doc.get("settings") or {}).get("sweep_tolerance")
     return float(value) if isinstance(value, (int, float)) else SWEEP_TOLERANCE
 
@@ -89,7 +90,7 @@ def _sweep_text(doc: Mapping[str, Any], verdicts: Sequence[Mapping[str, Any]]) -
     if sweep is None:
         return f"none \u2014 {_why_no_sweep(doc)}"
     status = str(sweep["status"])
-    tolerance = _tolerance(doc)
+    tolerance = sweep_tolerance(doc)
     if status == REGRESSION:
         return f"regression \u2014 {headline(sweep)}"
     if status == PASS:
@@ -117,7 +118,9 @@ def _why_no_sweep(doc: Mapping[str, Any]) -> str:
     settings = doc.get("settings") or {}
     run = doc.get("run") or {}
     if settings.get("update_baselines"):
-        return "this run wrote a baseline, so nothing was compared"
+        # Its cases were judged against the current baseline before it was written (or not:
+        # plugin/updatecheck.py), the sweep was not.
+        return "a baseline-updating run judges its cases, not the sweep"
     if run.get("outage") or run.get("stopped_by"):
         return f"the run stopped before judging ({run.get('label') or run.get('stopped_by')})"
     if settings.get("compare_endpoint"):
@@ -144,6 +147,25 @@ def _moved(verdicts: Sequence[Mapping[str, Any]]) -> str:
              f" moved ({n} regression{'s' if n != 1 else ''})"
              for name, n in sorted(found.items(), key=lambda kv: -kv[1])]
     return "; ".join(parts)
+
+
+def persists(streak: Any) -> str:
+    """'; the same step-time regression as on every night since 2026-12-02 (4 nights, 5
+    runs)': a regression that is not new (the record's ``persists``, record/persistence.py)."""
+    if not isinstance(streak, Mapping) or not streak.get("nights"):
+        return ""
+    name = str(streak.get("factor") or "")
+    what = f"the same {FACTORS[name][1]}" if name in FACTORS else "the same regression"
+    cases = list(streak.get("cases") or ())
+    where = f" in {_names(cases)}" if cases else ""
+    return (f"; {what}{where} as on every night since {str(streak['since'])[:10]} "
+            f"({int(streak['nights'])} nights, {_runs(streak)})")
+
+
+def _runs(streak: Mapping[str, Any]) -> str:
+    """'5 runs' (a record written before runs were counted: 'tonight's included')."""
+    runs = streak.get("runs")
+    return f"{int(runs)} runs" if isinstance(runs, int) else "tonight's included"
 
 
 def resolution_line(doc: Mapping[str, Any]) -> str:
@@ -173,13 +195,16 @@ def verdict_words(doc: Mapping[str, Any], skipped: Mapping[str, str] | None = No
     skipped = dict(skipped or {})
     if not verdicts and (not skipped or doc.get("baseline") is None):
         return []  # nothing judged at all: the closing block's NOT JUDGED line says why
-    statuses = [str(v["status"]) for v in verdicts]
-    counts = _counts(statuses, 0)
-    lines = [f"verdicts: {counts}" + (f", not judged {len(skipped)}" if skipped else "")]
+    # Counted as they are listed: the paths and unmeasured comparisons have their own lines.
+    counts = _counts([str(v["status"]) for v in own], 0)
+    others = len(verdicts) - len(own)
+    lines = [f"verdicts: {counts}" + (f", not judged {len(skipped)}" if skipped else "")
+             + (f" (and {others} path comparison{'s' if others != 1 else ''}, above)"
+                if others else "")]
     passed = [str(v["case_id"]) for v in own if v["status"] == PASS]
     if passed:
         lines.append(f"  pass: {', '.join(passed)}")
-    tolerance = _tolerance(doc)
+    tolerance = sweep_tolerance(doc)
     lines += [f"  {contract.NAMES[str(v['status'])]} {v['case_id']}: {reason(v, tolerance)}"
               for v in own if v["status"] in (NOTED, UNDETERMINED)]
     by_reason: dict[str, list[str]] = {}

@@ -82,6 +82,23 @@ def _row(label: str, factor: dict[str, Any] | None, predicted: prediction.Figure
             Cell(f"{format_percent(factor['change'])} — {contract.NAMES[factor['status']]}")]
 
 
+def _factor_word(outcome: judge.Outcome) -> str:
+    """Beside the card's status: the factor that explains it; with none, where the observed
+    tok/s lies against its predicted range ("as predicted" only inside it)."""
+    e = outcome.explanation
+    if e.factor != "none":
+        return f"factor: {e.factor}"
+    if e.status not in (contract.PASS, contract.NOTED):
+        return ""
+    low, high = e.prediction.tok_s.bounds()
+    seen = e.observation.tok_s
+    if seen > high:
+        return "above its predicted range"
+    if seen < low:
+        return "below its predicted range"
+    return "as predicted"
+
+
 def card(outcome: judge.Outcome) -> str:
     """The HTML card."""
     e, p = outcome.explanation, outcome.explanation.prediction
@@ -106,8 +123,7 @@ def card(outcome: judge.Outcome) -> str:
     view = {"title": f"{p.deployment}, {p.text_class} at {p.context:.0f} tokens ({where})",
             "status": e.status, "status_word": contract.NAMES.get(e.status, e.status),
             "badge": _BADGES.get(e.status, "error"),
-            "factor": f"factor: {e.factor}" if e.factor != "none" else
-            "as predicted" if e.status in (contract.PASS, contract.NOTED) else "",
+            "factor": _factor_word(outcome),
             "message": e.message,
             "plot": template.figure("explain", svg, "The observation (red) on the baseline's "
                                     "predicted tok/s for this class, with its 95 % band; squares "

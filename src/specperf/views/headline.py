@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.contract import IMPROVED, NOTED, REGRESSION, UNDETERMINED
 from ..core.limits import FLOOR, format_percent, format_value
 from ..judge.attribution import SECONDARY_SHARE, UNEXPLAINED_SHARE
 from ..judge.hints import ACCEPTANCE_HINT, PREFILL_HINT, STEP_HINT
@@ -44,8 +45,6 @@ FACTORS = {"acceptance": ("acceptance", "acceptance regression", ACCEPTANCE_HINT
                            "neither acceptance nor step time explains it: check prefill, "
                            "transport and the client")}
 LINE_MAX = 200  # an old record's sentence, cut to one terminal line
-# How older records' sweep verdicts opened their power sentence (now the record's resolution).
-POWER_SENTENCE = "Would have caught "
 
 
 def headline(verdict: Mapping[str, Any]) -> str:
@@ -54,13 +53,13 @@ def headline(verdict: Mapping[str, Any]) -> str:
     interval reaches back inside the limit), then the factor the verdict names."""
     details = verdict.get("details") or {}
     if is_sweep(verdict):
-        what = _sweep_moves(details, ("fail",))
+        what = _sweep_moves(details, (REGRESSION,))
     elif "slope" in details:
         what = _slope(details["slope"])
     else:
         what = _case_moves(details)
     if not what:
-        return _sentence_headline(without_power(str(verdict.get("message", ""))))
+        return _sentence_headline(str(verdict.get("message", "")))
     exact = verdict.get("exact") or {}
     if exact.get("status") == "changed" and exact.get("compared"):
         cause = f": the {exact['cause']}" if exact.get("cause") else ""
@@ -80,7 +79,7 @@ def reason(verdict: Mapping[str, Any], sweep_tolerance: float = SWEEP_TOLERANCE)
         return "nothing in the baseline to compare with"
     if is_sweep(verdict):
         found = _sweep_moves(details, (status,), sweep_tolerance)
-        if found and status == "undetermined":
+        if found and status == UNDETERMINED:
             found += f": its interval reaches past the {_pct(sweep_tolerance, 0)[1:]} sweep " \
                      "tolerance"
     elif "slope" in details:
@@ -138,13 +137,6 @@ def is_sweep(verdict: Mapping[str, Any]) -> bool:
         k in ("tok/s", "step") or k.startswith("acceptance:") for k in details)
 
 
-def without_power(message: str) -> str:
-    """An older record's failing sentence without the sweep's "Would have caught …" sentence:
-    that is how sensitive a *pass* was; on a failure it only distracts from what regressed."""
-    head, found, _ = message.partition(POWER_SENTENCE)
-    return head.rstrip() if found else message
-
-
 def one_line(message: str, tail: bool = False) -> str:
     """A sentence on one line, cut at a word near :data:`LINE_MAX` characters (its end kept
     with ``tail``)."""
@@ -180,12 +172,12 @@ def _case_reason(details: Mapping[str, Any], status: str) -> list[str]:
         if not entry or entry.get("change") is None or not entry.get("limit"):
             continue
         low, high = entry.get("low"), entry.get("high")
-        if status == "undetermined" and _straddles(entry):
+        if status == UNDETERMINED and _straddles(entry):
             out.append(f"{_figure(entry, name, unit, key)} has a 95% interval of "
                        f"{_pct(float(low))} to {_pct(float(high))}, across the limit")
-        elif status == "improved" and _beyond(entry, key, good=True):
+        elif status == IMPROVED and _beyond(entry, key, good=True):
             out.append(f"{_figure(entry, name, unit, key)}, better beyond the limit")
-        elif status == "noted" and low is not None and high is not None and \
+        elif status == NOTED and low is not None and high is not None and \
                 (float(low) > 0 or float(high) < 0):
             out.append(f"{_figure(entry, name, unit, key)}, a change we are sure of, inside "
                        "the limit")
@@ -245,7 +237,7 @@ def _slope(entry: Mapping[str, Any], status: str = "") -> str:
         found.update(low=(float(new) - float(margin)) / float(base) - 1.0,
                      high=(float(new) + float(margin)) / float(base) - 1.0)
     text = _figure(found, "step time per 1k context", " ms")
-    if status == "undetermined" and "low" in found:
+    if status == UNDETERMINED and "low" in found:
         text += (f" has a 95% interval of {_pct(found['low'])} to {_pct(found['high'])}, "
                  + ("across the limit" if _straddles(found) else "too wide to decide"))
     return text
@@ -301,7 +293,9 @@ def _interval(entry: Mapping[str, Any]) -> str:
     low, high = entry.get("low"), entry.get("high")
     if low is None or high is None:
         return ""
-    return f" (95% CI {format_percent(float(low))} to {format_percent(float(high))})"
+    level = float(entry.get("level") or 0.95)  # older records: their 95 % interval
+    return (f" ({100 * level:g}% CI {format_percent(float(low))} to "
+            f"{format_percent(float(high))})")
 
 
 def _pct(fraction: float, digits: int = 1) -> str:

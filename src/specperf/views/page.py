@@ -16,21 +16,23 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..core.contract import IMPROVED, NAMES, PRIORITY, REGRESSION
 from ..core.fingerprint import pinned_line
 from ..core.limits import format_percent
 from ..record.readers import median
-from . import decision, figures, template
+from . import decision, figures, screen, template
 from .figures import base_median
-from .headline import FACTORS, factor, headline, without_power
+from .headline import FACTORS, factor, headline
 from .template import Cell, Span, Table, num
 
 TEMPLATE = "run.html.j2"
 SECTIONS_TEMPLATE = "run_parts.html.j2"
 
-# Failures first, then the contract's order (core/contract.py PRIORITY): what needs a look first.
-_STATUS_ORDER = {"fail": 0, "error": 1, "undetermined": 2, "improved": 3, "noted": 4, "pass": 5}
+# The contract's order (core/contract.py PRIORITY), an error (pytest's outcome, no status)
+# right after a regression: what needs a look first.
+_STATUS_ORDER = {word: rank for rank, word in enumerate((PRIORITY[0], "error", *PRIORITY[1:]))}
 # How the verdict list names a status (results.json stores a regression as "fail").
-_WORDS = {"fail": "regression", "error": "error"}
+_WORDS = {REGRESSION: NAMES[REGRESSION], "error": "error"}
 
 
 def render(doc: Mapping[str, Any]) -> str:
@@ -63,11 +65,16 @@ def _header(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _decision(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The page's first line (views/decision.py) and what the run could have seen."""
+    """The page's first screen, the terminal's in the same order (views/screen.py): the
+    decision, its root causes, the other words, what the run could have seen."""
     found = decision.decide(doc)
-    line = found.line()
+    line = screen.decision_line(doc).removeprefix("specperf: ")
+    verdicts = list(doc.get("verdicts") or [])
     return {"word": found.word, "text": line[len(found.word):], "cls": found.word.lower(),
-            "resolution": decision.resolution_line(doc)}
+            "causes": screen.cause_lines(verdicts, len(doc.get("measurements") or {})),
+            "others": screen.other_lines(doc, {}, "the verdicts below say why"),
+            "resolution": screen.could_see(doc),
+            "detail": found.line()}
 
 
 def _measured(doc: Mapping[str, Any]) -> Span:
@@ -132,8 +139,10 @@ def _baseline_rows(doc: Mapping[str, Any]) -> list[tuple[str, list[Span]]]:
 def _baseline_text(base: Mapping[str, Any] | None) -> str:
     if base is None:
         return "none: nothing to compare with (create one with --specperf-update-baselines)"
+    reason = base.get("reason") or {}
+    why = f"; {reason['text']}" if reason.get("kind") not in (None, "unrecorded") else ""
     return (f"{base['deployment']} v{base['version']} (created {base['created']}, specperf "
-            f"{base.get('suite_version', '?')}, git {base.get('git_revision', '?')})")
+            f"{base.get('suite_version', '?')}, git {base.get('git_revision', '?')}{why})")
 
 
 def _fp_diff(base: Mapping[str, Any] | None, diffs: list[str] | None) -> Span:
@@ -169,9 +178,9 @@ def _outcome_counts(doc: Mapping[str, Any]) -> str:
 def _regressions(doc: Mapping[str, Any]) -> dict[str, Any]:
     """What regressed and why, grouped by the factor each verdict names (its fields, not its
     sentence: views/headline.py), and the slowdowns the model cannot explain."""
-    failing = [v for v in doc["verdicts"] if v["status"] == "fail"]
+    failing = [v for v in doc["verdicts"] if v["status"] == REGRESSION]
     unexplained = [{"case": r["case_id"], "message": r["message"]}
-                   for r in doc["reconcile"] if r["status"] == "fail"]
+                   for r in doc["reconcile"] if r["status"] == REGRESSION]
     groups: dict[str, list[Mapping[str, Any]]] = {}
     for verdict in failing:  # in first-seen order: ten cases of one cause are one finding
         groups.setdefault(factor(verdict), []).append(verdict)
@@ -199,7 +208,7 @@ def _without_factor(verdict: Mapping[str, Any]) -> str:
 
 def _attribution(verdict: Mapping[str, Any]) -> str:
     shares = verdict.get("attribution")
-    if not shares or verdict["status"] not in ("fail", "improved"):
+    if not shares or verdict["status"] not in (REGRESSION, IMPROVED):
         return ""  # shares of a change within noise say nothing
     return (f"attribution: acceptance {_share(shares['acceptance'])}, step time "
             f"{_share(shares['step'])}, rest {_share(shares['rest'])} of the log tok/s change")
@@ -272,7 +281,7 @@ def _verdicts(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                                                       v["case_id"]))
     return [{"status": v["status"], "word": _WORDS.get(v["status"], v["status"]),
              "case": v["case_id"],
-             "message": without_power(v["message"]) if v["status"] == "fail" else v["message"],
+             "message": v["message"],
              "attribution": _attribution(v), "exact": _exact_note(v)} for v in verdicts]
 
 

@@ -32,18 +32,18 @@ def report_dir(setting: Path | None = None, start: Path | None = None) -> Path:
     return path if path.is_absolute() else (start or Path.cwd()) / path
 
 
-def write_report(doc: dict[str, Any], directory: Path) -> Path:
+def write_report(doc: dict[str, Any], directory: Path) -> tuple[Path, list[str]]:
     """results.json, the history line, the results store and report.html of one run; returns
-    the page's path. A store that is down (StoreError) is raised after the page is written:
-    it loses no file."""
+    the page's path and the earlier runs the store write brought in. A store that is down
+    (StoreError) is raised after the page is written: it loses no file."""
     out = directory / str(doc["run_id"]) / "report.html"
     try:
-        record_files.write(doc, directory)
+        _, missed = record_files.write(doc, directory)
     except StoreError:
         out.write_text(page.render(doc), encoding="utf-8")
         raise
     out.write_text(page.render(doc), encoding="utf-8")
-    return out
+    return out, missed
 
 
 # -- the command line -----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ..core.contract import IMPROVED, REGRESSION
 from ..core.fingerprint import deployment_name, pinned_line
 from ..core.model import ContextFit
 from ..judge import exact
@@ -23,7 +24,7 @@ from ..measure.sample import Sample
 from ..record import results
 from ..settings.config import Settings
 from ..settings.hints import update_command
-from . import decision
+from . import decision, screen
 from .headline import headline
 
 COLLECTOR_NAME = "specperf-collector"
@@ -178,20 +179,46 @@ def fit_lines(fits: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
-def render(found: Collector, settings: Settings) -> list[str]:
-    """The closing block: who was measured, the table, the fits, verdicts, notes — rendered
-    from the run's record, so it reads the same when xdist workers did the measuring."""
+def render(found: Collector, settings: Settings, detail: bool = False) -> list[str]:
+    """The closing block: the first screen (:mod:`specperf.views.screen`: the decision, its
+    root causes, what the run could see, the table), then with ``detail`` (pytest's ``-v``)
+    who was measured, the fits and every verdict's line — rendered from the run's record, so
+    it reads the same when xdist workers did the measuring."""
     doc = found.record or bare_record(found)
+    tab: list[str] = []
+    if doc["measurements"] or not doc.get("concurrency"):  # a concurrency run: its own table
+        tab = table(doc["measurements"])
+    tab += concurrency_lines(doc.get("concurrency"))
+    lines = screen.render(doc, context_lines(found, doc, settings), tab, found.skipped,
+                          notes=note_lines(found, doc, settings))
+    lines += retry_lines(doc) + missing_baseline_lines(doc, settings)
+    if detail:
+        lines += ["", "detail (-v):"] + header_lines(doc, settings) + fit_lines(doc["fits"])
+        lines += [*verdict_lines(doc), *decision.verdict_words(doc, found.skipped)]
+        lines += [line for line in (decision.resolution_line(doc),) if line]
+        if doc.get("verdicts"):
+            lines.append(f"decision: {decision.decide(doc).line()}")
+    return lines + found.footer
+
+
+def context_lines(found: Collector, doc: dict[str, Any], settings: Settings) -> list[str]:
+    """What the verdicts were against, and what makes the figures unlike production's: a
+    simulator, pinned acceptance."""
     server = doc["server"]
-    lines = ["", f"specperf — {server.get('label', '?')}; {server.get('server_name', '?')}; "
-                 f"acceptance from "
-                 f"{server.get('acceptance_source', '?')}; {settings.output_tokens} output "
-                 f"tokens, ignore_eos, non-streaming; {compared_with(doc, settings)}"]
+    against = compared_with(doc, settings, short=True)
+    simulated = ""
     if server.get("simulated"):
-        profile = server.get("fingerprint", {}).get("sim_profile") or settings.sim_profile
-        lines.append(f"SIMULATED: profile {profile} at time scale "
-                     f"{server.get('time_scale', 1):g}; figures are in simulated time.")
-    lines += pinned_line(doc.get("fingerprint") or server.get("fingerprint") or {})
+        simulated = " \u00b7 SIMULATED (simulated time)"
+    lines = [f"{against[:1].upper()}{against[1:]} \u00b7 {settings.output_tokens} output "
+             f"tokens{simulated}"]
+    return lines + pinned_line(doc.get("fingerprint") or server.get("fingerprint") or {})
+
+
+def note_lines(found: Collector, doc: dict[str, Any], settings: Settings) -> list[str]:
+    """What makes the server unlike the one it was compared with, said right under the
+    causes: a fingerprint that differs, an A/B run's sides."""
+    server = doc["server"]
+    lines: list[str] = []
     # As the measuring process worded them (in A/B mode: against production, not a baseline).
     reference = "PRODUCTION" if settings.compare_endpoint is not None else "THE BASELINE"
     lines += [f"FINGERPRINT DIFFERS FROM {reference}: {n}" for n in found.fingerprint_notes]
@@ -199,15 +226,21 @@ def render(found: Collector, settings: Settings) -> list[str]:
         lines.append(f"A/B: the table is the candidate's ({server.get('url') or settings.endpoint}"
                      f"); production's medians ({settings.compare_endpoint}) are in each "
                      "verdict, read production \u2192 candidate.")
-    if doc["measurements"] or not doc.get("concurrency"):  # a concurrency run: its own table
-        lines += table(doc["measurements"]) + fit_lines(doc["fits"])
-    lines += concurrency_lines(doc.get("concurrency"))
-    closing = [*verdict_lines(doc), *decision.verdict_words(doc, found.skipped)]
-    closing += [line for line in (decision.resolution_line(doc),) if line]
-    if closing:  # the run ends with its verdicts and what they decide
-        closing.append(f"decision: {decision.decide(doc).line()}")
-    return (lines + retry_lines(doc) + closing + missing_baseline_lines(doc, settings)
-            + found.footer)
+    return lines
+
+
+def header_lines(doc: dict[str, Any], settings: Settings) -> list[str]:
+    """Who was measured and how, in full (the detail's first line)."""
+    server = doc["server"]
+    lines = [f"specperf \u2014 {server.get('label', '?')}; {server.get('server_name', '?')}; "
+             f"acceptance from {server.get('acceptance_source', '?')}; "
+             f"{settings.output_tokens} output tokens, ignore_eos, non-streaming; "
+             f"{compared_with(doc, settings)}"]
+    if server.get("simulated"):
+        profile = server.get("fingerprint", {}).get("sim_profile") or settings.sim_profile
+        lines.append(f"SIMULATED: profile {profile} at time scale "
+                     f"{server.get('time_scale', 1):g}; figures are in simulated time.")
+    return lines + pinned_line(doc.get("fingerprint") or server.get("fingerprint") or {})
 
 
 def retry_lines(doc: dict[str, Any]) -> list[str]:
@@ -234,7 +267,7 @@ def retry_lines(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-def compared_with(doc: dict[str, Any], settings: Settings) -> str:
+def compared_with(doc: dict[str, Any], settings: Settings, short: bool = False) -> str:
     """What the verdicts are against, for the header line: 'baseline sim-x v3', production,
     and the concurrency baseline when concurrency levels were measured (alone, when only
     the concurrency tests ran: the main baseline was not compared with)."""
@@ -248,6 +281,8 @@ def compared_with(doc: dict[str, Any], settings: Settings) -> str:
                          else "writing a baseline")
         else:
             parts.append(f"baseline {base['deployment']} v{base['version']} "
+                         f"({str(base['created'])[:10]})" if short else
+                         f"baseline {base['deployment']} v{base['version']} "
                          f"({_where(base)}created {base['created']})")
     if doc.get("concurrency"):
         parts.append(concurrency_compared(doc.get("concurrency_baseline"), settings))
@@ -363,12 +398,12 @@ def verdict_lines(doc: dict[str, Any]) -> list[str]:
     """Regressions, improvements, unexplained slowdowns, unmeasured and path verdicts."""
     verdicts: list[dict[str, Any]] = doc["verdicts"]
     lines = exact.summary_lines(verdicts)
-    failing = [v for v in verdicts if v["status"] == "fail"]
+    failing = [v for v in verdicts if v["status"] == REGRESSION]
     if failing:  # each whole sentence is under FAILURES (pytest) and in report.html
         lines.append(f"regressions ({len(failing)}), one line each (the sentences are under "
                      "FAILURES above and in report.html):")
         lines += [f"  {v['case_id']}: {headline(v)}" for v in failing]
-    improved = [v for v in verdicts if v["status"] == "improved"]
+    improved = [v for v in verdicts if v["status"] == IMPROVED]
     if improved:
         lines.append(f"better than the baseline ({len(improved)}):")
         lines += [f"  {v['case_id']}: {v['message']}" for v in improved]
@@ -383,7 +418,7 @@ def verdict_lines(doc: dict[str, Any]) -> list[str]:
         lines.append(f"not measured, so not passed ({len(unmeasured)}):")
         lines += [f"  {v['case_id']}: {v['message']}" for v in unmeasured]
     paths = [v for v in verdicts
-             if v["case_id"].endswith(COMPARISONS) and v["status"] != "fail"
+             if v["case_id"].endswith(COMPARISONS) and v["status"] != REGRESSION
              and v.get("reason") != UNMEASURED]
     if paths:
         lines.append(f"streaming and parser paths ({len(paths)}):")

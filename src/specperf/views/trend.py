@@ -22,6 +22,7 @@ until a deployment has the nights it needs. The markup is templates/trend.html.j
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from typing import Any
 from ..core import drift
 from ..core.errors import ConfigError
 from ..core.fingerprint import deployment_for, fingerprint_differences
+from ..core.noise import DEFAULT_NIGHT_WINDOW_H, nights_of
 from . import template
 from .plots import trend_plot
 from .template import Cell, Table, figure, num
@@ -100,6 +102,7 @@ class Trend:
     all_runs: list[dict[str, Any]] = field(default_factory=list)
     kind: str = "full"
     deployments: list[str] = field(default_factory=list)  # each plotted run's deployment
+    night_window_h: float = DEFAULT_NIGHT_WINDOW_H  # the noise model's nights (core/noise.py)
 
     def left_out(self) -> dict[str, int]:
         """How many runs of each other kind the plots leave out (listed, not plotted)."""
@@ -131,7 +134,7 @@ class Trend:
         for name in names:
             runs = [r for r, d in zip(self.runs, self.deployments, strict=True) if d == name]
             out[name] = Trend(runs, self.cells, boundaries(runs), runs, self.kind,
-                              [name] * len(runs))
+                              [name] * len(runs), self.night_window_h)
         return out
 
 
@@ -140,13 +143,14 @@ def _value(run: Mapping[str, Any], cell: str, metric: str) -> float | None:
     return None if value is None else float(value)
 
 
-def build(entries: Sequence[dict[str, Any]], kind: str = "full") -> Trend:
+def build(entries: Sequence[dict[str, Any]], kind: str = "full",
+          night_window_h: float = DEFAULT_NIGHT_WINDOW_H) -> Trend:
     every = sorted(entries, key=lambda e: (str(e.get("created", "")), str(e.get("run_id", ""))))
     runs = [run for run in every if group(run) == kind]
     cells = sorted({c for run in runs for c in run["cells"]}, key=_cell_key)
     deployments = [deployment_of(run, runs) for run in runs]
     return Trend(runs, cells, _boundaries_by_deployment(runs, deployments), list(every), kind,
-                 deployments)
+                 deployments, night_window_h)
 
 
 def deployment_of(run: Mapping[str, Any], runs: Sequence[Mapping[str, Any]] = ()) -> str:
@@ -226,7 +230,8 @@ def boundaries(runs: Sequence[Mapping[str, Any]]) -> list[tuple[int, str]]:
     for i, run in enumerate(runs):
         base = run.get("baseline")
         if base and (previous is None or base != previous.get("baseline")):
-            out.append((i, f"baseline {base['deployment']} v{base['version']}"))
+            why = f" ({base['reason']})" if base.get("reason") else ""
+            out.append((i, f"baseline {base['deployment']} v{base['version']}{why}"))
         if previous is not None:
             changes = fingerprint_differences(previous.get("fingerprint") or {},
                                               run.get("fingerprint") or {})
@@ -314,14 +319,41 @@ def _metric_table(metric: str, fmt: str, labels: Sequence[str],
 
 
 # -- drift (drift.py): persistent shifts below the per-run tolerance --------------------------
+@dataclass(frozen=True)
+class Nights:
+    """The plotted runs grouped into nights as the noise model groups them (core/noise.py's
+    nights_of): per cell a night's geometric mean, the boundaries at the nights they fall in,
+    and each night named by its first run."""
+
+    cells: dict[str, list[float | None]]
+    boundaries: list[int]
+    labels: list[str]
+
+
+def nights(trend: Trend) -> Nights:
+    """``trend``'s runs as nights (a night's runs: back-to-back runs, CI retries, count once)."""
+    grouped = nights_of(trend.runs, trend.night_window_h)
+    night_of = [n for n, night in enumerate(grouped) for _ in night]
+    labels = [str(night[0].get("run_id", n)) for n, night in enumerate(grouped)]
+    cells: dict[str, list[float | None]] = {}
+    for metric in ("step_ms", "avg_commit"):
+        for cell, values in trend.series(metric).items():
+            per: list[list[float]] = [[] for _ in grouped]
+            for i, value in enumerate(values):
+                if value is not None and value > 0:
+                    per[night_of[i]].append(math.log(value))
+            cells[f"{metric}|{cell}"] = [math.exp(sum(v) / len(v)) if v else None for v in per]
+    return Nights(cells, sorted({night_of[i] for i, _ in trend.boundaries}), labels)
+
+
 def drift_flags(trend: Trend) -> list[drift.DriftFlag]:
-    """Change points per factor and per case; the reference restarts at every boundary.
-    None without runs or cells (``--kind`` naming a kind the history does not hold)."""
+    """Change points per factor and per case over nights; the reference restarts at every
+    boundary. None without runs or cells (``--kind`` naming a kind the history does not
+    hold)."""
     if not trend.runs or not trend.cells:
         return []
-    cells = {f"{metric}|{cell}": values for metric in ("step_ms", "avg_commit")
-             for cell, values in trend.series(metric).items()}
-    return drift.detect_all(cells, sorted({i for i, _ in trend.boundaries}))
+    found = nights(trend)
+    return drift.detect_all(found.cells, found.boundaries)
 
 
 def drift_lines(trend: Trend) -> list[str]:
@@ -329,7 +361,7 @@ def drift_lines(trend: Trend) -> list[str]:
     parts = trend.by_deployment()
     out = []
     for name, part in parts.items():
-        labels = part.run_labels()
+        labels = nights(part).labels if part.runs else []
         who = f"{name}: " if len(parts) > 1 else ""
         out += [f"drift: {who}{flag.sentence(labels)}" for flag in drift_flags(part)]
     return out
@@ -345,21 +377,22 @@ def drift_status(trend: Trend) -> list[tuple[str, str]]:
         if not part.runs or not part.cells:
             continue
         who = f" ({name})" if len(parts) > 1 else ""
-        flags = drift_flags(part)
+        found = nights(part)
+        flags = drift.detect_all(found.cells, found.boundaries)
         if flags:
-            out += [("flag", f"drift{who}: {f.sentence(part.run_labels())}") for f in flags]
+            out += [("flag", f"drift{who}: {f.sentence(found.labels)}") for f in flags]
             continue
-        start = max((i for i, _ in part.boundaries), default=0)
-        since, needed = len(part.runs) - start, scan.min_reference + scan.window
+        since = len(found.labels) - max(found.boundaries, default=0)
+        needed = scan.min_reference + scan.window
         if since < needed:
             out.append(("undetermined", (
-                f"Drift undetermined{who}: the scan compares the last {scan.window} runs with "
-                f"at least {scan.min_reference} before them, since the last boundary. It has "
-                f"{since} of the {needed} runs it needs: {needed - since} more.")))
+                f"Drift undetermined{who}: the scan compares the last {scan.window} nights "
+                f"with at least {scan.min_reference} before them, since the last boundary. It "
+                f"has {since} of the {needed} nights it needs: {needed - since} more.")))
         else:
             out.append(("pass", (
                 f"No persistent shift{who}: no factor or case moved over the last "
-                f"{scan.window} runs against the {since - scan.window} before them "
+                f"{scan.window} nights against the {since - scan.window} before them "
                 f"(drift.py).")))
     return out
 

@@ -121,7 +121,8 @@ def _commit_at(cases: Sequence[CaseBaseline], x: float) -> tuple[float, float, s
         if x0 <= x <= x1 and x1 > x0:
             w = (x - x0) / (x1 - x0)
             v0, v1 = c0.metrics["avg_commit"].median, c1.metrics["avg_commit"].median
-            se = math.hypot((1 - w) * _rel_se(c0, "avg_commit"), w * _rel_se(c1, "avg_commit"))
+            se = interval.combine((1 - w) * _rel_se(c0, "avg_commit"),
+                                  w * _rel_se(c1, "avg_commit"))
             return (1 - w) * v0 + w * v1, se, f"baseline cases {c0.id} and {c1.id}"
     _, near = min(known, key=lambda p: abs(p[0] - x))
     return (near.metrics["avg_commit"].median, _rel_se(near, "avg_commit"),
@@ -201,12 +202,12 @@ def predict(baseline: Baseline, text_class: str, context: float, *,
     fit_se = (fit.predict_se_ms(x) or fit.residual_ms) / (step / scale)
     prefill = near.metrics["ttft_ms"].median if "ttft_ms" in near.metrics else 0.0
     rest = base_rest(near, near.output_tokens, prefill)
-    commit_sd = math.sqrt(commit_se**2 + noise.of("avg_commit").comparison_var())
-    step_sd = math.sqrt(fit_se**2 + batch_se**2 + noise.of("step_ms").comparison_var())
+    commit_sd = interval.se_of(commit_se**2, noise.of("avg_commit").comparison_var())
+    step_sd = interval.se_of(fit_se**2, batch_se**2, noise.of("step_ms").comparison_var())
     # tok/s carries its own run-to-run noise once (not each factor's again) and both
     # factors' baseline errors.
-    tok_sd = math.sqrt(commit_se**2 + fit_se**2 + batch_se**2
-                       + noise.of("tok_s").comparison_var())
+    tok_sd = interval.se_of(commit_se**2, fit_se**2, batch_se**2,
+                            noise.of("tok_s").comparison_var())
     tok = predict_tok_s(commit, step, n_out, prefill) * rest
     tol = {**DEFAULT_TOLERANCES, **baseline.tolerances, **near.tolerances}
     return Prediction(

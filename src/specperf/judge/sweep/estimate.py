@@ -98,7 +98,7 @@ def estimate(factor: Factor, cases: Mapping[str, CaseData], noise: NoiseModel | 
     if isinstance(before, list):
         sigma_b, df_b = _pooled_sd(before)
         if paired:  # A/B: one spread, both arms
-            sigma = sigma_b = math.sqrt((sigma**2 * df + sigma_b**2 * df_b) / max(df + df_b, 1))
+            sigma = sigma_b = interval.pooled_sd((sigma, df), (sigma_b, df_b))
         base_n = [len(g) for g in before]
         centre = [float(np.mean(g)) for g in before]
         k = 1.0
@@ -128,16 +128,9 @@ def estimate(factor: Factor, cases: Mapping[str, CaseData], noise: NoiseModel | 
     else:
         df += df_b
     df = interval.satterthwaite([(request_var, max(df, 1.0)), (run_var, run_noise.df)])
-    return Estimate(factor, pooled, math.sqrt(request_var + run_var), df,
+    return Estimate(factor, pooled, interval.se_of(request_var, run_var), df,
                     {c.case.id: float(x) for c, x in zip(chosen, d, strict=True)},
                     run_var, run_noise.text())
-
-
-def _satterthwaite(*parts: tuple[float, float]) -> float:
-    """Degrees of freedom of a sum of variance estimates (value, df): Welch–Satterthwaite."""
-    total = sum(v for v, _ in parts)
-    denom = sum(v * v / df for v, df in parts if v > 0 and math.isfinite(df))
-    return max(total * total / denom, 1.0) if denom > 0 else math.inf
 
 
 def _before_side(metric: str, chosen: Sequence[CaseData]) -> list[np.ndarray] | None:

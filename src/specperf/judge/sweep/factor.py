@@ -26,6 +26,9 @@ class CaseData:
     cost_s: float = 0.0  # server seconds of one more request (both arms in A/B)
     base_requests: dict[str, list[float]] | None = None  # a stored baseline's requests
     extra: int = 0  # requests added by the sweep test
+    # Exact acceptance found every re-sent prompt's verify steps unchanged: its avg commit is
+    # left out of ``run`` (no two medians may say it moved) and counts as no change.
+    acceptance_settled: bool = False
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 
 from ...core import contract, interval
 from ...core.contract import REGRESSION
@@ -25,7 +24,6 @@ from ...core.sequential import Sprt
 from .estimate import Estimate
 from .factor import Factor
 
-_NORMAL = NormalDist()
 # False alarms per sweep at a change of exactly SWEEP_TOLERANCE, all tests: a 2 % change
 # moves two of them (tok/s and its factor), so runs with it fail at most about 1 %.
 SWEEP_ALPHA = 0.02

@@ -63,7 +63,8 @@ def judge_sweep(cases: Sequence[CaseData], label: str, more: More | None = None,
         target.extra += 1
         extra, extra_s = extra + 1, extra_s + target.cost_s
     results = tuple(factor_result(tests[e.factor.key], e, tolerance) for e in estimates)
-    return SweepResult(label, results, extra, extra_s, alpha, effect, tolerance, beta)
+    settled = sum(1 for c in cases if c.acceptance_settled)
+    return SweepResult(label, results, extra, extra_s, alpha, effect, tolerance, beta, settled)
 
 
 # Requests stop helping when what they shrink is this small a share of the variance.

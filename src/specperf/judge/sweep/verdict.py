@@ -36,6 +36,10 @@ class SweepResult:
     effect: float
     tolerance: float = SWEEP_TOLERANCE
     beta: float = SWEEP_BETA
+    # Cases whose acceptance exact acceptance settled as unchanged (plugin/sweeprun.py leaves
+    # their avg commit out of the acceptance factor): in a tok/s drop's split their avg
+    # commit moved by nothing, not by an unknown amount.
+    settled: int = 0
 
     @property
     def regressed(self) -> bool:
@@ -62,8 +66,8 @@ class SweepResult:
             return Verdict(self.label, PASS, f"no regression across the {self.label}: "
                            f"{moves}.{at}", None, details, resolution=seen)
         shown = [r for r in self.results if r.status == status]
-        message = _once(" ".join(_status_sentence(r, self.label, self.tolerance, self.results)
-                                 for r in shown))
+        message = _once(" ".join(_status_sentence(r, self.label, self.tolerance, self.results,
+                                                  self.settled) for r in shown))
         if status == contract.UNDETERMINED:
             message += f" {_advice(shown, rerun)}"
         rest = [r for r in self.results if r.status != status]
@@ -82,7 +86,7 @@ class SweepResult:
             return next(iter(moved))
         rate = next((r.estimate for r in self.results if r.estimate.factor.name == "tok/s"
                      and r.regressed), None)
-        shares = _shares(rate, self.results) if rate is not None else None
+        shares = _shares(rate, self.results, self.settled) if rate is not None else None
         return _cause(shares)[0] if shares else ""
 
     def resolution(self) -> dict[str, float]:
@@ -184,7 +188,7 @@ def _pct(fraction: float) -> str:
 
 
 def _status_sentence(result: FactorResult, label: str, tolerance: float,
-                     others: Sequence[FactorResult] = ()) -> str:
+                     others: Sequence[FactorResult] = (), settled: int = 0) -> str:
     """One factor's sentence: what moved, where, and what the contract made of it."""
     est = result.estimate
     name = est.factor.name
@@ -198,7 +202,7 @@ def _status_sentence(result: FactorResult, label: str, tolerance: float,
     tol = _pct(tolerance)
     if result.status == REGRESSION:
         if name == "tok/s":
-            return f"{head}: {_split(est, others)}."
+            return f"{head}: {_split(est, others, settled)}."
         return f"{head} \u2014 {STEP_HINT if name == 'step' else ACCEPTANCE_HINT}."
     if result.status == NOTED:
         low, high = est.ci()
@@ -215,25 +219,26 @@ def _status_sentence(result: FactorResult, label: str, tolerance: float,
             f"neither a pass nor a fail.")
 
 
-def _shares(rate: Estimate, others: Sequence[FactorResult]) -> dict[str, float] | None:
+def _shares(rate: Estimate, others: Sequence[FactorResult],
+            settled: int = 0) -> dict[str, float] | None:
     """A tok/s drop's shares (tok/s = avg commit / step time): each factor's share of the log
     drop, and the rest (prefill, transport) so that they add up; None when a factor is
-    missing."""
+    missing. ``settled`` cases' acceptance is known unchanged: a change of nothing."""
     total = rate.d  # positive: tok/s fell
     step = next((r.estimate for r in others if r.estimate.factor.name == "step"), None)
     accs = [r.estimate for r in others if r.estimate.factor.name == "acceptance"]
-    if step is None or not accs or total <= 0:
+    if step is None or not (accs or settled) or total <= 0:
         return None
-    cases = sum(len(a.factor.case_ids) for a in accs)
+    cases = sum(len(a.factor.case_ids) for a in accs) + settled
     acc_d = sum(a.d * len(a.factor.case_ids) for a in accs) / cases
     shares = {"step time": step.d / total, "acceptance": acc_d / total}
     shares[_REST] = 1.0 - sum(shares.values())
     return shares
 
 
-def _split(rate: Estimate, others: Sequence[FactorResult]) -> str:
+def _split(rate: Estimate, others: Sequence[FactorResult], settled: int = 0) -> str:
     """A tok/s drop split into its factors' shares, named by the largest."""
-    shares = _shares(rate, others)
+    shares = _shares(rate, others, settled)
     step = next((r.estimate for r in others if r.estimate.factor.name == "step"), None)
     if shares is None or step is None:
         return ("acceptance or step time was not measured, so the drop cannot be attributed: "
@@ -263,10 +268,13 @@ def _cause(shares: dict[str, float]) -> tuple[str, str]:
     return ("step", STEP_HINT) if main == "step time" else ("acceptance", ACCEPTANCE_HINT)
 
 
-def _detail(result: FactorResult) -> dict[str, float]:
+def _detail(result: FactorResult) -> dict[str, Any]:
     est = result.estimate
-    low, high = est.ci()
-    out = {"change": est.change, "low": low, "high": high, "se": est.se,
+    # The interval that decided, at its level: the one the sentence prints, so a view that
+    # shows the figure shows the same interval (one figure, one interval).
+    low, high = est.ci(result.level)
+    out = {"change": est.change, "low": low, "high": high, "level": result.level,
+           "status": str(result.status), "se": est.se,
            "df": est.df if math.isfinite(est.df) else 1e9,
            "power": result.power, "regressed": float(result.regressed),
            "noted": float(result.status == NOTED), "resolution": result.resolution}

@@ -22,9 +22,15 @@ FIT = re.compile(r"^fit (\w+): step_ms = (-?[0-9.]+) \+ (-?[0-9.]+)(?: ± [0-9.]
 # Timing on 2 shared cores moves ~20 % between runs (measured on the CI machine), and a random
 # tiny model's acceptance differs from prompt to prompt, so a cell spreads more than on the
 # real box (which keeps the default 10 % limits and 0.10 spread). The tier's regressions are
-# several times larger than these limits.
-def tier_ini(*, spread: float = 0.3, timing: float = 0.4, step: float | None = None) -> str:
-    """A tier's ini: the noise limits and tolerances its servers need (acceptance 15 %)."""
+# several times larger than these limits. Prefill (TTFT) is timing too and takes the same limit:
+# the default +25 % was the tier's narrowest timing limit, and a clean local rerun of the main
+# job moved one case's TTFT +24 % (its step time +22 %: the machine, not the case); a clean CI
+# rerun failed one case of the main job outright (2026-12-07).
+def tier_ini(*, spread: float = 0.3, timing: float = 0.4, step: float | None = None,
+             ttft: float | None = -1.0) -> str:
+    """A tier's ini: the noise limits and tolerances its servers need (acceptance 15 %).
+    ``ttft`` is prefill's limit: the timing limit by default, None for the default +25 %."""
+    prefill = "" if ttft is None else f"    ttft_ms = {timing if ttft < 0 else ttft:g}\n"
     return f"""[pytest]
 filterwarnings = error
 addopts = --strict-markers
@@ -35,7 +41,7 @@ specperf_tolerances =
     step_ms = {timing if step is None else step:g}
     avg_commit = 0.15
     slope = 0.6
-"""
+{prefill}"""
 
 
 TOLERANCES = tier_ini()

@@ -41,6 +41,13 @@ CASES = {
 }
 
 
+# SGLang releases without server timings: which source and estimate each uses, and why, is
+# what is under test, and the baseline run prints it all. Judging a rerun against it would
+# repeat vllm-plain's two-point rerun (below) in real time (time scale 1.0): ~30 s of a worker
+# each, for no other check.
+ONE_RUN = {"sglang-0.5.19", "sglang-0.5.14", "sglang-no-metrics"}
+
+
 def _profile(name: str, tmp_path: Path) -> str:
     extra = {"vllm-plain": PLAIN_VLLM, "sglang-no-metrics": NO_METRICS}.get(name)
     if extra is None:
@@ -71,15 +78,18 @@ def test_main_job_per_release_profile(perf_project: Any, tmp_path: Path, name: s
         # In real time with 128 tokens it is ~750 ms.
         args += ("--specperf-sim-time-scale", "1.0", "--specperf-output-tokens", "128")
     first = project.run(*args, "--specperf-update-baselines")
-    assert first.parseoutcomes().get("errors", 0) == 0, first.stdout.str()[-2000:]
-    second = project.run(*args, "-rs")
-    # Both cases pass; the slope passes or, when a loaded box leaves its error wider than
-    # the tolerance band, skips as undetermined -- never a failure (issue 13).
-    outcomes = second.parseoutcomes()
-    assert outcomes.get("passed", 0) >= 2 and "failed" not in outcomes, outcomes
-    assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 3, outcomes
-    assert all("neither a pass nor a fail" in line for line in second.stdout.lines
-               if line.startswith("SKIPPED")), second.stdout.str()[-2000:]
+    assert not {"errors", "failed"} & set(first.parseoutcomes()), first.stdout.str()[-2000:]
+    if name in ONE_RUN:
+        second = first  # its notes, source and table are the baseline run's own
+    else:
+        second = project.run(*args, "-rs")
+        # Both cases pass; the slope passes or, when a loaded box leaves its error wider than
+        # the tolerance band, skips as undetermined -- never a failure (issue 13).
+        outcomes = second.parseoutcomes()
+        assert outcomes.get("passed", 0) >= 2 and "failed" not in outcomes, outcomes
+        assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 3, outcomes
+        assert all("neither a pass nor a fail" in line for line in second.stdout.lines
+                   if line.startswith("SKIPPED")), second.stdout.str()[-2000:]
     out = second.stdout.str()
     second.stdout.fnmatch_lines([f"specperf — SIMULATED (*); {server}; acceptance from {source};*"])
     if notes:

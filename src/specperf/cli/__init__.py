@@ -22,7 +22,6 @@ import sys
 from collections.abc import Callable, Sequence
 
 Command = Callable[[argparse.Namespace], int]
-USAGE_ERROR = 2
 INTERRUPTED = 130  # as a shell reports a process ended by SIGINT (128 + 2)
 # What Ctrl-C leaves behind, per command that has no handler of its own (bisect and the
 # gate do: bisect says what the box runs; the gate waits for pytest to close its session).

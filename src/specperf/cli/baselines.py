@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import BaselineError, ConfigError
 from ..record import lineage
-
-USAGE_ERROR, INFRASTRUCTURE = 2, 3
+from .exits import failed
 
 
 def add_subcommand(subparsers: Any) -> None:
@@ -38,12 +36,8 @@ def run_baselines(args: argparse.Namespace) -> int:
     """0 when listed, 2 for an unknown deployment or directory, 3 for an unreadable file."""
     try:
         found = lineage.listing(args.baseline_dir, args.deployment)
-    except ConfigError as exc:
-        print(f"specperf baselines: {exc}", file=sys.stderr)
-        return USAGE_ERROR
-    except BaselineError as exc:
-        print(f"specperf baselines: {exc}", file=sys.stderr)
-        return INFRASTRUCTURE
+    except (ConfigError, BaselineError) as exc:
+        return failed("baselines", exc)
     if args.json:
         print(json.dumps(found, indent=2, sort_keys=True, ensure_ascii=False))
         return 0

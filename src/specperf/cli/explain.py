@@ -24,7 +24,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ConfigError, NotAnLlmServer, SpecperfError
+from ..core.errors import ConfigError, SpecperfError
 from ..core.noise import DEFAULT_RUN_NOISE, NoiseModel
 from ..judge.explain.explanation import Outcome
 from ..settings.config import Settings, resolve_only
@@ -38,8 +38,8 @@ from ..store.history import (
 )
 from ..views import explaincard
 from . import explainrun
+from .exits import USAGE_ERROR, failed
 
-USAGE, INFRASTRUCTURE = 2, 3
 NOISE_OPTIONS = ("run_noise", "night_window", "report_dir", "results_db")
 
 
@@ -90,12 +90,6 @@ def add_subcommand(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--html", type=Path, default=None, help="write the HTML card here")
     p.set_defaults(run=run)
-
-
-def said(exc: Exception) -> str:
-    """An error's sentence after the command's own prefix (the probe's errors, written for
-    pytest's output, start with "specperf: " already)."""
-    return str(exc).removeprefix("specperf: ")
 
 
 def _positive(text: str) -> float:
@@ -188,12 +182,8 @@ def run(args: argparse.Namespace) -> int:
     """``specperf explain``: the explanation, then the gate's exit code."""
     try:
         outcome = _outcome(args)
-    except (ConfigError, NotAnLlmServer) as exc:  # a wrong URL is the caller's to fix
-        print(f"specperf explain: {said(exc)}", file=sys.stderr)
-        return USAGE
-    except SpecperfError as exc:
-        print(f"specperf explain: {said(exc)}", file=sys.stderr)
-        return INFRASTRUCTURE
+    except SpecperfError as exc:  # a wrong URL (not an LLM server) is the caller's to fix
+        return failed("explain", exc)
     print(explaincard.as_json(outcome) if args.json else explaincard.text(outcome), end=""
           if args.json else "\n")
     if args.html is not None:
@@ -206,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
                 else exc.strerror or str(exc)
             print(f"specperf explain: --html {args.html} cannot be written ({why}): give a "
                   "path in a writable directory.", file=sys.stderr)
-            return USAGE
+            return USAGE_ERROR
         # where the card is, on stderr under --json so stdout stays one JSON document
         print(f"specperf explain: card {args.html}", file=sys.stderr if args.json else sys.stdout)
     return outcome.explanation.exit_code

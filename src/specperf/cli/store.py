@@ -23,8 +23,8 @@ from ..settings.parsers import database_url
 from ..store import engine, export, ingest
 from ..store.history import HistoryLineSkipped
 from ..views.report import report_dir
+from .exits import failed
 
-USAGE, INFRASTRUCTURE = 2, 3
 DB_ENV = "SPECPERF_RESULTS_DB"
 
 
@@ -103,12 +103,8 @@ def run_import(args: argparse.Namespace) -> int:
         for warning in caught:
             print(f"specperf import: {warning.message}", file=sys.stderr)
         added = ingest.put_runs(url, found)
-    except ConfigError as exc:
-        print(f"specperf import: {str(exc).rstrip('.')}: nothing was imported.", file=sys.stderr)
-        return USAGE
     except SpecperfError as exc:
-        print(f"specperf import: {exc}", file=sys.stderr)
-        return INFRASTRUCTURE
+        return failed("import", exc, usage_note="nothing was imported.")
     passed = (f" {len(skipped)} file{'s' if len(skipped) != 1 else ''} skipped: "
               f"{'; '.join(skipped)}." if skipped else "")
     print(f"specperf import: {added} new run{'s' if added != 1 else ''} of {len(found)} found "
@@ -138,12 +134,8 @@ def run_export(args: argparse.Namespace) -> int:
                 data, name = gzip.compress(data, mtime=0), f"{name}.gz"
             (args.out / name).write_bytes(data)
             rows += len(found)
-    except ConfigError as exc:
-        print(f"specperf export: {exc}", file=sys.stderr)
-        return USAGE
     except (SpecperfError, OSError) as exc:
-        print(f"specperf export: {exc}", file=sys.stderr)
-        return INFRASTRUCTURE
+        return failed("export", exc)
     repo = f"repo {origin.repo}" if origin.repo else \
         "no repo: the HUD's query selects by repo, so pass --repo owner/name"
     print(f"specperf export: {rows} {export.FORMAT} rows of {len(ids)} "

@@ -21,9 +21,9 @@ from ..settings.ini import project_ini
 from ..store.history import HistoryLineSkipped, read_history
 from ..views import trend
 from ..views.report import report_dir
+from .exits import USAGE_ERROR, failed
 from .store import given_store
 
-USAGE_ERROR, INFRASTRUCTURE = 2, 3
 DB_ENV = "SPECPERF_RESULTS_DB"
 
 
@@ -65,12 +65,8 @@ def run_trend(args: argparse.Namespace) -> int:
         try:
             entries = read_history(args.history, given_store(args.db))
             window = night_window(args.night_window)
-        except ConfigError as exc:
-            print(f"specperf trend: {exc}", file=sys.stderr)
-            return USAGE_ERROR
-        except StoreError as exc:
-            print(f"specperf trend: {exc}", file=sys.stderr)
-            return INFRASTRUCTURE
+        except (ConfigError, StoreError) as exc:
+            return failed("trend", exc)
     for warning in caught:
         print(f"specperf trend: {warning.message}", file=sys.stderr)
     if not entries:

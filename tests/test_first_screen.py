@@ -148,3 +148,30 @@ def test_a_persisting_regression_says_so_on_the_decision_line(tmp_path):
     assert first.startswith("specperf: FAIL \u2014 step time regressed; the same step-time "
                             "regression in padding-ctx13 as on every night since 2026-12-02 (4 "
                             "nights")
+
+
+def _acceptance_sweep(cls: str) -> dict[str, Any]:
+    return {"case_id": "sweep", "status": "fail", "reason": "", "attribution": None,
+            "factor": "acceptance", "message": "…",
+            "details": {f"acceptance:{cls}": {"change": -0.108, "low": -0.130, "high": -0.086,
+                                              "level": 0.99, "status": "fail"}}}
+
+
+@pytest.mark.parametrize(("measured", "where"), [
+    # the gate's smoke subset: one reasoning case among three
+    (["padding-ctx13", "padding-ctx3333", "reasoning-ctx3333"],
+     "(99% CI −13.0% to −8.6%) in reasoning-ctx3333, its class's one case; past its limit there"),
+    # the main job: four reasoning cases among eight
+    (list(EIGHT), "(99% CI −13.0% to −8.6%) over its 4 reasoning cases pooled; past its limit "
+                  "in 1 case: reasoning-ctx3333"),
+])
+def test_a_class_factor_counts_the_cases_of_its_class_not_every_case(measured, where):
+    # A drop on one text class is pooled over that class's cases only: the gate once said
+    # "avg commit on reasoning −10.8% … over all 3 cases pooled" with one reasoning case.
+    verdicts = [_acceptance_sweep("reasoning"),
+                _case("reasoning-ctx3333", "fail", avg_commit={
+                    "base": 2.9, "new": 2.6, "change": -0.108, "limit": -0.1})]
+    verdicts[1]["factor"] = "acceptance"
+    lines = screen.cause_lines(verdicts, measured)
+    assert len(lines) == 1 and where in lines[0], lines
+    assert "all 3 cases" not in lines[0] and "all 8 cases" not in lines[0]

@@ -112,7 +112,9 @@ def test_a_deploy_that_changes_nothing_passes(start_sim, before_deploy, tmp_path
                      r"phases \d+ s of simulated server time", flat), out
     assert "decode: padding-ctx13, padding-ctx3333, reasoning-ctx13 decode 128 tokens: enough " \
         "for step time and prefill, blind to acceptance that changes later in the output; " \
-        "reasoning-ctx3333 decodes 200 tokens to see it." in flat
+        "reasoning-ctx3333 decodes 200 tokens to see it. The parser path compares the chat " \
+        "route with the native one at 128 tokens: a parser cost per token weighs as much as at " \
+        "200 tokens, one per response up to 1.6 times as much." in flat
     saved = json.loads((refs / "reference.json").read_text())
     # Each case's requests where the model puts them, a warm-up each (the sweep's top-ups
     # are the candidate's): 32 + 4 + 4 + 3 measured.
@@ -123,6 +125,11 @@ def test_a_deploy_that_changes_nothing_passes(start_sim, before_deploy, tmp_path
     # (the reference's own record is beside it: the newest is the candidate's)
     found = max((tmp_path / "reports").glob("*/results.json"), key=lambda p: p.stat().st_mtime)
     record = json.loads(found.read_text())
+    # The parser path ran short, and its sentence says at which length it compared.
+    assert [p["case"]["output_tokens"] for p in record["paths"]] == [128], record["paths"]
+    parser = [v for v in record["verdicts"] if v["case_id"].endswith(" chat vs native")]
+    assert len(parser) == 1 and parser[0]["message"].startswith("at 128 output tokens: chat "
+                                                                "tok/s "), parser
     cases = [v for v in record["verdicts"] if v.get("exact")]
     sweeps = [v for v in record["verdicts"] if "step" in (v.get("details") or {})]
     assert len(sweeps) == 1, [v["case_id"] for v in record["verdicts"]]
@@ -326,4 +333,5 @@ def test_phase_2_judges_exactly_that_version_the_same_night(tmp_path):
         "--specperf-baseline-dir", str(tmp_path / "r"), "--specperf-deployment", DEPLOYMENT,
         "--specperf-baseline-version", "3", "--specperf-require-baseline",
         "--specperf-same-night", SHORT,
-        "--specperf-case-repeats=padding-ctx13=8,padding-ctx3333=2,reasoning-ctx3333=1"]
+        "--specperf-case-repeats=padding-ctx13=8,padding-ctx3333=2,reasoning-ctx3333=1",
+        "--specperf-path-output-tokens=128"]

@@ -290,11 +290,13 @@ def _judge_against_reference(args: argparse.Namespace, tests: Path, endpoint: st
     if any(c.no_baseline for c in result.cases):  # the reference lacks a case: another subset
         result = GateResult(GateExit.USAGE, reference.other_subset(ref, fix), result.cases)
     run.show_output_if(result)
+    record = run.document()
+    decode = " ".join(s for s in (ref.decode_sentence(), reference.path_sentence(
+        record, max(ref.lengths().values(), default=0))) if s) or None
     for line in summary_lines(result, f"{endpoint}, judged against its same-night reference "
                                       f"({ref.describe()})", run.simulated,
                               reference_cost=(ref.requests, ref.server_s),
-                              record=run.document(), where=run.where(),
-                              decode=ref.decode_sentence()):
+                              record=record, where=run.where(), decode=decode):
         print(line)
     return int(result.code)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -54,6 +54,13 @@ REFERENCE_REPEATS = 12
 # incident's trap: a drop after the 200th token).
 SHORT_TOKENS = 128
 SHORT_CASES = ("padding-ctx13", "padding-ctx3333", "reasoning-ctx13")
+# The candidate's parser path (the chat route with the deployed parsers against the native
+# route, interleaved, one run) decodes SHORT_TOKENS too: it compares two routes of one run, so
+# no reference holds it, and a parser's cost per token weighs the same on any length. At 600
+# tokens it was 8 requests of ~20 s on reasoning-ctx3333, 157 s of a candidate's 209 s on the
+# simulator (docs/benchmarks.md §11). A cost per response weighs more on a short response:
+# the gate's decode line says how much.
+PATH_TOKENS = SHORT_TOKENS
 # Requests per case by purpose, from the same model (tuned on seeds 3, 5, 7; docs/benchmarks.md
 # §11): the reference's are the comparison's floor, so most go where a request is cheapest
 # (padding-ctx13 at 128 tokens, under a second); the long case's acceptance is settled
@@ -134,6 +141,19 @@ class Reference:
                 f"time and prefill, blind to acceptance that changes later in the output; "
                 f"{', '.join(long_)} decode{'s' if len(long_) == 1 else ''} {longest} tokens "
                 f"to see it.")
+
+
+def path_sentence(record: Mapping[str, Any] | None, longest: int) -> str | None:
+    """What the parser path's short decode sees, when the run measured one at another length
+    than ``longest`` (the gate's long case); None otherwise."""
+    lengths = {int(p["case"]["output_tokens"]) for p in (record or {}).get("paths") or ()
+               if isinstance(p, Mapping) and isinstance(p.get("case"), Mapping)
+               and "output_tokens" in p["case"]}
+    if len(lengths) != 1 or (n := lengths.pop()) >= longest:
+        return None
+    return (f"The parser path compares the chat route with the native one at {n} tokens: a "
+            f"parser cost per token weighs as much as at {longest} tokens, one per response up "
+            f"to {longest / n:.1f} times as much.")
 
 
 def same_endpoint(a: str, b: str) -> bool:
@@ -245,7 +265,7 @@ def judge_flags(ref: Reference) -> list[str]:
             "--specperf-deployment", ref.deployment,
             "--specperf-baseline-version", str(ref.version),
             "--specperf-require-baseline", "--specperf-same-night", length_flag(),
-            repeats_flag(CANDIDATE_CASE_REPEATS)]
+            repeats_flag(CANDIDATE_CASE_REPEATS), f"--specperf-path-output-tokens={PATH_TOKENS}"]
 
 
 def other_subset(ref: Reference, fix: str) -> str:

@@ -66,7 +66,7 @@ def _causes(record: Mapping[str, Any] | None) -> list[str]:
     if not record:
         return []
     verdicts = list(record.get("verdicts") or [])
-    return cause_lines(verdicts, len(record.get("measurements") or {}))
+    return cause_lines(verdicts, list(record.get("measurements") or {}))
 
 
 def _label(case: CaseOutcome) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -282,6 +282,12 @@ def _path_run(request: pytest.FixtureRequest, sampler: PathSampler, run: PathRun
     return run
 
 
+def _path_case(request: pytest.FixtureRequest, case: Case) -> Case:
+    """The case as its paths decode it: at --specperf-path-output-tokens when set."""
+    length = state_of(request).settings.path_output_tokens
+    return case if length is None else replace(case, output_tokens=length)
+
+
 @pytest.fixture
 def parser_paths(request: pytest.FixtureRequest, perf_case: Case,
                  path_sampler: PathSampler) -> PathRun:
@@ -289,7 +295,7 @@ def parser_paths(request: pytest.FixtureRequest, perf_case: Case,
     _require_parsers(request, path_sampler)
     pair = parser_pair(path_sampler.server.api, path_sampler.parsers)
     return _path_run(request, path_sampler, path_sampler.measure_once(
-        perf_case, pair, _decided(request, "parser")), "parser")
+        _path_case(request, perf_case), pair, _decided(request, "parser")), "parser")
 
 
 @pytest.fixture
@@ -299,7 +305,7 @@ def chat_stream_paths(request: pytest.FixtureRequest, perf_case: Case,
     _require_parsers(request, path_sampler)
     pair = parser_pair(path_sampler.server.api, path_sampler.parsers, stream=True)
     return _path_run(request, path_sampler, path_sampler.measure_once(
-        perf_case, pair, _decided(request, "chat_stream")), "chat_stream")
+        _path_case(request, perf_case), pair, _decided(request, "chat_stream")), "chat_stream")
 
 
 @pytest.fixture
@@ -308,7 +314,7 @@ def stream_paths(request: pytest.FixtureRequest, perf_case: Case,
     """The case on the native route, unstreamed and streamed, interleaved."""
     pair = stream_pair(path_sampler.server.api)
     return _path_run(request, path_sampler, path_sampler.measure_once(
-        perf_case, pair, _decided(request, "stream")), "stream")
+        _path_case(request, perf_case), pair, _decided(request, "stream")), "stream")
 
 
 @pytest.fixture
@@ -337,7 +343,15 @@ class PathChecks:
         self._conclude(self.verdict("stream", run))
 
     def verdict(self, kind: str, run: PathRun) -> Verdict:
-        """The comparison ``kind`` ("parser", "chat_stream", "stream") of ``run``'s paths."""
+        """The comparison ``kind`` ("parser", "chat_stream", "stream") of ``run``'s paths; at
+        --specperf-path-output-tokens its sentence starts with the length it compared at."""
+        found = self._judged(kind, run)
+        if self.state.settings.path_output_tokens is None or not found.message:
+            return found
+        return replace(found, message=f"at {run.case.output_tokens} output tokens: "
+                                      f"{found.message}")
+
+    def _judged(self, kind: str, run: PathRun) -> Verdict:
         first, second = (run.figures(p.name) for p in run.paths)
         tolerances, advice = self._tolerances(run), self._advice(kind, run)
         if kind == "parser":

@@ -46,6 +46,7 @@ class Settings:
     text_class_dir: Path | None = _default("text_class_dir")
     output_tokens: int = _default("output_tokens")
     case_output_tokens: Mapping[str, int] = _default("case_output_tokens")
+    path_output_tokens: int | None = _default("path_output_tokens")
     repeats: int = _default("repeats")
     case_repeats: Mapping[str, int] = _default("case_repeats")
     max_repeats: int = _default("max_repeats")

@@ -120,6 +120,12 @@ OPTIONS: tuple[Option, ...] = (
            "case=tokens (the gate's same-night reference decodes its step-time cases short).",
            "comma-separated case=tokens items, e.g. padding-ctx3333=128", lines=True,
            has_alias=False),
+    Option("path_output_tokens", positive_int, None,
+           "Output length of the path comparisons (chat route against native, stream against "
+           "non-stream) instead of their case's: both paths decode it, so the comparison is "
+           "at that length (a parser cost per response weighs more on a short response). The "
+           "same-night gate's candidate phase decodes its parser path at 128.",
+           "a positive integer", has_alias=False),
     Option("repeats", positive_int, "3", "Measured requests per case (minimum).",
            "a positive integer"),
     Option("case_repeats", case_counts, "",

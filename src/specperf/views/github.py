@@ -31,7 +31,7 @@ def summary(doc: Mapping[str, Any], report: Path | None) -> str:
              f"**{_cell(decided)}**", ""]
     # The terminal's first screen, in its order (views/screen.py): the root causes, the
     # other words, what the run would have caught.
-    causes = screen.cause_lines(verdicts, len(doc.get("measurements") or {}))
+    causes = screen.cause_lines(verdicts, list(doc.get("measurements") or {}))
     lines += [f"- :x: {_cell(line)}" for line in causes]
     lines += [f"- {_cell(line)}" for line in screen.other_lines(
         doc, {}, "report.html says why for each")]

@@ -71,7 +71,7 @@ def _decision(doc: Mapping[str, Any]) -> dict[str, Any]:
     line = screen.decision_line(doc).removeprefix("specperf: ")
     verdicts = list(doc.get("verdicts") or [])
     return {"word": found.word, "text": line[len(found.word):], "cls": found.word.lower(),
-            "causes": screen.cause_lines(verdicts, len(doc.get("measurements") or {})),
+            "causes": screen.cause_lines(verdicts, list(doc.get("measurements") or {})),
             "others": screen.other_lines(doc, {}, "the verdicts below say why"),
             "resolution": screen.could_see(doc),
             "detail": found.line()}

@@ -47,8 +47,8 @@ def render(doc: Mapping[str, Any], context: Sequence[str], table: Sequence[str],
     could see, ``context`` (what it was compared with, wrapped here) and ``table``."""
     verdicts: list[Mapping[str, Any]] = list(doc.get("verdicts") or [])
     lines = [decision_line(doc)]
-    lines += [wrap(f"  {line}") for line in cause_lines(verdicts, len(doc.get("measurements")
-                                                                      or {}))]
+    lines += [wrap(f"  {line}") for line in cause_lines(verdicts, list(doc.get("measurements")
+                                                                       or {}))]
     lines += [wrap(line) for line in notes]
     lines += [wrap(f"  {line}") for line in other_lines(doc, skipped or {})]
     seen = could_see(doc)
@@ -116,19 +116,22 @@ def _factors(verdicts: Sequence[Mapping[str, Any]]) -> list[str]:
             if name in FACTORS]
 
 
-def cause_lines(verdicts: Sequence[Mapping[str, Any]], n_cases: int) -> list[str]:
+def cause_lines(verdicts: Sequence[Mapping[str, Any]], measured: Sequence[str]) -> list[str]:
     """One line per factor that regressed: its size, its interval, where it moved, and
-    what to check."""
+    what to check. ``measured``: the run's case ids (a class's factor pools its own)."""
     lines = []
     for name in _factors(verdicts):
         named = [v for v in verdicts if v.get("status") == REGRESSION
                  and name in factor(v).split("+")]
         sweep = next((v for v in named if is_sweep(v)), None)
         cases = [v for v in named if not is_sweep(v)]
-        figure = _sweep_figure(sweep, name, n_cases) if sweep is not None else ""
-        if cases and figure:  # the pooled figure gave the size: name where it passed a limit
+        ids = [str(v["case_id"]) for v in cases]
+        figure, alone = _sweep_figure(sweep, name, measured) if sweep is not None else ("", "")
+        if cases and figure and ids == [alone]:  # the pooled figure is that case's own
+            figure += "; past its limit there"
+        elif cases and figure:  # the pooled figure gave the size: name where it passed a limit
             figure += (f"; past its limit in {len(cases)} case{'s' if len(cases) != 1 else ''}"
-                       f": {_names([str(v['case_id']) for v in cases])}")
+                       f": {_names(ids)}")
         elif cases:
             figure = _case_figure(cases, name)
         hint = FACTORS[name][2].partition(": ")[2]
@@ -137,8 +140,11 @@ def cause_lines(verdicts: Sequence[Mapping[str, Any]], n_cases: int) -> list[str
     return lines
 
 
-def _sweep_figure(sweep: Mapping[str, Any], name: str, n_cases: int) -> str:
-    """'step time +17.2% (98% CI +9.9% to +24.8%) over all 8 cases pooled'."""
+def _sweep_figure(sweep: Mapping[str, Any], name: str, measured: Sequence[str]
+                  ) -> tuple[str, str]:
+    """'step time +17.2% (98% CI +9.9% to +24.8%) over all 8 cases pooled', and the case id
+    when the figure is one class's on its only case ('avg commit on reasoning −10.8% (99% CI
+    …) in reasoning-ctx3333, its class's one case'), else ''."""
     key = _METRIC.get(name, ("", "", "", ""))[1]
     found = [(label, entry) for status, label, entry in sweep_factors(sweep.get("details") or {})
              if status == REGRESSION and key and label.split(" on ")[0] in (
@@ -146,9 +152,21 @@ def _sweep_figure(sweep: Mapping[str, Any], name: str, n_cases: int) -> str:
     if not found:  # the sweep regressed on another factor's figure (tok/s): name it
         found = [(label, entry) for status, label, entry in
                  sweep_factors(sweep.get("details") or {}) if status == REGRESSION][:1]
-    where = f" over all {n_cases} cases pooled" if n_cases else " over the sweep"
-    return "; ".join(f"{label} {format_percent(float(e['change']))}{_interval(e)}"
-                     for label, e in found) + where
+    parts, alone = [], ""
+    for label, e in found:
+        text = f"{label} {format_percent(float(e['change']))}{_interval(e)}"
+        _, on, cls = label.partition(" on ")
+        mine = [c for c in measured if c.startswith(f"{cls}-")] if on else list(measured)
+        if len(mine) == 1 and on:
+            alone = mine[0]
+            text += f" in {alone}, its class's one case"
+        elif mine:
+            text += f" over {'all ' if not on else 'its '}{len(mine)} "\
+                    f"{cls + ' ' if on else ''}cases pooled"
+        else:
+            text += " over the sweep"
+        parts.append(text)
+    return "; ".join(parts), (alone if len(parts) == 1 else "")
 
 
 def _interval(entry: Mapping[str, Any]) -> str:

@@ -94,6 +94,7 @@ from specperf import (
     RunNoise,
     Settings,
     SweepCase,
+    Verdict,
     decide_repeats,
     fixed_ses,
     judge_case,
@@ -173,7 +174,7 @@ ROWS = {"no change": NO_CHANGE, "2% step": Change(step=0.02), "2% acceptance": C
         "5% acceptance": Change(acc=0.05), "5% mixed": Change(step=0.025, acc=0.025),
         "5% one class": Change(acc=0.05, only="reasoning"), "6% step": Change(step=0.06),
         "15% step": Change(step=0.15), "15% acceptance": Change(acc=0.15),
-        "15% mixed": Change(step=0.075, acc=0.075)}
+        "15% mixed": Change(step=0.075, acc=0.075), "8% acceptance": Change(acc=0.08)}
 # What a failing run must name (the sweep's regressed factors, judge/sweep/verdict.py): the
 # factor that moved; a mixed drop both, or tok/s split over both.
 EXPECTED = {"step": {"step"}, "acceptance": {"acceptance"}, "mixed": {"step", "acceptance"}}
@@ -351,10 +352,15 @@ def oracle(box: Box) -> Any:
 
 
 def case_verdict(ph: Physics, run: Sequence[dict[str, float]], base: CaseBaseline,
-                 noise: Any, base_runs: int = 1, exact: str = "") -> str:
+                 noise: Any, base_runs: int = 1, exact: str = "") -> Verdict:
     summaries = {m: summarize(v) for m, v in values(run).items()}
     return judge_case(ph.case.id, summaries, base, DEFAULT_TOLERANCES, noise=noise,
-                      base_runs=base_runs, exact=exact).status
+                      base_runs=base_runs, exact=exact)
+
+
+def factors_of(factor: str) -> set[str]:
+    """The factors a verdict's ``factor`` names ('acceptance+step' is both; '' none)."""
+    return set(factor.split("+")) if factor else set()
 
 
 def merged_baseline(sources: Sequence[Stream], case: Case, repeats: int) -> CaseBaseline:
@@ -432,6 +438,7 @@ def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
     noise = judge_noise(setup.mode, setup.box, setup.history_nights, base_night, rng,
                         setup.prior, setup.per_night)
     data, fails, gpu, requests_ = [], 0, 0.0, 0
+    names: set[str] = set()
     for ph in setup.cases:
         i = SWEEP.index((ph.case.text_class, ph.case.context))
         before = stream(ph, base_night, i, NO_CHANGE, setup.box,
@@ -448,7 +455,10 @@ def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
         got = take(now, lambda v, b=base, f=fixed: decide_repeats(  # type: ignore[misc]
             v, b, DEFAULT_TOLERANCES, min_repeats=setup.repeats, max_repeats=MAX_R,
             fixed=f).action, setup.repeats, MAX_R)
-        fails += case_verdict(ph, got, base, noise, setup.base_runs) == "fail"
+        verdict = case_verdict(ph, got, base, noise, setup.base_runs)
+        if verdict.status == "fail":
+            fails += 1
+            names |= factors_of(verdict.factor)
         cost = sum(s["wall_s"] for s in got) / len(got)
         gpu += (WARMUP + len(got)) * cost + (base_gpu if reference else 0.0)
         requests_ += WARMUP + len(got) + (WARMUP + len(base.values["tok_s"]) if reference else 0)
@@ -458,7 +468,8 @@ def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
         more = (WARMUP + setup.baseline_repeats) * len(REFERENCE_ONLY)
         gpu += sum(GPU_S[c] for c in REFERENCE_ONLY) * (WARMUP + setup.baseline_repeats)
         requests_ += more
-    return conclude(data, fails, gpu, len(setup.cases), requests_, noise, setup.base_runs)
+    return conclude(data, fails, gpu, len(setup.cases), requests_, noise, setup.base_runs,
+                    names)
 
 
 def ab_trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
@@ -468,6 +479,7 @@ def ab_trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any
     noise = judge_noise("same-night", setup.box, 0, night, rng)
     data, fails, gpu, requests_ = [], 0, 0.0, 0
     decide = pair_decider(DEFAULT_TOLERANCES, setup.repeats, MAX_R)
+    names: set[str] = set()
     for ph in setup.cases:
         i = SWEEP.index((ph.case.text_class, ph.case.context))
         prod = stream(ph, night, i, NO_CHANGE, setup.box, np.random.default_rng([*seed, i, 0]))
@@ -479,13 +491,16 @@ def ab_trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any
             b.append(next(prod))
         base = CaseBaseline(ph.case.text_class, ph.case.context, TOKENS,
                             {m: summarize(v) for m, v in values(b).items()}, {})
-        fails += case_verdict(ph, a, base, noise) == "fail"
+        verdict = case_verdict(ph, a, base, noise)
+        if verdict.status == "fail":
+            fails += 1
+            names |= factors_of(verdict.factor)
         cost = sum(s["wall_s"] for s in a + b) / len(a)
         gpu += (WARMUP + len(a)) * cost
         requests_ += 2 * (WARMUP + len(a))
         data.append((SweepCase(ph.case, values(a), dict(base.metrics), values(b), cost),
                      (cand, prod)))
-    return conclude(data, fails, gpu, len(setup.cases), requests_, noise)
+    return conclude(data, fails, gpu, len(setup.cases), requests_, noise, names=names)
 
 
 def lean_trial(setup: Setup, lean: Lean, change: Change, seed: Sequence[int]
@@ -496,6 +511,7 @@ def lean_trial(setup: Setup, lean: Lean, change: Change, seed: Sequence[int]
     night = night_terms(setup.box, len(SWEEP), rng)
     noise = judge_noise("same-night", setup.box, 0, night, rng)
     data, fails, gpu, requests_ = [], 0, 0.0, 0
+    names: set[str] = set()
     for lc in lean.cases:
         ph = physics(*lc.key, lc.tokens)
         i = SWEEP.index(lc.key)
@@ -511,8 +527,11 @@ def lean_trial(setup: Setup, lean: Lean, change: Change, seed: Sequence[int]
         # Exact acceptance: the same prompts at temperature 0 take the same verify steps
         # unless acceptance moved; its change, exactly known, is judged by the contract.
         exact = ("unchanged" if acc == 0 else "changed") if lean.exact else ""
-        status = case_verdict(ph, got, base, noise, exact=exact)
-        fails += status == "fail" or (exact == "changed" and acc > DEFAULT_TOLERANCES["avg_commit"])
+        verdict = case_verdict(ph, got, base, noise, exact=exact)
+        beyond = exact == "changed" and acc > DEFAULT_TOLERANCES["avg_commit"]
+        if verdict.status == "fail" or beyond:
+            fails += 1
+            names |= factors_of(verdict.factor) | ({"acceptance"} if beyond else set())
         run = values(got)
         if exact == "unchanged":  # as plugin/sweeprun.py gathers it
             run.pop("avg_commit")
@@ -524,7 +543,7 @@ def lean_trial(setup: Setup, lean: Lean, change: Change, seed: Sequence[int]
     for lc in lean.reference_only:
         gpu += (lc.warmup + lc.reference) * cost_s(physics(*lc.key, lc.tokens))
         requests_ += lc.warmup + lc.reference
-    return conclude(data, fails, gpu, len(lean.cases), requests_, noise)
+    return conclude(data, fails, gpu, len(lean.cases), requests_, noise, names=names)
 
 
 def cost_s(ph: Physics) -> float:
@@ -533,8 +552,11 @@ def cost_s(ph: Physics) -> float:
 
 
 def conclude(data: list[tuple[SweepCase, Any]], fails: int, gpu: float, cases: int,
-             requests_: int, noise: Any, base_runs: int = 1) -> dict[str, Any]:
-    """The sweep test on the cases' requests, with top-ups drawn from the same streams."""
+             requests_: int, noise: Any, base_runs: int = 1,
+             names: set[str] | None = None) -> dict[str, Any]:
+    """The sweep test on the cases' requests, with top-ups drawn from the same streams.
+    ``names``: the factors the failing cases' verdicts named; the record's ``names`` adds the
+    regressed sweep's (judge/sweep/verdict.py ``factor``: a tok/s drop by its largest share)."""
     sources = {d.case.id: src for d, src in data}
 
     def more(d: SweepCase) -> None:
@@ -547,11 +569,13 @@ def conclude(data: list[tuple[SweepCase, Any]], fails: int, gpu: float, cases: i
 
     result = judge_sweep([d for d, _ in data], "sweep", more, sweep_budget(cases), noise=noise,
                          base_runs=base_runs)
-    status = result.verdict().status
+    verdict = result.verdict()
+    status = verdict.status
     paired = any(d.base_values is not None for d, _ in data)
     return {"today": fails > 0, "sweep_only": result.regressed,
             "regressed": {r.estimate.factor.name for r in result.results if r.regressed},
-            "message": result.verdict().message,
+            "message": verdict.message,
+            "names": sorted((names or set()) | factors_of(verdict.factor)),
             "fail": fails > 0 or result.regressed, "noted": status == "noted",
             "undetermined": status == "undetermined", "gpu_today": gpu,
             "gpu": gpu + result.extra_s, "extra": result.extra,
@@ -644,18 +668,18 @@ DEFAULT_CONFIGS = ("nightly full 1%", "nightly full 3%", "nightly gate 1%", "nig
 
 
 def named(change: str, result: Mapping[str, Any]) -> bool:
-    """A failing run names what moved: the row's factors regressed, or a tok/s drop the
-    sweep split over both (its mixed hint)."""
+    """A failing run names what moved: its failing verdicts (each case's and the sweep's,
+    a tok/s drop by its largest share) name every factor the row moved."""
     want = expected(change)
-    if not result["fail"] or not want:
-        return False
-    found = set(result["regressed"])
-    if want <= found:
-        return True
-    if "tok/s" in found and len(want) == 2:
-        return "acceptance and step-time regression" in result["message"]
-    return "tok/s" in found and not found - {"tok/s"} and (
-        ("step-time regression" in result["message"]) == ("step" in want))
+    return bool(result["fail"] and want and want <= set(result["names"]))
+
+
+def misnamed(change: str, result: Mapping[str, Any]) -> bool:
+    """A failing run names a factor the row did not move (step time for an acceptance drop:
+    the night's noise, not the change), or none at all."""
+    want = expected(change)
+    found = set(result["names"])
+    return bool(result["fail"] and want and (not found or found - want))
 
 
 def row(name: str, setup: Setup, change: str, trials: int, seed: int) -> dict[str, Any]:
@@ -670,6 +694,13 @@ def row(name: str, setup: Setup, change: str, trials: int, seed: int) -> dict[st
     for key in ("fail", "today", "sweep_only", "noted", "undetermined"):
         out[key] = share([bool(r[key]) for r in runs])
     out["named"] = share([named(change, r) for r in runs])
+    out["misnamed"] = share([misnamed(change, r) for r in runs])
+    # Of the runs that failed: how many name the factor that moved, and how many name that
+    # factor alone (issue 47: the label follows the largest share).
+    failed = [r for r in runs if r["fail"]]
+    out["named_of_failed"] = share([named(change, r) for r in failed]) if failed else None
+    out["alone_of_failed"] = share([named(change, r) and not misnamed(change, r)
+                                    for r in failed]) if failed else None
     for key in ("gpu_today", "gpu", "extra", "requests"):
         out[key] = float(np.mean([r[key] for r in runs]))
     return out
@@ -709,7 +740,7 @@ def persistent_trial(setup: Setup, change: Change, seed: Sequence[int]) -> list[
             got = take(now, lambda v, b=base, f=fixed: decide_repeats(  # type: ignore[misc]
                 v, b, DEFAULT_TOLERANCES, min_repeats=setup.repeats, max_repeats=MAX_R,
                 fixed=f).action, setup.repeats, MAX_R)
-            if case_verdict(ph, got, base, noise) == "fail":
+            if case_verdict(ph, got, base, noise).status == "fail":
                 fails += 1
                 bad.append(ph.case.id)
             vals = values(got)
@@ -806,7 +837,10 @@ def main() -> None:
             print(f"{name:<19} {change:<14} failed {pct(r['fail'])}  cases {pct(r['today'])}  "
                   f"sweep {pct(r['sweep_only'])}  noted {r['noted']['rate']:.3f}  undet. "
                   f"{r['undetermined']['rate']:.3f}  named {r['named']['rate']:.3f}  "
-                  f"GPU {r['gpu_today']:.0f} -> {r['gpu']:.0f} s"
+                  f"misnamed {r['misnamed']['rate']:.3f}  "
+                  + (f"of failed: named {pct(r['named_of_failed'])} alone "
+                     f"{pct(r['alone_of_failed'])}  " if r.get('named_of_failed') else "")
+                  + f"GPU {r['gpu_today']:.0f} -> {r['gpu']:.0f} s"
                   f"  top-ups {r['extra']:.2f}", flush=True)
     print(f"wall {time.perf_counter() - started:.0f} s")
     bound_lines(rows, box)

@@ -231,6 +231,20 @@ def test_a_five_percent_tok_s_drop_split_over_both_factors_fails_with_its_shares
         "kernels" in verdict.message
 
 
+def test_a_night_sized_step_share_beside_an_acceptance_drop_is_not_named() -> None:
+    # Under a 3 % run-to-run prior, an 8 % acceptance drop beside a 3 % step rise: tok/s
+    # fails, step time is over a quarter of the drop but inside the night's noise, so the
+    # failure names acceptance alone (issue 47); the same step rise on a quiet box (no run
+    # term) is sure, and both are named.
+    noisy = judge_sweep(_rated(rise=0.03, fall=0.08), "sweep",
+                        noise=NoiseModel.prior(0.03)).verdict()
+    assert noisy.status == "fail" and noisy.factor == "acceptance", noisy.message
+    assert "acceptance regression: check the drafter and the text" in noisy.message
+    assert "then the kernels" not in noisy.message
+    quiet = judge_sweep(_rated(rise=0.03, fall=0.08), "sweep").verdict()
+    assert quiet.status == "fail" and quiet.factor == "acceptance+step", quiet.message
+
+
 def test_night_noise_widens_every_interval_and_the_sentence_says_so() -> None:
     quiet = judge_sweep(_rated(), "sweep").results
     night = judge_sweep(_rated(), "sweep", noise=NoiseModel.prior(0.03)).results

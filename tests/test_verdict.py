@@ -13,6 +13,7 @@ from specperf.core.limits import (
     format_value,
 )
 from specperf.core.model import ContextFit
+from specperf.core.noise import NoiseModel
 from specperf.core.stats import Summary, summarize
 from specperf.judge.fit import judge_fit
 from specperf.judge.verdict import judge_case
@@ -75,6 +76,22 @@ def test_both_moved_names_both_shares() -> None:
         "144 → 170 ms (+18.1%) both moved, acceptance explains 46%, step time 37%, prefill and "
         "client time 16% (they add to the drop) — acceptance and step-time regression: check "
         "the drafter and the text, then the kernels, attention backend and KV cache."))
+
+
+@pytest.mark.parametrize(("step", "factor", "words"), [
+    # step time +6 % under the 3 % run-to-run prior: a quarter of the drop, but inside the
+    # noise; the failure follows the larger share (issue 47: such labels sent a third of
+    # an acceptance drop's failures to the kernels)
+    (1.06, "acceptance", "avg commit 7.85 → 6.67 (−15.0%) explains it; step time 144 → 153 ms "
+                         "(+6.0%, within noise) — acceptance regression"),
+    # +15 %: its own interval excludes no change, so both are named with their shares
+    (1.15, "acceptance+step", "both moved, acceptance explains 54%, step time 46%"),
+])
+def test_a_smaller_share_is_named_only_when_its_own_move_is_sure(step, factor, words) -> None:
+    verdict = judge_case("padding-ctx5553", current(54.5 * 0.85 / step, 7.85 * 0.85, 144 * step),
+                         base_case(54.5, 7.85, 144), TOL, noise=NoiseModel())
+    assert verdict.status == "fail" and verdict.factor == factor, verdict
+    assert words in verdict.message, verdict.message
 
 
 def test_neither_explains_it() -> None:

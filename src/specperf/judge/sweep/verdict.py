@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...core import contract
+from ...core import contract, interval
 from ...core.contract import IMPROVED, NOTED, PASS, REGRESSION
 from ...core.limits import MINUS, format_ci, format_percent
+from ..attribution import SURE_LEVEL
 from ..hints import ACCEPTANCE_HINT, PREFILL_HINT, REFRESH_HINT, STEP_HINT, Rerun, plain_rerun
 from ..outcome import Verdict
 from .estimate import Estimate
@@ -80,14 +81,19 @@ class SweepResult:
         """The factor a regressed sweep names (views/headline.py FACTORS): the factors that
         regressed, or for tok/s alone the largest share of its drop."""
         moved = {r.estimate.factor.name for r in self.results if r.regressed} - {"tok/s"}
-        if moved == {"step", "acceptance"}:
-            return "acceptance+step"
-        if moved:
-            return next(iter(moved))
         rate = next((r.estimate for r in self.results if r.estimate.factor.name == "tok/s"
                      and r.regressed), None)
         shares = _shares(rate, self.results, self.settled) if rate is not None else None
-        return _cause(shares)[0] if shares else ""
+        cause = _cause(shares, _sure(self.results))[0] if shares else ""
+        if cause == "prefill" and not moved:
+            return cause
+        # A tok/s drop's split adds the factors it names (the larger share, and the smaller
+        # when sure) to those that regressed on their own: a step rise past its limit beside
+        # an acceptance drop that stayed undetermined alone is both, as its sentence says.
+        moved |= set(cause.split("+")) - {"prefill", ""}
+        if moved == {"step", "acceptance"}:
+            return "acceptance+step"
+        return next(iter(moved), "")
 
     def resolution(self) -> dict[str, float]:
         """What the sweep could have seen: per factor, the smallest change in its bad direction
@@ -247,22 +253,37 @@ def _split(rate: Estimate, others: Sequence[FactorResult], settled: int = 0) -> 
     named = ", ".join(f"{n} {round(100 * v):d}%".replace("-", MINUS) for n, v in shares.items()
                       if abs(v) >= 0.05 or n != _REST)
     return (f"step time {format_percent(step.change)} and avg commit {format_percent(commit)} "
-            f"(shares of the drop: {named}) \u2014 {_cause(shares)[1]}")
+            f"(shares of the drop: {named}) \u2014 {_cause(shares, _sure(others))[1]}")
 
 
 _REST = "the rest (prefill, transport)"
 
 
-def _cause(shares: dict[str, float]) -> tuple[str, str]:
+def _sure(results: Sequence[FactorResult]) -> dict[str, bool]:
+    """Per share of a tok/s drop, whether its factor is sure to have worsened: its interval at
+    the attribution's SURE_LEVEL lies on the bad side of no change (acceptance: any text
+    class's)."""
+    def worse(est: Estimate) -> bool:
+        return est.d - interval.half_width(est.se, est.df, SURE_LEVEL) > 0
+
+    return {"step time": any(worse(r.estimate) for r in results
+                             if r.estimate.factor.name == "step"),
+            "acceptance": any(worse(r.estimate) for r in results
+                              if r.estimate.factor.name == "acceptance")}
+
+
+def _cause(shares: dict[str, float], sure: Mapping[str, bool]) -> tuple[str, str]:
     """The drop named by its largest share, as a factor and its words: step time, acceptance,
     or the rest (prefill or transport: what is neither factor); two factors of a quarter or
-    more each are both."""
+    more each are both when the smaller one is ``sure`` to have worsened (a smaller share
+    inside the run-to-run noise is that noise, judge/attribution.py)."""
     main = max(shares, key=lambda n: shares[n])
     if main == _REST:
         return "prefill", (f"{PREFILL_HINT} (neither step time nor acceptance explains most "
                            f"of it; the cases' prefill (TTFT) figures say whether it is "
                            f"prefill or transport)")
-    if min(shares["step time"], shares["acceptance"]) >= 0.25:
+    minor = "acceptance" if main == "step time" else "step time"
+    if shares[minor] >= 0.25 and sure.get(minor, False):
         return "acceptance+step", ("acceptance and step-time regression: check the drafter and "
                                    "the text, then the kernels, attention backend and KV cache")
     return ("step", STEP_HINT) if main == "step time" else ("acceptance", ACCEPTANCE_HINT)

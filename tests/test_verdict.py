@@ -252,6 +252,13 @@ def test_noisy_cell_takes_more_then_is_unstable() -> None:
         "bound.")
 
 
+def test_a_spread_just_past_the_bound_never_reads_as_equal_to_it() -> None:
+    # A real llama-server cell once read "relative MAD 0.10 > 0.10": rounded alike.
+    from specperf.measure import repeats
+    assert repeats._above(0.1004, 0.10) == "0.1004 > 0.1000"
+    assert repeats._above(0.2, 0.1) == "0.20 > 0.10"
+
+
 def test_a_wider_spread_limit_judges_a_cell_the_default_calls_unstable() -> None:
     noisy = {"tok_s": steady(50, 9), "step_ms": steady(100, 9, wobble=0.2)}
     assert decide_repeats(noisy, None, TOL, min_repeats=3, max_repeats=9,

@@ -100,12 +100,20 @@ def _noisy(summaries: Mapping[str, Summary], n: int, max_repeats: int,
         if summary.rel_mad <= max_spread:
             continue
         spread = (f"{LABELS.get(metric, metric)} spreads too widely: relative MAD "
-                  f"{summary.rel_mad:.2f} > {max_spread:.2f} after {n} repeats")
+                  f"{_above(summary.rel_mad, max_spread)} after {n} repeats")
         if n < max_repeats:
             return RepeatDecision("more", f"{spread}; taking more.")
         return RepeatDecision("unstable", f"{spread} (the bound): the cell cannot be judged — "
                               f"quiet the server (other load, clocks) or raise the repeat bound.")
     return None
+
+
+def _above(value: float, bound: float) -> str:
+    """'0.13 > 0.10', with digits enough that the two never print alike ('0.1004 > 0.1000')."""
+    for digits in range(2, 7):
+        if f"{value:.{digits}f}" != f"{bound:.{digits}f}":
+            return f"{value:.{digits}f} > {bound:.{digits}f}"
+    return f"{value:g} > {bound:g}"
 
 
 # This run's median known to a third of what repeats cannot shrink: √(1 + 1/9) = 1.054, so

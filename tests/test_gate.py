@@ -465,7 +465,13 @@ def test_a_not_applicable_skip_is_fine_but_a_missing_baseline_is_not(tmp_path):
     parser_case, worded = read_junit(xml)
     assert parser_case.not_applicable and not worded.not_applicable
     judged = CaseOutcome("padding-ctx13", "passed")
-    assert decide(0, [judged, parser_case]).code == GateExit.PASS
+    passed = decide(0, [judged, parser_case])
+    assert passed.code == GateExit.PASS
+    # the parser path judged nothing here: it is not counted as within a limit
+    assert passed.reason == ("1 smoke check judged within its limits (1 not applicable to "
+                             "this server).")
+    assert decide(0, [judged, judged, parser_case]).reason == (
+        "all 2 smoke checks judged within their limits (1 not applicable to this server).")
     assert decide(0, [judged, parser_case, worded]).code == GateExit.INFRASTRUCTURE
     unbaselined = CaseOutcome("padding-ctx3333", "skipped", "no baseline for deployment 'x'")
     assert decide(0, [judged, parser_case, unbaselined]).code == GateExit.INFRASTRUCTURE

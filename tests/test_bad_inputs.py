@@ -9,6 +9,7 @@ lines, and its error in one sentence on its last line of its own. ``pytest -s`` 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from test_report import make_doc
 
 SPECPERF = str(Path(sys.executable).with_name("specperf"))
 USAGE, INFRA, INTERRUPTED = 2, 3, 130
@@ -79,6 +82,8 @@ def _files(d: Path) -> None:
     (d / "baselines" / "d" / "v1.json").write_text('{"cases": ')
     (d / "good.jsonl").write_text('{"run_id": "r1", "created": "2026-12-01T02:00:00Z", '
                                   '"label": "box", "cells": {}}\n')
+    (d / "results.json").write_text(json.dumps(make_doc()))
+    (d / "a-file").write_text("stands where a directory should be")
 
 
 @pytest.fixture(scope="module")
@@ -178,6 +183,14 @@ CASES = (
     Case("export", "Ctrl-C", (*EXPORT, "--db", "{silent_db}"), INTERRUPTED),
     Case("report", "missing file", ("report", "{d}/nowhere.json"), USAGE),
     Case("report", "corrupt file", ("report", "{d}/corrupt.json"), USAGE),
+    # An output path that cannot be written is the caller's to change, never a traceback.
+    Case("report", "unwritable output", ("report", "{d}/results.json", "--out",
+                                         "{d}/a-file/report.html"), USAGE),
+    Case("trend", "unwritable output", ("trend", "--history", "{d}/good.jsonl", "--out",
+                                        "{d}/a-file/trend.html"), USAGE),
+    Case("export", "unwritable output", ("export", "--format", "pytorch-v3", "--out",
+                                         "{d}/a-file/out", "--db", "sqlite:///{d}/s.db"),
+         USAGE),
     # specperf baselines (cli/baselines.py): an unknown deployment or directory is the caller's
     # to fix; a baseline file that cannot be read is infrastructure, as explain says.
     Case("baselines", "missing file", ("baselines", "d", "--baseline-dir", "{d}/nowhere"),

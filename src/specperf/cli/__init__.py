@@ -39,8 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     # Imported here, not at module level: report pulls in matplotlib, which `specperf gate`
     # does not need before it has parsed its arguments.
     from ..bisect import command as bisect
-    from ..views import report
-    from . import baselines, explain, gate, store, trend
+    from . import baselines, explain, gate, report, store, trend
 
     # Plain text in --help: the docstring's RST literals (``x``) read as x.
     summary = __doc__.split("\n\n")[0].replace("``", "")

@@ -28,3 +28,14 @@ def failed(command: str, exc: BaseException, *, usage_note: str = "") -> int:
         return USAGE_ERROR
     print(f"specperf {command}: {said}", file=sys.stderr)
     return INFRASTRUCTURE
+
+
+def unwritable(command: str, flag: str, path: object, exc: OSError) -> int:
+    """Print that the file ``flag`` names cannot be written, and why; 2: a path is the
+    caller's to change."""
+    # mkdir says "File exists" of a file standing where a directory should be
+    why = f"{exc.filename} is not a directory" if isinstance(exc, FileExistsError) \
+        else exc.strerror or str(exc)
+    print(f"specperf {command}: {flag} {path} cannot be written ({why}): give a path in a "
+          "writable directory.", file=sys.stderr)
+    return USAGE_ERROR

@@ -38,7 +38,7 @@ from ..store.history import (
 )
 from ..views import explaincard
 from . import explainrun
-from .exits import USAGE_ERROR, failed
+from .exits import failed, unwritable
 
 NOISE_OPTIONS = ("run_noise", "night_window", "report_dir", "results_db")
 
@@ -191,12 +191,7 @@ def run(args: argparse.Namespace) -> int:
             args.html.parent.mkdir(parents=True, exist_ok=True)
             args.html.write_text(explaincard.card(outcome), encoding="utf-8")
         except OSError as exc:
-            # mkdir says "File exists" of a file standing where a directory should be
-            why = f"{exc.filename} is not a directory" if isinstance(exc, FileExistsError) \
-                else exc.strerror or str(exc)
-            print(f"specperf explain: --html {args.html} cannot be written ({why}): give a "
-                  "path in a writable directory.", file=sys.stderr)
-            return USAGE_ERROR
+            return unwritable("explain", "--html", args.html, exc)
         # where the card is, on stderr under --json so stdout stays one JSON document
         print(f"specperf explain: card {args.html}", file=sys.stderr if args.json else sys.stdout)
     return outcome.explanation.exit_code

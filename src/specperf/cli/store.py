@@ -23,7 +23,7 @@ from ..settings.parsers import database_url
 from ..store import engine, export, ingest
 from ..store.history import HistoryLineSkipped
 from ..views.report import report_dir
-from .exits import failed
+from .exits import failed, unwritable
 
 DB_ENV = "SPECPERF_RESULTS_DB"
 
@@ -134,7 +134,9 @@ def run_export(args: argparse.Namespace) -> int:
                 data, name = gzip.compress(data, mtime=0), f"{name}.gz"
             (args.out / name).write_bytes(data)
             rows += len(found)
-    except (SpecperfError, OSError) as exc:
+    except OSError as exc:  # the directory --out names (the store's own are StoreErrors)
+        return unwritable("export", "--out", args.out, exc)
+    except SpecperfError as exc:
         return failed("export", exc)
     repo = f"repo {origin.repo}" if origin.repo else \
         "no repo: the HUD's query selects by repo, so pass --repo owner/name"

@@ -21,7 +21,7 @@ from ..settings.ini import project_ini
 from ..store.history import HistoryLineSkipped, read_history
 from ..views import trend
 from ..views.report import report_dir
-from .exits import USAGE_ERROR, failed
+from .exits import USAGE_ERROR, failed, unwritable
 from .store import given_store
 
 DB_ENV = "SPECPERF_RESULTS_DB"
@@ -76,7 +76,10 @@ def run_trend(args: argparse.Namespace) -> int:
     base = args.history if args.history.is_dir() else args.history.parent
     out = args.out or base / "trend.html"
     found = trend.build(entries, args.kind, window)
-    out.write_text(trend.render(found), encoding="utf-8")
+    try:
+        out.write_text(trend.render(found), encoding="utf-8")
+    except OSError as exc:
+        return unwritable("trend", "--out", out, exc)
     for line in trend.drift_lines(found):  # the nightly job's log names a slow drift
         print(f"specperf {line}")
     print(f"specperf: trend: {trend.describe(found)}: {out}")

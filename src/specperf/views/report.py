@@ -1,5 +1,5 @@
-"""Reports of a perf run: ``reports/<run-id>/`` with results.json, report.html and the history,
-and the command that renders a run's page outside it (``specperf report RESULTS``).
+"""Reports of a perf run: ``reports/<run-id>/`` with results.json, report.html and the history
+(``specperf report RESULTS``, which renders a run's page outside it, is cli/report.py).
 
 Where reports go: ``--specperf-report-dir``, else ``$SPECPERF_REPORT_DIR``, else ``reports``,
 relative to where pytest was started. This module renders only from the record (results.json,
@@ -9,20 +9,15 @@ run, is :mod:`specperf.plugin.reporting`.
 
 from __future__ import annotations
 
-import argparse
 import os
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import SpecperfError, StoreError
+from ..core.errors import StoreError
 from ..record import files as record_files
-from ..record import schema as record_schema
 from . import page
 
 REPORT_DIR_ENV = "SPECPERF_REPORT_DIR"
-USAGE_ERROR = 2
 
 
 def report_dir(setting: Path | None = None, start: Path | None = None) -> Path:
@@ -44,34 +39,3 @@ def write_report(doc: dict[str, Any], directory: Path) -> tuple[Path, list[str]]
         raise
     out.write_text(page.render(doc), encoding="utf-8")
     return out, missed
-
-
-# -- the command line -----------------------------------------------------------------------------
-def add_subcommand(subparsers: Any) -> None:
-    """Register ``specperf report`` (``specperf trend`` is cli/trend.py's)."""
-    rep = subparsers.add_parser("report", help="re-render report.html from a results.json",
-                                description="Render the HTML report of a run done elsewhere.")
-    rep.add_argument("results", type=Path, help="a results.json written by a perf run")
-    rep.add_argument("--out", type=Path, default=None,
-                     help="where to write the page (default: report.html beside RESULTS)")
-    rep.set_defaults(run=run_report)
-
-
-def _read(command: str, load: Callable[[Path], Any], path: Path) -> Any:
-    """What ``load`` reads from ``path``, or None after one line on stderr saying why not."""
-    try:
-        return load(path)
-    except SpecperfError as exc:
-        print(f"specperf {command}: {exc}", file=sys.stderr)
-        return None
-
-
-def run_report(args: argparse.Namespace) -> int:
-    """``specperf report``: 0 when written, 2 when the results file is unusable."""
-    doc = _read("report", record_schema.load, args.results)
-    if doc is None:
-        return USAGE_ERROR
-    out = args.out or args.results.with_name("report.html")
-    out.write_text(page.render(doc), encoding="utf-8")
-    print(f"specperf: report {out}")
-    return 0

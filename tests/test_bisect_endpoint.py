@@ -16,14 +16,15 @@ import shlex
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 
 import pytest
 
+from loopback import serving
 from specperf.cli import explain, main
 from specperf.measure.lock import GpuLock, lock_path_for
 
@@ -75,21 +76,12 @@ class ProxyThenOtherSite(_Handler):
 
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Callable[[type], str]]:
-    servers: list[http.server.ThreadingHTTPServer] = []
+    with ExitStack() as stack:
+        def start(handler: type) -> str:
+            chosen = partial(Quiet, directory=str(tmp_path)) if handler is Quiet else handler
+            return stack.enter_context(serving(chosen))
 
-    def start(handler: type) -> str:
-        if handler is Quiet:
-            handler = partial(Quiet, directory=str(tmp_path))  # type: ignore[assignment]
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        httpd.daemon_threads = True
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        servers.append(httpd)
-        return f"http://127.0.0.1:{httpd.server_address[1]}"
-
-    yield start
-    for httpd in servers:
-        httpd.shutdown()
-        httpd.server_close()
+        yield start
 
 
 @pytest.fixture

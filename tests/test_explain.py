@@ -7,12 +7,12 @@ from __future__ import annotations
 import argparse
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from loopback import serving
 from sim_fixtures import SimProcess
 from specperf.cli import explain as cli
 from specperf.judge.explain import prediction
@@ -118,14 +118,8 @@ class _NoMetrics(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def no_metrics() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NoMetrics)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_NoMetrics) as url:
+        yield url
 
 
 def test_server_without_metrics(capsys: pytest.CaptureFixture[str], no_metrics: str) -> None:

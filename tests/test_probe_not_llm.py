@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
 
 import pytest
 
+from loopback import serving
 from specperf.core.errors import NotAnLlmServer
 from specperf.servers.client import Client
 from specperf.servers.probe import check_reachable
@@ -58,23 +59,14 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Callable[[type], str]]:
-    servers: list[http.server.ThreadingHTTPServer] = []
+    (tmp_path / "index.html").write_text("<!DOCTYPE html><html><head><title>My files"
+                                         "</title></head><body>hi</body></html>")
+    with ExitStack() as stack:
+        def start(handler: type) -> str:
+            chosen = partial(Quiet, directory=str(tmp_path)) if handler is Quiet else handler
+            return stack.enter_context(serving(chosen))
 
-    def start(handler: type) -> str:
-        if handler is Quiet:
-            (tmp_path / "index.html").write_text("<!DOCTYPE html><html><head><title>My files"
-                                                 "</title></head><body>hi</body></html>")
-            handler = partial(Quiet, directory=str(tmp_path))  # type: ignore[assignment]
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        httpd.daemon_threads = True
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        servers.append(httpd)
-        return f"http://127.0.0.1:{httpd.server_address[1]}"
-
-    yield start
-    for httpd in servers:
-        httpd.shutdown()
-        httpd.server_close()
+        yield start
 
 
 def _sentence(url: str) -> str:

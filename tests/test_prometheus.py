@@ -7,15 +7,15 @@ the textfile is parsed back with prometheus_client's own parser.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from loopback import serving
 from specperf.core.errors import PublishError
 from specperf.record import readers
 from specperf.views import prometheus
@@ -104,16 +104,8 @@ class Recorder(BaseHTTPRequestHandler):
 def gateway() -> Iterator[tuple[str, list[tuple[str, str, str]]]]:
     """A recording server on a free loopback port: its URL and what it received."""
     received: list[tuple[str, str, str]] = []
-    handler = type("Handler", (Recorder,), {"received": received})
-    server = HTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}", received
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with serving(type("Handler", (Recorder,), {"received": received})) as url:
+        yield url, received
 
 
 def test_the_push_replaces_the_deployments_group_of_job_specperf(gateway):

@@ -29,7 +29,7 @@ def test_a_stream_without_server_timings_is_unmeasured_not_a_pass():
         "decode tok/s (server timings) on the native stream path, so whether the server decodes "
         "slower while streaming cannot be judged — a missing figure is never a pass; check that "
         "the server returns its timings (meta_info) or serves /metrics. Client side: stream "
-        "tok/s 28.0 vs 29.4 non-streaming (−4.8% overhead); TTFT 120 ms.")
+        "tok/s 28.0 vs 29.4 non-streaming (−4.8%); TTFT 120 ms.")
 
 
 def test_a_missing_tok_s_is_unmeasured_not_zero_within_tolerance():

@@ -181,9 +181,11 @@ def test_a_parser_that_did_not_run_fails_even_when_fast():
 
 
 def test_the_server_decoding_slower_while_streaming_fails():
+    # A server that reports no verify steps is judged by its decode rate.
     plain = figs("native", tok_s=29.4, decode_tok_s=31.6)
     stream = figs("native stream", tok_s=24.0, decode_tok_s=25.0, delivery_tok_s=25.0)
     verdict = judge_stream("c", plain, stream, TOLERANCES)
+    assert verdict.factor == "stream"
     assert verdict.message == (
         "server decode while streaming 31.6 → 25.0 tok/s vs non-streaming (−20.9%, limit "
         "−10%) — the server decodes slower while streaming: a server regression on the "

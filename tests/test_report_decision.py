@@ -203,3 +203,33 @@ def test_a_sweep_regression_shows_one_interval_for_its_figure() -> None:
     said = set(re.findall(r"\d+% CI [^,)]+", verdict.message))
     shown = set(re.findall(r"\d+% CI [^,)]+", headline(verdict.to_dict())))
     assert shown and shown <= said, (shown, said)
+
+
+def test_a_path_regression_names_its_path_on_the_decision_line_and_the_first_screen():
+    # CI printed "FAIL — a factor its record does not name moved (1 regression)" for a stream
+    # path's regression: a path verdict now names its factor, from the judge itself.
+    from specperf.judge.pathverdict import judge_stream
+    from specperf.views import screen
+    from test_pathverdict import TOLERANCES, figs
+    plain = figs("native", tok_s=52.0, decode_tok_s=90.6, step_ms=86.8, avg_commit=7.9)
+    stream = figs("native stream", tok_s=44.0, decode_tok_s=76.0, step_ms=104.0,
+                  avg_commit=7.9, delivery_tok_s=75.8)
+    path = judge_stream("padding-ctx3333 stream vs non-stream", plain, stream,
+                        TOLERANCES).to_dict()
+    doc = _doc([_case("padding-ctx13", "pass"), path])
+    assert decision.decide(doc).why == "the streaming path moved (1 regression)"
+    assert screen.decision_line(doc) == "specperf: FAIL — the streaming path regressed"
+    [cause] = screen.cause_lines(doc["verdicts"], ["padding-ctx13", "padding-ctx3333"])
+    assert cause.startswith("server step time while streaming 87 → 104 ms (+19.8%, 95% CI "
+                            "+1"), cause
+    assert cause.endswith(" in padding-ctx3333 stream vs non-stream — the server decodes "
+                          "slower while streaming: a server regression on the streaming path, "
+                          "not transport; check the server's stream output (stream interval, "
+                          "detokenizer) and the scheduler"), cause
+
+
+def test_a_regression_whose_record_names_no_factor_names_its_checks():
+    old = {**FAILING, "factor": "", "details": {}, "case_id": "padding-ctx13 chat vs native",
+           "message": "chat tok/s fell"}
+    assert decision.decide(_doc([old])).why == \
+        "what padding-ctx13 chat vs native measures moved (1 regression)"

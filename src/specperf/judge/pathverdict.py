@@ -19,7 +19,6 @@ server did not report is undetermined with reason ``unmeasured`` (its test error
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from ..core import contract, interval
@@ -94,29 +93,46 @@ def _rel_se(summary: Summary) -> float:
     return interval.median_se(summary, CASE_DRIFT)
 
 
-def judged(move: Move, base: Summary | None, new: Summary | None) -> str:
-    """The contract's status of ``move`` with the 95 % interval of its two medians' log ratio
-    (a point estimate when either side has fewer than two repeats or no spread known).
+def sized(move: Move, base: Summary | None, new: Summary | None) -> Move:
+    """``move`` with the standard error and df of its two medians' log ratio (unchanged, a
+    point estimate, when either side has fewer than two repeats or no spread known).
 
-    The interval's df are Welch–Satterthwaite's over both sides' spreads (n − 1 each), not
-    the smaller side's n − 1: at three repeats a side that is Student's t at 2 df (4.30)
-    where both sides' six repeats give about 4 (2.78), and the wider interval left a clean
-    chat route at 3 % request noise undetermined against its −10 % limit."""
-    if abs(move.new - move.base) < move.floor:
-        return PASS
+    The df are Welch–Satterthwaite's over both sides' spreads (n − 1 each), not the smaller
+    side's n − 1: at three repeats a side that is Student's t at 2 df (4.30) where both sides'
+    six repeats give about 4 (2.78), and the wider interval left a clean chat route at 3 %
+    request noise undetermined against its −10 % limit."""
     if base is None or new is None or min(base.n, new.n) < 2 or not move.base \
             or move.new <= 0 or move.base <= 0:
-        return move.status
+        return move
     parts = [(_rel_se(side) ** 2, float(side.n - 1)) for side in (base, new)]
-    low, high = interval.relative(math.log(move.new / move.base),
-                                  interval.se_of(*(v for v, _ in parts)),
-                                  interval.satterthwaite(parts))
-    return contract.status(contract.Change(move.change, low, high), move.direction,
+    return replace(move, se=interval.se_of(*(v for v, _ in parts)),
+                   df=interval.satterthwaite(parts))
+
+
+def judged(move: Move) -> str:
+    """The contract's status of a :func:`sized` move: its 95 % interval against its tolerance
+    (the point estimate's status without one)."""
+    if abs(move.new - move.base) < move.floor:
+        return PASS
+    bounds = move.interval()
+    if bounds is None:
+        return move.status
+    return contract.status(contract.Change(move.change, *bounds), move.direction,
                            move.tolerance)
 
 
-def _status(move: Move, base: Figures, new: Figures, key: str, new_key: str = "") -> str:
-    return judged(move, base.spreads.get(key), new.spreads.get(new_key or key))
+class _Judged:
+    """The moves one path verdict judged, sized with their intervals: the verdict's
+    ``details`` (each figure's base, new, change, limit and interval), keyed by metric."""
+
+    def __init__(self) -> None:
+        self.details: dict[str, dict[str, float]] = {}
+
+    def status(self, move: Move, base: Figures, new: Figures, key: str,
+               new_key: str = "") -> str:
+        move = sized(move, base.spreads.get(key), new.spreads.get(new_key or key))
+        self.details[new_key or key] = move.detail()
+        return judged(move)
 
 
 def _ending(status: str, better: str, advice: str = MORE_REPEATS) -> str:
@@ -168,8 +184,9 @@ def _parsers_ran(chat: Figures, parsers: Parsers) -> str:
 
 
 def _failed(case_id: str, message: str, problems: list[str]) -> Verdict:
+    """A regression of the chat route against the native one: the parser path's."""
     return Verdict(case_id, REGRESSION, " ".join([message, *problems]) if message else
-                   " ".join(problems))
+                   " ".join(problems), factor="parser")
 
 
 # -- chat vs native (non-streaming) --------------------------------------------------------------
@@ -178,6 +195,15 @@ def judge_parser(case_id: str, native: Figures, chat: Figures, parsers: Parsers,
                  advice: str = MORE_REPEATS) -> Verdict:
     """The chat route with parsers against the native route, same case, interleaved;
     ``advice`` ends an undetermined one (:func:`more_rounds`)."""
+    j = _Judged()
+    verdict = _judge_parser(j, case_id, native, chat, parsers, tolerances, output_tokens,
+                            advice=advice)
+    return replace(verdict, details=j.details)
+
+
+def _judge_parser(j: _Judged, case_id: str, native: Figures, chat: Figures, parsers: Parsers,
+                  tolerances: dict[str, float], output_tokens: int, *,
+                  advice: str = MORE_REPEATS) -> Verdict:
     missing = unmeasured(case_id, {"tok_s": (native, chat)}, "the chat route against the native")
     if missing is not None:
         return missing
@@ -190,12 +216,12 @@ def judge_parser(case_id: str, native: Figures, chat: Figures, parsers: Parsers,
     post = None if post_a is None or post_b is None else post_b - post_a
     note = " (chat server timings from /metrics: no meta_info)" \
         if chat.timings_from == "metrics" else ""
-    found = [_status(tok, native, chat, "tok_s")]
+    found = [j.status(tok, native, chat, "tok_s")]
     if found[0] == REGRESSION:
         return _failed(case_id, _parser_gap(tok, decode, step, post, native, chat,
                                             output_tokens) + note, problems)
     if step is not None:
-        found.append(_status(step, native, chat, "step_ms"))
+        found.append(j.status(step, native, chat, "step_ms"))
     if found[-1] == REGRESSION and step is not None:
         message = (f"{step.text(vs=' vs native', limit=True)} while {tok.text(vs=' vs native')} "
                    f"stayed within its limit — {CHAT_DECODE_HINT}.")
@@ -256,6 +282,13 @@ def _parser_gap(tok: Move, decode: Move | None, step: Move | None, post: float |
 def judge_stream(case_id: str, plain: Figures, stream: Figures,
                  tolerances: dict[str, float], *, advice: str = MORE_REPEATS) -> Verdict:
     """A stream against the same request unstreamed: the server's decode must not slow."""
+    j = _Judged()
+    verdict = _judge_stream(j, case_id, plain, stream, tolerances, advice=advice)
+    return replace(verdict, details=j.details)
+
+
+def _judge_stream(j: _Judged, case_id: str, plain: Figures, stream: Figures,
+                  tolerances: dict[str, float], *, advice: str = MORE_REPEATS) -> Verdict:
     missing = unmeasured(case_id, {"decode_tok_s": (plain, stream)},
                          "whether the server decodes slower while streaming")
     if missing is not None:
@@ -264,27 +297,35 @@ def judge_stream(case_id: str, plain: Figures, stream: Figures,
     decode = _decode_cmp(plain, stream, tolerances)
     assert decode is not None
     tail = _stream_tail(plain, stream)
-    found = [_status(decode, plain, stream, "decode_tok_s")]
+    # Streaming cannot change what the drafter proposes, only what a verify step costs; the
+    # two paths send different prompts (a nonce each), whose acceptance differs by whole
+    # steps (64 padding tokens: 8 or 9), so decode tok/s would judge the prompts. Step time
+    # judges the path; decode tok/s only where the server reports no verify steps.
+    step = _step_cmp(plain, stream, tolerances)
+    judged_by, key = (replace_label(step, "server step time while streaming"), "step_ms") \
+        if step is not None else (replace_label(decode, "server decode while streaming"),
+                                  "decode_tok_s")
+    found = [j.status(judged_by, plain, stream, key)]
     if found[0] == REGRESSION:
-        head = replace_label(decode, "server decode while streaming")
-        return Verdict(case_id, REGRESSION, f"{head.text(vs=' vs non-streaming', limit=True)} "
-                       f"— {STREAM_DECODE_HINT}.")
+        return Verdict(case_id, REGRESSION, f"{judged_by.text(vs=' vs non-streaming', limit=True)}"
+                       f" — {STREAM_DECODE_HINT}.", factor="stream")
     delivery = stream.get("delivery_tok_s")
     gap = Move("tok_s", decode.new, delivery or 0.0, tolerances["tok_s"],
                label="client delivery")
     if delivery is not None:
-        found.append(_status(gap, stream, stream, "decode_tok_s", "delivery_tok_s"))
+        found.append(j.status(gap, stream, stream, "decode_tok_s", "delivery_tok_s"))
     if found[-1] == REGRESSION and delivery is not None:
         return Verdict(case_id, REGRESSION, (
             f"the stream delivered {delivery:.1f} tok/s to the client against a server decode "
             f"of {decode.new:.1f} tok/s ({format_percent(gap.change)}) — {TRANSPORT_LABEL}: "
-            f"the server decoded at its non-streaming rate "
-            f"({decode.text(vs=' vs non-streaming', noise=True)}); the chunks reached the "
+            f"the server decoded at its non-streaming pace "
+            f"({judged_by.text(vs=' vs non-streaming', noise=True)}); the chunks reached the "
             f"client late: check proxies, tunnels and the network between client and "
-            f"server. {tail}."))
+            f"server. {tail}."), factor="transport")
     status = contract.combine(found)
-    return Verdict(case_id, status, f"{tail}; client delivery {_rate(delivery)} tok/s vs "
-                   f"server decode {decode.new:.1f} tok/s — "
+    return Verdict(case_id, status, f"{judged_by.text(vs=' vs non-streaming')}; {tail}; "
+                   f"client delivery {_rate(delivery)} tok/s vs server decode "
+                   f"{decode.new:.1f} tok/s — "
                    f"{_ending(status, 'faster than non-streaming', advice)}.")
 
 
@@ -296,7 +337,7 @@ def _stream_tail(plain: Figures, stream: Figures) -> str:
     a, b = plain.get("tok_s"), stream.get("tok_s")
     change = format_percent(b / a - 1.0) if a and b is not None else "n/a"
     ttft = stream.get("ttft_ms")
-    parts = [f"stream tok/s {_rate(b)} vs {_rate(a)} non-streaming ({change} overhead)",
+    parts = [f"stream tok/s {_rate(b)} vs {_rate(a)} non-streaming ({change})",
              f"TTFT {'n/a' if ttft is None else f'{ttft:.0f} ms'}"]
     cps = stream.get("chunks_per_step")
     if cps is not None:
@@ -313,6 +354,15 @@ def judge_chat_stream(case_id: str, native: Figures, chat: Figures, parsers: Par
                       tolerances: dict[str, float], output_tokens: int, *,
                       advice: str = MORE_REPEATS) -> Verdict:
     """The chat stream with parsers against the native stream on the same transport."""
+    j = _Judged()
+    verdict = _judge_chat_stream(j, case_id, native, chat, parsers, tolerances,
+                                 output_tokens, advice=advice)
+    return replace(verdict, details=j.details)
+
+
+def _judge_chat_stream(j: _Judged, case_id: str, native: Figures, chat: Figures, parsers: Parsers,
+                       tolerances: dict[str, float], output_tokens: int, *,
+                       advice: str = MORE_REPEATS) -> Verdict:
     missing = unmeasured(case_id, {"delivery_tok_s": (native, chat)},
                          "the chat stream against the native stream")
     if missing is not None:
@@ -323,11 +373,11 @@ def judge_chat_stream(case_id: str, native: Figures, chat: Figures, parsers: Par
                     label="chat stream delivery", unit=" tok/s")
     decode = _decode_cmp(native, chat, tolerances)
     head = delivery.text(vs=" vs the native stream", limit=True)
-    found = [] if decode is None else [_status(decode, native, chat, "decode_tok_s")]
+    found = [] if decode is None else [j.status(decode, native, chat, "decode_tok_s")]
     if found and found[0] == REGRESSION and decode is not None:
         return _failed(case_id, f"{head}: {decode.text()} explains it — {CHAT_DECODE_HINT}.",
                        problems)
-    found.append(_status(delivery, native, chat, "delivery_tok_s"))
+    found.append(j.status(delivery, native, chat, "delivery_tok_s"))
     commit = chat.get("avg_commit") or native.get("avg_commit")
     steps = (output_tokens - 1) / commit if commit else 0.0
     spans = chat.get("span_ms"), native.get("span_ms")

@@ -138,15 +138,21 @@ def _why_no_sweep(doc: Mapping[str, Any]) -> str:
 
 def _moved(verdicts: Sequence[Mapping[str, Any]]) -> str:
     """Which factor the regressions name: 'step time moved (9 regressions)'."""
-    found: dict[str, int] = {}
+    found: dict[str, list[str]] = {}
     for v in verdicts:
         if v["status"] == REGRESSION:
-            name = factor(v)
-            found[name] = found.get(name, 0) + 1
-    parts = [f"{FACTORS[name][0] if name in FACTORS else 'a factor its record does not name'}"
-             f" moved ({n} regression{'s' if n != 1 else ''})"
-             for name, n in sorted(found.items(), key=lambda kv: -kv[1])]
+            found.setdefault(factor(v), []).append(str(v["case_id"]))
+    parts = [f"{FACTORS[name][0] if name in FACTORS else _named(cases)}"
+             f" moved ({len(cases)} regression{'s' if len(cases) != 1 else ''})"
+             for name, cases in sorted(found.items(), key=lambda kv: -len(kv[1]))]
     return "; ".join(parts)
+
+
+def _named(cases: Sequence[str]) -> str:
+    """What a regression whose record names no factor moved: its checks, by name (an older
+    record's verdict)."""
+    shown = ", ".join(cases[:3]) + (f" and {len(cases) - 3} more" if len(cases) > 3 else "")
+    return f"what {shown} measure{'s' if len(cases) == 1 else ''}"
 
 
 def persists(streak: Any) -> str:

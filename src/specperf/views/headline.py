@@ -8,8 +8,8 @@ how much, which factor), a noted, improved or undetermined verdict's :func:`reas
 Every line is built from the verdict's fields (``details``: each metric's base, new, change,
 limit and interval; a sweep's factors; ``attribution``; ``exact``; a ``factor`` field when
 the record has one), never from its sentence. Only a verdict with no figures at all (an older
-record; a parser or stream path verdict, whose record holds its sentence alone) falls back to
-its sentence: :func:`_sentence_headline`.
+record) falls back to its sentence: :func:`_sentence_headline`. A path verdict's details are
+its two routes' figures (judge/pathverdict.py), its factor "parser", "stream" or "transport".
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from ..core.contract import IMPROVED, NOTED, REGRESSION, UNDETERMINED
 from ..core.limits import FLOOR, format_percent, format_value
 from ..judge.attribution import SECONDARY_SHARE, UNEXPLAINED_SHARE
 from ..judge.hints import ACCEPTANCE_HINT, PREFILL_HINT, STEP_HINT
+from ..judge.pathverdict import PARSER_HINT, STREAM_DECODE_HINT
 from ..judge.sweep.factortest import SWEEP_TOLERANCE
 
 # The order a line names a case's metrics: what the user feels first.
@@ -43,7 +44,15 @@ FACTORS = {"acceptance": ("acceptance", "acceptance regression", ACCEPTANCE_HINT
                      "in the baseline"),
            "unexplained": ("tok/s", "neither acceptance nor step time",
                            "neither acceptance nor step time explains it: check prefill, "
-                           "transport and the client")}
+                           "transport and the client"),
+           # A path verdict's (judge/pathverdict.py): two routes of one case, not a baseline.
+           "parser": ("the parser path", "parser-path regression", PARSER_HINT),
+           "stream": ("the streaming path", "streaming-path regression",
+                      f"streaming-path regression: {STREAM_DECODE_HINT}"),
+           "transport": ("transport", "transport/client regression",
+                         "transport/client regression: the server decoded at its pace and the "
+                         "chunks reached the client late; check proxies, tunnels and the "
+                         "network between client and server")}
 LINE_MAX = 200  # an old record's sentence, cut to one terminal line
 
 

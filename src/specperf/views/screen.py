@@ -34,7 +34,10 @@ WIDTH = 100
 _METRIC = {"step": ("step_ms", "step", "step time", " ms"),
            "acceptance": ("avg_commit", "acceptance", "avg commit", ""),
            "prefill": ("ttft_ms", "", "prefill (TTFT)", " ms"),
-           "unexplained": ("tok_s", "tok/s", "tok/s", "")}
+           "unexplained": ("tok_s", "tok/s", "tok/s", ""),
+           "parser": ("tok_s", "", "chat tok/s vs native", ""),
+           "stream": ("step_ms", "", "server step time while streaming", " ms"),
+           "transport": ("delivery_tok_s", "", "client delivery vs server decode", "")}
 # What a resolution's factor would have caught, in plain words.
 _CAUGHT = {"tok_s": "a tok/s drop", "step_ms": "a step-time rise",
            "avg_commit": "an avg-commit drop"}

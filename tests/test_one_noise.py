@@ -17,10 +17,10 @@ from specperf.cli import trend as cli_trend
 from specperf.core.noise import NoiseModel
 from specperf.plugin.fixtures import STATE
 from specperf.plugin.runbaseline import RunBaseline
+from specperf.record import trend as record_trend
 from specperf.record.files import write
 from specperf.servers.probe import ServerInfo
 from specperf.store.history import read_history
-from specperf.views import trend
 from store_fixtures import doc
 
 BOX = "box-a"
@@ -63,7 +63,7 @@ def test_explain_the_gate_and_the_trend_read_one_noise_model(pytester: pytest.Py
 
     gate, explained = _gate_noise(pytester), _explain_noise()
     entries = read_history(pytester.path / "reports")
-    nights = trend.nights(trend.build(entries, "full", cli_trend.night_window(None)))
+    nights = record_trend.nights(record_trend.build(entries, "full", cli_trend.night_window(None)))
     assert gate.nights == explained.nights == len(nights.labels) == 10  # 12 h: 6
     assert explained.stated and gate.stated and explained.total == gate.total == 0.01
     for metric in METRICS:

@@ -25,7 +25,7 @@ from specperf.fleet.record import cross_lines
 from specperf.record import readers as record_readers
 from specperf.record import runkind
 from specperf.record import schema as record_schema
-from specperf.views import trend
+from specperf.record import trend as record_trend
 
 SCALE = 0.5
 
@@ -118,7 +118,7 @@ def test_the_trend_lists_an_empty_line_without_plotting_it():
              "failed": []}
     full = {"run_id": "r1", "created": "2", "cells": {"padding-ctx13": {"tok_s": 50.0}},
             "kind": "full"}
-    built = trend.build([empty, full])
+    built = record_trend.build([empty, full])
     assert [r["run_id"] for r in built.runs] == ["r1"]
     assert built.left_out() == {"empty": 1}
 
@@ -167,11 +167,11 @@ def test_a_custom_context_list_is_its_own_kind_and_not_plotted_with_full_sweeps(
               "kind": "custom"}
     full = {"run_id": "f", "created": "1", "cells": {"padding-ctx13": {"tok_s": 50.0}},
             "kind": "full"}
-    assert [r["run_id"] for r in trend.build([full, custom]).runs] == ["f"]
-    assert [r["run_id"] for r in trend.build([full, custom], kind="custom").runs] == ["c"]
+    assert [r["run_id"] for r in record_trend.build([full, custom]).runs] == ["f"]
+    assert [r["run_id"] for r in record_trend.build([full, custom], kind="custom").runs] == ["c"]
     for stopped in ("lock-timeout", "no-baseline", "config-error"):
         line = {**full, "stopped_by": stopped, "cells": {}}
-        assert trend.group(line) == stopped
+        assert record_trend.group(line) == stopped
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)

@@ -14,6 +14,7 @@ import pytest
 
 from slowb_runs import BUSY_CLIENT_SPREAD
 from specperf import cli
+from specperf.record import trend as record_trend
 from specperf.record.files import history_entry
 from specperf.views import trend
 
@@ -173,7 +174,7 @@ def test_trend_plots_full_sweeps_and_lists_gate_outage_and_interrupted_runs(tmp_
     entries = [_entry("r1", "full", tok=50.0), _entry("r2", "gate", tok=20.0),
                _entry("r3", "full", tok=None, outage=True),
                _entry("r4", "full", tok=10.0, interrupted=True), _entry("r5", "full", tok=49.0)]
-    built = trend.build(entries)
+    built = record_trend.build(entries)
     assert [r["run_id"] for r in built.runs] == ["r1", "r5"]
     assert built.series("tok_s") == {"padding-ctx13": [50.0, 49.0]}
     assert trend.describe(built) == ("2 full runs plotted of 5 in the history (listed, not "

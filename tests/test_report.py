@@ -23,6 +23,7 @@ from specperf.record import files as record_files
 from specperf.record import results
 from specperf.record import schema as record_schema
 from specperf.record import scrub as record_scrub
+from specperf.record import trend as record_trend
 from specperf.views import page, trend
 
 FINGERPRINT = {"model": "kimi-k2.6", "draft_model": "drafter-a", "speculative_algorithm": "DDTREE"}
@@ -148,7 +149,7 @@ def _entry(run_id: str, version: int, drafter: str, tok: float) -> dict:
 def test_trend_marks_baseline_versions_and_fingerprint_changes():
     runs = [_entry("r1", 1, "a", 100), _entry("r2", 1, "a", 101), _entry("r3", 1, "b", 80),
             _entry("r4", 2, "b", 80)]
-    built = trend.build(runs)
+    built = record_trend.build(runs)
     assert built.boundaries == [(0, "baseline dep v1"), (2, "fingerprint: draft model: a \u2192 b"),
                                 (3, "baseline dep v2")]
     assert built.series("tok_s") == {"padding-ctx13": [100, 101, 80, 80]}
@@ -174,7 +175,7 @@ def test_commands_say_what_is_wrong_with_their_input(tmp_path, capsys):
         "--history." in capsys.readouterr().err
     with pytest.raises(ConfigError, match="holds no runs"):
         history.write_text("\n")
-        trend.load_history(history)
+        record_trend.load_history(history)
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from specperf.core.noise import from_history
+from specperf.record import trend as record_trend
 from specperf.record.files import write
 from specperf.store import engine
 from specperf.store.history import file_runs, read_history
@@ -55,6 +56,6 @@ def test_sqlite_and_postgresql_give_every_reader_the_same_history(tmp_path: Path
     assert noise_lite.to_dict() == noise_pg.to_dict()
     assert noise_lite.of("tok_s").text() == noise_pg.of("tok_s").text()
     assert noise_lite.of("tok_s").source != "prior"  # the nights were read, not the prior
-    page_lite, page_pg = (trend.build(e) for e in (lite, pg))
+    page_lite, page_pg = (record_trend.build(e) for e in (lite, pg))
     assert trend.drift_lines(page_lite) == trend.drift_lines(page_pg)
     assert trend.render(page_lite) == trend.render(page_pg)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from specperf import cli
+from specperf.record import trend as record_trend
 from specperf.record.files import history_entry
-from specperf.views import trend
 
 
 def _line(run_id: str, kind: str, cells: dict, **extra: object) -> dict:
@@ -29,7 +29,7 @@ def test_a_concurrency_run_is_listed_as_one_with_its_baseline(tmp_path, capsys):
     entries = [_line("r1", "full", FULL),
                _line("r2", "concurrency", {}, concurrency_baseline=CONCURRENCY_BASE),
                _line("r3", "full", {})]  # a line with nothing in it stays "empty"
-    assert [trend.group(e) for e in entries] == ["full", "concurrency", "empty"]
+    assert [record_trend.group(e) for e in entries] == ["full", "concurrency", "empty"]
     history = tmp_path / "history.jsonl"
     history.write_text("".join(json.dumps(e) + "\n" for e in entries))
     assert cli.main(["trend", "--history", str(history)]) == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from specperf.record import trend as record_trend
 from specperf.views import trend
 
 CELLS = ("padding-ctx13", "padding-ctx3333", "reasoning-ctx13")
@@ -26,7 +27,7 @@ def _run(n: int, deployment: str, *, version: int = 1, tok: float = 100.0,
 def test_each_deployment_is_its_own_series_with_its_own_boundaries():
     runs = [_run(i, "alpha" if i % 2 == 0 else "beta", tok=100.0 if i % 2 == 0 else 60.0)
             for i in range(6)]
-    built = trend.build(runs)
+    built = record_trend.build(runs)
     assert built.deployments == ["alpha", "beta"] * 3
     # Alternating runs are no change of either deployment: one boundary each, not six.
     assert built.boundaries == [(0, "baseline alpha v1"), (1, "baseline beta v1")]
@@ -39,16 +40,16 @@ def test_each_deployment_is_its_own_series_with_its_own_boundaries():
 
 def test_a_run_that_wrote_the_baseline_joins_its_endpoints_deployment():
     first = {**_run(0, "alpha"), "baseline": None}
-    built = trend.build([first, _run(1, "alpha"), _run(2, "beta")])
+    built = record_trend.build([first, _run(1, "alpha"), _run(2, "beta")])
     assert built.deployments == ["alpha", "alpha", "beta"]
     alone = {**first, "label": "http://elsewhere:1", "simulated": True,
              "fingerprint": {"sim_profile": "kimi"}}
-    assert trend.deployment_of(alone, [alone]) == "sim-kimi"
+    assert record_trend.deployment_of(alone, [alone]) == "sim-kimi"
 
 
 def test_drift_with_too_few_nights_is_undetermined_and_says_how_many_more():
     runs = [_run(i, "alpha") for i in range(3)] + [_run(i, "beta") for i in range(3, 9)]
-    lines = trend.drift_status(trend.build(runs))
+    lines = [(line.status, line.text) for line in record_trend.build(runs).drift]
     # Runs an hour apart are one night each deployment (the noise model's nights, 12 h).
     assert lines == [
         ("undetermined", "Drift undetermined (alpha): the scan compares the last 4 nights with "
@@ -57,21 +58,22 @@ def test_drift_with_too_few_nights_is_undetermined_and_says_how_many_more():
         ("undetermined", "Drift undetermined (beta): the scan compares the last 4 nights with "
                          "at least 5 before them, since the last boundary. It has 1 of the 9 "
                          "nights it needs: 8 more.")]
-    hourly = trend.drift_status(trend.build(runs[3:], night_window_h=0.5))
+    hourly = [(line.status, line.text)
+              for line in record_trend.build(runs[3:], night_window_h=0.5).drift]
     assert hourly[0][1].endswith("It has 6 of the 9 nights it needs: 3 more.")
-    page = trend.render(trend.build(runs[:3]))
+    page = trend.render(record_trend.build(runs[:3]))
     assert "No persistent shift" not in page and "It has 1 of the 9 nights it needs" in page
 
 
 def test_run_labels_are_short_and_thinned_and_boundaries_are_tagged():
-    assert trend.short_labels(["20261203-092719-8535", "20261203-093002-9785"]) == \
+    assert record_trend.short_labels(["20261203-092719-8535", "20261203-093002-9785"]) == \
         ["12-03 09:27", "12-03 09:30"]
-    assert trend.short_labels(["20261203-092719-aa", "20261203-092758-bb", "r7"]) == \
+    assert record_trend.short_labels(["20261203-092719-aa", "20261203-092758-bb", "r7"]) == \
         ["12-03 09:27:19", "12-03 09:27:58", "r7"]
-    assert trend.short_labels(["20261203-092719-aa", "20261203-092719-bb"]) == \
+    assert record_trend.short_labels(["20261203-092719-aa", "20261203-092719-bb"]) == \
         ["12-03 09:27:19 aa", "12-03 09:27:19 bb"]
     runs = [_run(i, "alpha", version=1 + i // 20) for i in range(40)]
-    built = trend.build(runs)
+    built = record_trend.build(runs)
     svg = str(trend.view(built)["metrics"][0]["figure"].svg)
     ticks = re.findall(r">(12-0\d \d\d:\d\d)</text>", svg)
     assert 10 <= len(ticks) <= 17 and ticks[-1] == "12-02 15:30"  # thinned, the last kept

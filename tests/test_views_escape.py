@@ -17,6 +17,7 @@ import pytest
 
 from specperf.fleet import page as fleet_page
 from specperf.record import files as record_files
+from specperf.record import trend as record_trend
 from specperf.views import extras, page, trend
 from test_report import FINGERPRINT, make_doc
 
@@ -134,7 +135,7 @@ def test_every_field_of_the_trend_page_is_text(doc, tmp_path: Path):
     later = {**line, "run_id": H("later run"), "baseline": {"deployment": H("deployment"),
                                                             "version": 2},
              "fingerprint": {**line["fingerprint"], "draft_model": H("new drafter")}}
-    built = trend.build([line, later])
+    built = record_trend.build([line, later])
     assert len(built.runs) == 2 and built.boundaries
     _assert_escaped(trend.render(built), ("run id", "later run", "created", "label",
                                           "kind label", "deployment", "git", "class",

@@ -32,8 +32,8 @@ from typing import Any
 from ..core.errors import ConfigError, NotAnLlmServer, SpecperfError
 from ..settings.config import Settings
 from ..settings.parsers import database_url
+from ..settings.reportdir import report_dir
 from ..store.history import read_history
-from ..views.report import report_dir
 from . import classify as cl
 from . import endpoint, report
 from .deploylog import Version, check_ends, load_versions, pick

@@ -20,9 +20,9 @@ from typing import Any
 from ..core.errors import ConfigError, SpecperfError
 from ..record import importer
 from ..settings.parsers import database_url
+from ..settings.reportdir import report_dir
 from ..store import engine, export, ingest
 from ..store.history import HistoryLineSkipped
-from ..views.report import report_dir
 from .exits import failed, unwritable
 
 DB_ENV = "SPECPERF_RESULTS_DB"

@@ -3,7 +3,8 @@
 The runs come from the one history reader (:func:`specperf.store.history.read_history`): the
 results store when it holds runs (``--db``, else ``$SPECPERF_RESULTS_DB``, else the SQLite
 ``results.db`` beside the history file), else ``history.jsonl`` — a line cut short by a crash
-is skipped and said, never an error. The page itself is :mod:`specperf.views.trend`'s.
+is skipped and said, never an error. The runs as data and the drift scan's finding are
+:mod:`specperf.record.trend`'s, the page :mod:`specperf.views.trend`'s.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError, StoreError
+from ..record import trend as history_trend
 from ..settings.config import resolve_only
 from ..settings.ini import project_ini
+from ..settings.reportdir import report_dir
 from ..store.history import HistoryLineSkipped, read_history
 from ..views import trend
-from ..views.report import report_dir
 from .exits import USAGE_ERROR, failed, unwritable
 from .store import given_store
 
@@ -40,7 +42,7 @@ def add_subcommand(subparsers: Any) -> None:
                          f"the history, when a run wrote one)")
     tr.add_argument("--out", type=Path, default=None,
                     help="where to write the page (default: trend.html beside the history)")
-    tr.add_argument("--kind", choices=trend.GROUPS, default="full",
+    tr.add_argument("--kind", choices=history_trend.GROUPS, default="full",
                     help="which runs the plots compare (default: full sweeps); every run is "
                          "listed with its kind either way")
     tr.add_argument("--night-window", default=None,
@@ -75,7 +77,7 @@ def run_trend(args: argparse.Namespace) -> int:
         return USAGE_ERROR
     base = args.history if args.history.is_dir() else args.history.parent
     out = args.out or base / "trend.html"
-    found = trend.build(entries, args.kind, window)
+    found = history_trend.build(entries, args.kind, window)
     try:
         out.write_text(trend.render(found), encoding="utf-8")
     except OSError as exc:

@@ -6,7 +6,7 @@ scanned per factor — step time over every case, avg commit per text class — 
 
 - each cell's nightly median is taken in logs; a night's shift is measured against the
   *reference*: the nights since the last boundary (a new baseline or server fingerprint,
-  :func:`specperf.views.trend.boundaries`), up to the candidate start;
+  :func:`specperf.record.trend.boundaries`), up to the candidate start;
 - the night noise has a part common to every cell of a night (the box: clocks, driver,
   thermal move every case together) and each cell's own part: ``log y[c, n] = level[c] +
   common[n] + own[c, n]``. Averaging cells shrinks only the own part, so a factor's
@@ -353,3 +353,48 @@ def detect_all(cells: Mapping[str, Sequence[float | None]], boundaries: Sequence
     flags += [f for s in series(cells, per_case=True)
               if (f := detect(s, CASE_THRESHOLD, boundaries))]
     return flags
+
+
+@dataclass(frozen=True)
+class Nights:
+    """A history's runs grouped into nights as the noise model groups them
+    (:func:`specperf.core.noise.nights_of`): per cell a night's geometric mean
+    (``metric|cell``), the boundaries at the nights they fall in, and each night named by its
+    first run."""
+
+    cells: dict[str, list[float | None]]
+    boundaries: list[int]
+    labels: list[str]
+
+
+@dataclass(frozen=True)
+class ScanLine:
+    """What the scan found for one deployment: a flag, or why its last night passed or could
+    not be judged. ``log`` is the nightly job's line for a flag ('' otherwise)."""
+
+    status: str  # "flag", "undetermined" or "pass"
+    text: str
+    log: str = ""
+
+
+def scan(found: Nights, who: str = "", scan: DriftScan = DRIFT_SCAN) -> list[ScanLine]:
+    """The scan of one deployment's nights (``who``: its name when the history holds
+    several): a line per flag; else whether its last night could be judged at all —
+    undetermined until it has ``min_reference`` nights since its last boundary and
+    ``window`` after them, else a pass."""
+    flags = detect_all(found.cells, found.boundaries)
+    named = f" ({who})" if who else ""
+    if flags:
+        return [ScanLine("flag", f"drift{named}: {f.sentence(found.labels)}",
+                         f"drift: {who + ': ' if who else ''}{f.sentence(found.labels)}")
+                for f in flags]
+    since = len(found.labels) - max(found.boundaries, default=0)
+    needed = scan.min_reference + scan.window
+    if since < needed:
+        return [ScanLine("undetermined", (
+            f"Drift undetermined{named}: the scan compares the last {scan.window} nights "
+            f"with at least {scan.min_reference} before them, since the last boundary. It "
+            f"has {since} of the {needed} nights it needs: {needed - since} more."))]
+    return [ScanLine("pass", (
+        f"No persistent shift{named}: no factor or case moved over the last {scan.window} "
+        f"nights against the {since - scan.window} before them (drift.py)."))]

@@ -30,10 +30,10 @@ from ..record import readers as record_readers
 from ..record import results, runkind
 from ..record import scrub as record_scrub
 from ..settings.endpoints import Endpoint
+from ..settings.reportdir import report_dir
 from ..store import ingest
 from ..store.engine import not_written
 from ..views import summary
-from ..views.report import report_dir
 from . import page
 
 FLEET_COLLECTOR = "specperf-fleet"

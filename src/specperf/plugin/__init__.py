@@ -31,9 +31,9 @@ from ..servers import simulated
 from ..settings import endpoints
 from ..settings.config import Settings, for_baseline, resolve
 from ..settings.options import OPTIONS
+from ..settings.reportdir import report_dir
 from ..settings.spelling import renamed_notice, unknown_flag
 from ..views import summary
-from ..views.report import report_dir
 from . import reporting
 from .burstfixtures import (  # noqa: F401  (the concurrency test's fixtures)
     BurstPlugin,

@@ -3,7 +3,7 @@
 On the controller only (never on an xdist worker) and only when the run set out to measure
 something, :class:`ReportPlugin` builds the results document (:mod:`specperf.record.results`) from
 what every worker reported (:mod:`specperf.views.summary`'s collector), hands it to the terminal
-summary, and writes results.json, the history line and report.html (:mod:`specperf.views.report`).
+summary, and writes results.json, the history line and report.html (:func:`write_report`).
 When pytest-html is active (``--html``), its results table gains tok/s, step ms, avg commit
 and Δ columns, its summary names our report, and each case carries its samples and raw JSON
 as extras. This is the only module that imports pytest_html.
@@ -26,15 +26,16 @@ from ..core.contract import REGRESSION
 from ..core.errors import SpecperfError, StoreError
 from ..core.version import __version__
 from ..measure.session import git_revision
+from ..record import files as record_files
 from ..record import persistence, results, runkind
 from ..record import readers as record_readers
 from ..record import scrub as record_scrub
 from ..settings.config import Settings
+from ..settings.reportdir import report_dir
 from ..store.engine import not_written
 from ..store.history import history_despite_store
 from ..store.ingest import missed_line
-from ..views import extras, summary
-from ..views.report import report_dir, write_report
+from ..views import extras, page, summary
 from . import burstfixtures, publish
 from .fixtures import STATE
 from .runstate import RunState
@@ -115,7 +116,7 @@ class ReportPlugin:
             self.written, self.backfilled = write_report(doc, where)
         except OSError as exc:
             self.problem = f"{exc}; point --report-dir at a writable directory"
-        except StoreError as exc:  # every file is written (views/report.py): say so
+        except StoreError as exc:  # every file is written (write_report): say so
             self.written = where / str(doc["run_id"]) / "report.html"
             self.store_problem = not_written(exc, _shown(self.written.with_name("results.json")))
             session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
@@ -292,3 +293,17 @@ class HtmlHooks:
 
 def _fmt(value: float | None, spec: str) -> str:
     return "" if value is None else format(value, spec)
+
+
+def write_report(doc: dict[str, Any], directory: Path) -> tuple[Path, list[str]]:
+    """results.json, the history line, the results store and report.html of one run; returns
+    the page's path and the earlier runs the store write brought in. A store that is down
+    (StoreError) is raised after the page is written: it loses no file."""
+    out = directory / str(doc["run_id"]) / "report.html"
+    try:
+        _, missed = record_files.write(doc, directory)
+    except StoreError:
+        out.write_text(page.render(doc), encoding="utf-8")
+        raise
+    out.write_text(page.render(doc), encoding="utf-8")
+    return out, missed

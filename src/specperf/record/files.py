@@ -1,5 +1,5 @@
 """The record's files: ``<dir>/<run-id>/results.json`` and one line of ``<dir>/history.jsonl``
-per run (read by views/trend.py)."""
+per run (read by record/trend.py)."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ import pytest
 from specperf.cli import main
 from specperf.core import drift
 from specperf.record import trend as record_trend
+from specperf.store.history import read_history
 from specperf.views import trend
 
 CELLS = [f"{c}-ctx{x}" for c in ("padding", "reasoning") for x in (13, 3333)]
@@ -129,4 +130,4 @@ def test_specperf_trend_prints_the_drift(tmp_path: Path, capsys: object) -> None
     assert "specperf drift: step time +" in out and "since run r09" in out
     page = (tmp_path / "trend.html").read_text()
     assert '<ul class="drift">' in page
-    assert trend.drift_lines(record_trend.build(record_trend.load_history(history)))
+    assert trend.drift_lines(record_trend.build(read_history(history)))

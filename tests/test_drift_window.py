@@ -20,6 +20,7 @@ from scipy import stats
 from specperf.core import drift
 from specperf.core.stats import MAD_TO_SIGMA
 from specperf.record import trend as record_trend
+from specperf.store.history import read_history
 from specperf.views import trend
 
 CELLS = [f"padding-ctx{x}" for x in (13, 1663, 3333, 5553)]
@@ -120,12 +121,12 @@ def test_the_trend_page_says_what_no_flag_means(tmp_path: Path) -> None:
         for n in range(9)]
     history.write_text("\n".join(lines[:8]) + "\n")
     # 8 nights: the last 4 have only 4 before them, one short of the 5 the scan needs.
-    assert trend.drift_lines(record_trend.build(record_trend.load_history(history))) == []
-    assert trend.section("drift", record_trend.build(record_trend.load_history(history))) == (
+    assert trend.drift_lines(record_trend.build(read_history(history))) == []
+    assert trend.section("drift", record_trend.build(read_history(history))) == (
         '<ul class="drift"><li data-status="undetermined">Drift undetermined: the scan '
         "compares the last 4 nights with at least 5 before them, since the last boundary. It "
         "has 8 of the 9 nights it needs: 1 more.</li></ul>")
     history.write_text("\n".join(lines) + "\n")
-    assert trend.section("drift", record_trend.build(record_trend.load_history(history))) == (
+    assert trend.section("drift", record_trend.build(read_history(history))) == (
         '<ul class="drift"><li data-status="pass">No persistent shift: no factor or case '
         "moved over the last 4 nights against the 5 before them (drift.py).</li></ul>")

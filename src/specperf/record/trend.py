@@ -23,44 +23,15 @@ has the nights it needs.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from ..core import drift
-from ..core.errors import ConfigError
 from ..core.fingerprint import deployment_for, fingerprint_differences
 from ..core.noise import DEFAULT_NIGHT_WINDOW_H, nights_of
-
-
-def load_history(path: Path) -> list[dict[str, Any]]:
-    """Every run in a history file, oldest first; a bad line is a ConfigError naming it."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigError(f"cannot read history {path}: {exc}. Perf runs append to "
-                          "reports/history.jsonl; pass --history.") from exc
-    entries = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path} line {number} is not JSON ({exc}): remove or fix "
-                              "that line.") from exc
-        if not isinstance(entry, dict) or not isinstance(entry.get("cells"), dict):
-            raise ConfigError(f"{path} line {number} is not a specperf history entry "
-                              "(no 'cells'): remove or fix that line.")
-        entries.append(entry)
-    if not entries:
-        raise ConfigError(f"{path} holds no runs yet: run the perf tests first.")
-    return entries
-
 
 STOPPED = ("outage", "lock-timeout", "no-baseline", "config-error", "unstable")
 GROUPS = ("full", "custom", "gate", "ab", "subset", "concurrency", "interrupted", *STOPPED,

@@ -408,6 +408,15 @@ class LeanCase:
     reference: int
     first: int
     warmup: int = WARMUP
+    # The warm-up's output length (None: the case's own). Shorter, it warms the case's prefill
+    # but re-sends no whole measured request, so nothing checks determinism in the run: an
+    # identical result against the reference still settles acceptance (the same verify steps
+    # on the same prompt), a changed one goes to the statistics (judge/exact.py).
+    warmup_tokens: int | None = None
+
+    def warmup_s(self) -> float:
+        """GPU seconds of the case's warm-ups, noise aside."""
+        return self.warmup * cost_s(physics(*self.key, self.warmup_tokens or self.tokens))
 
 
 @dataclass(frozen=True)
@@ -517,7 +526,10 @@ def lean_trial(setup: Setup, lean: Lean, change: Change, seed: Sequence[int]
         i = SWEEP.index(lc.key)
         before = stream(ph, night, i, NO_CHANGE, setup.box, np.random.default_rng([*seed, i, 0]))
         now = stream(ph, night, i, change, setup.box, np.random.default_rng([*seed, i, 1]))
-        base, base_gpu = baseline(before, ph.case, lc.reference, lc.warmup)
+        base, base_gpu = baseline(before, ph.case, lc.reference,
+                                  lc.warmup if lc.warmup_tokens is None else 0)
+        if lc.warmup_tokens is not None:
+            base_gpu += lc.warmup_s()
         fixed = fixed_ses(base.metrics, noise)
         bound = max(lc.first, lean.max_repeats)
         got = take(now, lambda v, b=base, f=fixed, n=lc.first, top=bound: decide_repeats(
@@ -527,6 +539,8 @@ def lean_trial(setup: Setup, lean: Lean, change: Change, seed: Sequence[int]
         # Exact acceptance: the same prompts at temperature 0 take the same verify steps
         # unless acceptance moved; its change, exactly known, is judged by the contract.
         exact = ("unchanged" if acc == 0 else "changed") if lean.exact else ""
+        if exact == "changed" and lc.warmup_tokens is not None:
+            exact = ""  # not shown deterministic in the run: the statistics judge it
         verdict = case_verdict(ph, got, base, noise, exact=exact)
         beyond = exact == "changed" and acc > DEFAULT_TOLERANCES["avg_commit"]
         if verdict.status == "fail" or beyond:
@@ -536,12 +550,13 @@ def lean_trial(setup: Setup, lean: Lean, change: Change, seed: Sequence[int]
         if exact == "unchanged":  # as plugin/sweeprun.py gathers it
             run.pop("avg_commit")
         cost = sum(s["wall_s"] for s in got) / len(got)
-        gpu += (lc.warmup + len(got)) * cost + base_gpu
+        warm = lc.warmup * cost if lc.warmup_tokens is None else lc.warmup_s()
+        gpu += warm + len(got) * cost + base_gpu
         requests_ += 2 * lc.warmup + len(got) + len(base.values["tok_s"])
         data.append((SweepCase(ph.case, run, dict(base.metrics), None, cost,
                                base_requests=dict(base.values)), now))
     for lc in lean.reference_only:
-        gpu += (lc.warmup + lc.reference) * cost_s(physics(*lc.key, lc.tokens))
+        gpu += lc.warmup_s() + lc.reference * cost_s(physics(*lc.key, lc.tokens))
         requests_ += lc.warmup + lc.reference
     return conclude(data, fails, gpu, len(lean.cases), requests_, noise, names=names)
 
@@ -630,6 +645,10 @@ def configs(box: Box, base_r: int, history_nights: int) -> dict[str, Setup]:
     two = replace(LEAN, cases=(replace(LEAN.cases[0], reference=2), *LEAN.cases[1:]))
     out["same-night gate lean 3% long x2"] = Setup("same-night", gate_physics(two),
                                                    replace(box, night=0.03), 0, lean=two)
+    warm = replace(LEAN, cases=(replace(LEAN.cases[0], warmup_tokens=SHORT_TOKENS),
+                                *LEAN.cases[1:]))
+    out["same-night gate lean 3% short warm-up"] = Setup(
+        "same-night", gate_physics(warm), replace(box, night=0.03), 0, lean=warm)
     out["same-night gate short 3%"] = Setup("same-night", tuple(physics(*c.key, c.tokens)
                                                                 for c in SHORT.cases),
                                             replace(box, night=0.03), 0, lean=SHORT)

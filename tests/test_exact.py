@@ -71,9 +71,9 @@ CASE = Case("reasoning", 3333, 600)
 
 
 def _sample(repeat: int, steps: int, *, warmup: bool = False, output: str = "out",
-            prompt: str | None = None) -> Sample:
+            prompt: str | None = None, tokens: int = 600) -> Sample:
     k = max(repeat, 0)
-    return Sample(CASE.id, repeat, warmup, 3333, 600, 10.0, steps, 9.0, 1.0, None, 0,
+    return Sample(CASE.id, repeat, warmup, 3333, tokens, 10.0, steps, 9.0, 1.0, None, 0,
                   "response", "length",
                   raw={"prompt_k": k, "reproducible": True,
                        "prompt_digest": prompt or f"p{k}", "output_digest": f"{output}{k}"})
@@ -95,6 +95,29 @@ def test_identical_steps_on_every_prompt_is_unchanged():
 
 
 STATS = "tok/s 30.0 → 29.0 (−3.3%, limit −10%) — within tolerance."
+
+
+def test_a_short_warm_up_checks_no_determinism_yet_identical_steps_still_settle_acceptance():
+    # The gate warms its 600-token case at 128 tokens (--specperf-warmup-output-tokens): the
+    # warm-up re-sends prompt 0 but not the whole request, so it is no determinism pair.
+    from specperf.measure.determinism import deterministic
+    warm = _sample(-1, 20, warmup=True, tokens=128, output="short")
+    same = _measured(warm, _sample(0, 68), _sample(1, 70), _sample(2, 69))
+    assert deterministic(same.samples) is None
+    result = exact.compare(same, BASE, None, "")
+    assert (result.status, result.message) == (
+        "unchanged", "exact acceptance: identical verify steps on 3 of 3 prompts.")
+    moved = exact.compare(_measured(warm, _sample(0, 68), _sample(1, 79), _sample(2, 69)),
+                          BASE, None, "")
+    assert moved.status == "unavailable"
+    assert moved.message == (
+        "exact acceptance unavailable: the verify steps changed on 1 of 3 prompts and the "
+        "server is not shown deterministic here: no warm-up re-sent a whole measured request "
+        "(a shorter warm-up: --specperf-warmup-output-tokens), so determinism is unchecked; "
+        "acceptance is judged by statistics.")
+    # A warm-up as long as the request that disagrees still says the server varies.
+    varied = _measured(_sample(-1, 69, warmup=True), _sample(0, 68), _sample(1, 70))
+    assert exact.compare(varied, BASE, None, "").status == "unavailable"
 
 
 def test_a_one_prompt_change_inside_the_tolerance_is_noted_and_passes():

@@ -324,7 +324,7 @@ def test_phase_1_writes_tonights_run_alone_into_the_reference_directory(tmp_path
         "--specperf-baseline-runs=1", "--specperf-update-baselines",
         f"--specperf-accept={reference.REFERENCE_ACCEPT}", SHORT,
         "--specperf-case-repeats=padding-ctx13=32,padding-ctx3333=4,reasoning-ctx13=4,"
-        "reasoning-ctx3333=3"]
+        "reasoning-ctx3333=3", "--specperf-warmup-output-tokens=128"]
 
 
 def test_phase_2_judges_exactly_that_version_the_same_night(tmp_path):
@@ -334,4 +334,4 @@ def test_phase_2_judges_exactly_that_version_the_same_night(tmp_path):
         "--specperf-baseline-version", "3", "--specperf-require-baseline",
         "--specperf-same-night", SHORT,
         "--specperf-case-repeats=padding-ctx13=8,padding-ctx3333=2,reasoning-ctx3333=1",
-        "--specperf-path-output-tokens=128"]
+        "--specperf-path-output-tokens=128", "--specperf-warmup-output-tokens=128"]

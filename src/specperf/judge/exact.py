@@ -5,7 +5,9 @@ decided by the drafter; for the same prompt both repeat exactly on a determinist
 When a run sends the baseline's prompts (:mod:`specperf.plan.reuse`) and the server repeated
 itself in this run (the warm-up re-sent repeat 0's prompt: :func:`deterministic`), each
 prompt's verify steps are compared with the baseline's, exactly: no repeats, no noise. A server
-that does not repeat itself falls back to statistics and says so.
+that does not repeat itself falls back to statistics and says so. Where the run did not check
+(a warm-up shorter than the case, ``--specperf-warmup-output-tokens``), the same steps on every
+prompt still settle acceptance (they are what was measured), and a change goes to statistics.
 
 The comparison is evidence, not yet a verdict: it says with certainty whether and where
 acceptance changed. Whether that is a regression is the verdict contract's
@@ -110,7 +112,8 @@ def compare(measured: Measurement, base: Mapping[int, PromptRecord],
                            "new version with --specperf-update-baselines")
     if base_deterministic is False:
         return unavailable("the server was not deterministic when the baseline was written")
-    if deterministic(samples) is not True:
+    shown = deterministic(samples)
+    if shown is False:
         return unavailable(f"the server is not shown deterministic here: "
                            f"{determinism_detail(samples)}")
     same = sorted(k for k in mine if k in base and base[k].prompt == mine[k].prompt)
@@ -119,6 +122,12 @@ def compare(measured: Measurement, base: Mapping[int, PromptRecord],
                            "nonces match (the tokenizer or the prompt text changed)")
     changes = tuple((k, base[k].steps, mine[k].steps, base[k].output == mine[k].output)
                     for k in same if base[k].steps != mine[k].steps)
+    if changes and shown is None:
+        # Unchecked determinism: the same steps on every prompt still settle acceptance (they
+        # are what was measured), but a change could be the server's own variation.
+        return unavailable(f"the verify steps changed on {len(changes)} of {len(same)} prompts "
+                           f"and the server is not shown deterministic here: "
+                           f"{determinism_detail(samples)}")
     if not changes:
         return ExactResult(ExactStatus.UNCHANGED, f"exact acceptance: identical verify steps on "
                            f"{len(same)} of {len(same)} prompts.", len(same))

@@ -94,9 +94,9 @@ def validate(case: Case, request: Request, comp: Completion, *, calibrated: bool
     """The reply is the request asked for: its length honoured, its prompt counted as
     built, its fields consistent; else the error that says which and what to do."""
     where = request.where(case)
-    if comp.completion_tokens != case.output_tokens or comp.finish != "length":
+    if comp.completion_tokens != request.max_tokens or comp.finish != "length":
         raise IgnoreEosNotHonoured(
-            f"{where}: asked for exactly {case.output_tokens} tokens with ignore_eos, "
+            f"{where}: asked for exactly {request.max_tokens} tokens with ignore_eos, "
             f"got {comp.completion_tokens} (finish reason {comp.finish!r}): ignore_eos not "
             "honoured, so tok/s would be measured on a different length. Check that the "
             "server accepts ignore_eos on this route.", url=url)

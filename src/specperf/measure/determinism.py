@@ -30,6 +30,8 @@ class Repeat(Protocol):
     def warmup(self) -> bool: ...
     @property
     def repeat(self) -> int: ...
+    @property
+    def completion_tokens(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -60,12 +62,14 @@ def records(samples: Sequence[Repeat]) -> dict[int, PromptRecord]:
 
 
 def _repeat_pairs(samples: Sequence[Repeat]) -> list[tuple[Repeat, Repeat]]:
-    """(warm-up, repeat 0) pairs that sent the same prompt."""
+    """(warm-up, repeat 0) pairs that sent the same request: the same prompt, decoded as long
+    (a shorter warm-up, --specperf-warmup-output-tokens, re-sends no whole request)."""
     first = next((s for s in samples if not s.warmup and s.repeat == 0 and _usable(s)), None)
     if first is None:
         return []
     return [(w, first) for w in samples if w.warmup and _usable(w)
-            and w.raw["prompt_digest"] == first.raw["prompt_digest"]]
+            and w.raw["prompt_digest"] == first.raw["prompt_digest"]
+            and w.completion_tokens == first.completion_tokens]
 
 
 def deterministic(samples: Sequence[Repeat]) -> bool | None:
@@ -85,4 +89,7 @@ def determinism_detail(samples: Sequence[Repeat]) -> str:
                     f"{f.verify_steps} in repeat 1")
         if w.raw["output_digest"] != f.raw["output_digest"]:
             return "the same prompt gave different output text in the warm-up and repeat 1"
+    if any(s.warmup for s in samples):
+        return ("no warm-up re-sent a whole measured request (a shorter warm-up: "
+                "--specperf-warmup-output-tokens), so determinism is unchecked")
     return "no warm-up re-sent a measured prompt (--specperf-warmup 0), so determinism is unchecked"

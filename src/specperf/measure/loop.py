@@ -44,6 +44,8 @@ class RunConfig:
     guard_retries: int = 3
     guard_wait_s: float = 5.0
     case_repeats: Mapping[str, int] = field(default_factory=dict)  # per case, instead of repeats
+    # A warm-up's output length where the case decodes more (None: the case's own length).
+    warmup_tokens: int | None = None
 
     def bounds(self, case_id: str) -> tuple[int, int]:
         """A case's fewest and most repeats: its own minimum where named, else the run's."""
@@ -80,6 +82,7 @@ class Measurer:
         self.prompt_plan = reuse.PromptPlan()
         self.last_prompt: reuse.PromptUsed | None = None
         self.deterministic: dict[str, bool | None] = {}  # case id -> determinism.deterministic
+        self.taken: dict[str, list[Sample]] = {}  # case id -> its samples so far (warm-ups too)
         self.metrics_text = ""  # the last /metrics scrape (paths read histogram sums off it)
 
     def reproduce_prompts(self, seed: str) -> reuse.PromptPlan:
@@ -98,14 +101,18 @@ class Measurer:
         least, most = self.run.bounds(case.id)
         decide = decide or (lambda values: self._stable_enough(values, least, most))
         samples = []
+        short = self.run.warmup_tokens
+        warm = self.request(case, short) if short and short < case.output_tokens else None
         for i in range(self.run.warmup):
-            samples.append(self.sample(case, -1 - i, warmup=True))
+            samples.append(self.sample(case, -1 - i, warmup=True, request=warm))
             self.on_sample(samples[-1], least)
         measured: list[Sample] = []
         while True:
             measured.append(self.sample(case, len(measured), warmup=False))
+            self.taken[case.id] = samples + measured
             self.on_sample(measured[-1], least)
             if len(measured) == 1:  # the warm-ups re-sent this prompt: does it repeat?
+                # (None: no warm-up re-sent the whole request, so nothing was checked)
                 self.deterministic[case.id] = determinism.deterministic(samples + measured)
             if len(measured) < least:
                 continue

@@ -122,7 +122,8 @@ class PerfSession:
         s = self.settings
         run = RunConfig(repeats=s.repeats, max_repeats=s.max_repeats, warmup=s.warmup,
                         request_timeout=s.request_timeout, max_spread=s.max_spread,
-                        case_repeats=dict(s.case_repeats))
+                        case_repeats=dict(s.case_repeats),
+                        warmup_tokens=s.warmup_output_tokens)
         log = LogSource(s.log_command) if s.log_command else None
         return Measurer(client, server, prompts, run, log=log, on_sample=self.on_sample)
 

@@ -72,12 +72,19 @@ class RunPrompts:
                 if changes else ""
         return self._refusal or None
 
-    @staticmethod
-    def exact_in_force(case: Case, base: CaseBaseline | None, measurer: Measurer | None) -> bool:
-        """Acceptance of ``case`` is judged exactly: its repeats need not settle it."""
+    def exact_in_force(self, case: Case, base: CaseBaseline | None,
+                       measurer: Measurer | None) -> bool:
+        """Acceptance of ``case`` is judged exactly: its repeats need not settle it. Where the
+        run did not check the server repeats itself (a short warm-up), only while every
+        prompt so far took the baseline's verify steps exactly."""
         if base is None or not base.prompts or base.deterministic is False or measurer is None:
             return False
-        return measurer.deterministic.get(case.id) is True
+        shown = measurer.deterministic.get(case.id)
+        taken = measurer.taken.get(case.id)
+        if shown is None and taken:
+            found = self.compare_exact(measurer.finish(case, taken), base)
+            return found.status == exact.ExactStatus.UNCHANGED
+        return shown is True
 
     def compare_exact(self, measured: Measurement, base: CaseBaseline) -> exact.ExactResult:
         """The prompt-by-prompt comparison of ``measured``'s acceptance with the baseline's."""

@@ -52,6 +52,7 @@ class Settings:
     max_repeats: int = _default("max_repeats")
     max_spread: float = _default("max_spread")
     warmup: int = _default("warmup")
+    warmup_output_tokens: int | None = _default("warmup_output_tokens")
     acceptance_source: AcceptanceSource = _default("acceptance_source")
     log_command: str | None = _default("log_command")
     request_timeout: float = _default("request_timeout")

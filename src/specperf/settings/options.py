@@ -143,6 +143,12 @@ OPTIONS: tuple[Option, ...] = (
            "(a shared CPU box).", "a number in (0, 1]"),
     Option("warmup", nonneg_int, "1", "Unmeasured warm-up requests per case.",
            "a non-negative integer"),
+    Option("warmup_output_tokens", positive_int, None,
+           "Output length of a case's warm-up where the case decodes more: the warm-up still "
+           "warms the case's prompt, but no longer re-sends a whole measured request, so the "
+           "run does not check the server repeats itself (an identical exact-acceptance result "
+           "still settles acceptance; a changed one is left to the statistics). The same-night "
+           "gate warms its long case at 128.", "a positive integer", has_alias=False),
     Option("acceptance_source", choice(*get_args(AcceptanceSource)), "auto",
            "Where verify-step counts come from; auto picks the most trusted that works.",
            "one of auto, response, metrics, log, none"),

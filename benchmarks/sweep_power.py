@@ -395,6 +395,8 @@ class Setup:
     prior: float | None = None  # the run-to-run noise stated to the judge (None: its default)
     per_night: int = 1  # runs a night in the history (3: back to back)
     lean: Lean | None = None  # same-night: the gate by purpose (issue 52), per case
+    # The warm-ups' output length (None: each case's own; --specperf-warmup-output-tokens).
+    warmup_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -469,7 +471,9 @@ def trial(setup: Setup, change: Change, seed: Sequence[int]) -> dict[str, Any]:
             fails += 1
             names |= factors_of(verdict.factor)
         cost = sum(s["wall_s"] for s in got) / len(got)
-        gpu += (WARMUP + len(got)) * cost + (base_gpu if reference else 0.0)
+        warm = cost if setup.warmup_tokens is None else \
+            cost_s(physics(ph.case.text_class, ph.case.context, setup.warmup_tokens))
+        gpu += WARMUP * warm + len(got) * cost + (base_gpu if reference else 0.0)
         requests_ += WARMUP + len(got) + (WARMUP + len(base.values["tok_s"]) if reference else 0)
         data.append((SweepCase(ph.case, values(got), dict(base.metrics), None, cost,
                               base_requests=dict(base.values)), now))
@@ -632,6 +636,9 @@ def configs(box: Box, base_r: int, history_nights: int) -> dict[str, Setup]:
                                                          history_nights=20)
             out[f"20 nights {name} {night:.0%} x3 a night"] = Setup(
                 "nightly", cases, b, base_r, history_nights=20, per_night=3)
+            # The nightly with every warm-up at the gate's 128 tokens (issue 52).
+            out[f"20 nights {name} {night:.0%} short warm-up"] = Setup(
+                "nightly", cases, b, base_r, history_nights=20, warmup_tokens=SHORT_TOKENS)
     quiet = replace(box, night=0.005)
     out["first full 0.5% stated"] = Setup("nightly", full, quiet, base_r, history_nights=0,
                                           prior=0.005)

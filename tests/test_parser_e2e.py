@@ -92,8 +92,8 @@ def test_slow_parser_fails_the_chat_stream_naming_post_processing(perf_project, 
         "decode * → * tok/s (*%, within noise); post-processing +* ms per verify step explains "
         "it — parser regression: check the reasoning and tool-call parsers, not the drafter.",
         "regressions (1), one line each *",
-        "  reasoning-ctx3333 chat stream vs native stream: chat stream delivery * → * tok/s "
-        "vs the native stream (−*%, limit −10%) — parser regression"])
+        "  reasoning-ctx3333 chat stream vs native stream: chat stream delivery vs native * → * "
+        "(−*%, limit −10%) — parser-path regression"])
     assert "decode regression" not in out and "decodes slower" not in out
     found = verdicts(xml)
     # The per-chunk cost touches only the chat stream: the non-streaming chat route and the
@@ -119,8 +119,8 @@ def test_slow_response_parsing_fails_the_chat_route_naming_post_processing(perf_
         "post-processing +* ms per response explains it — parser regression: check the "
         "reasoning and tool-call parsers, not the drafter.",
         "regressions (1), one line each *",
-        "  reasoning-ctx3333 chat vs native: chat tok/s * → * vs native (−*%, limit −10%) — "
-        "parser regression"])
+        "  reasoning-ctx3333 chat vs native: chat tok/s vs native * → * (−*%, limit −10%) — "
+        "parser-path regression"])
 
 
 @pytest.mark.slow  # a whole perf session or gate run (README: test commands)

@@ -107,8 +107,8 @@ def test_slow_transport_is_labelled_transport_overhead_not_a_server_regression(
     result.stdout.fnmatch_lines([
         "the stream delivered * tok/s to the client against a "
         "server decode of * tok/s (−*%) — transport/client overhead, not a server regression: "
-        "the server decoded at its non-streaming rate (server decode * → * tok/s vs "
-        "non-streaming (*%, within noise)); the chunks reached the client late*"])
+        "the server decoded at its non-streaming pace (server step time while streaming * → * "
+        "ms vs non-streaming (*%, within noise)); the chunks reached the client late*"])
     runs = [json.loads(p.get("value")) for p in ElementTree.parse(xml).getroot().iter("property")
             if p.get("name") == "specperf_paths"]
     assert len(runs) == 2

@@ -22,13 +22,23 @@ from ..core.contract import IMPROVED, NOTED, REGRESSION, UNDETERMINED
 from ..core.limits import FLOOR, format_percent, format_value
 from ..judge.attribution import SECONDARY_SHARE, UNEXPLAINED_SHARE
 from ..judge.hints import ACCEPTANCE_HINT, PREFILL_HINT, STEP_HINT
-from ..judge.pathverdict import PARSER_HINT, STREAM_DECODE_HINT
+from ..judge.pathverdict import COMPARISONS, PARSER_HINT, STREAM_DECODE_HINT
 from ..judge.sweep.factortest import SWEEP_TOLERANCE
 
 # The order a line names a case's metrics: what the user feels first.
 _METRICS = (("tok_s", "tok/s", ""), ("avg_commit", "avg commit", ""),
             ("step_ms", "step time", " ms"), ("decode_tok_s", "decode tok/s", ""),
             ("ttft_ms", "prefill (TTFT)", " ms"))
+# A path verdict's figures (judge/pathverdict.py), named by the routes they compare.
+_PATH_METRICS = {
+    COMPARISONS[0]: (("tok_s", "chat tok/s vs native", ""),
+                     ("step_ms", "chat step time vs native", " ms"),
+                     ("decode_tok_s", "server decode vs native", "")),
+    COMPARISONS[1]: (("delivery_tok_s", "chat stream delivery vs native", ""),
+                     ("decode_tok_s", "server decode vs native", "")),
+    COMPARISONS[2]: (("step_ms", "server step time while streaming", " ms"),
+                     ("decode_tok_s", "server decode while streaming", ""),
+                     ("delivery_tok_s", "client delivery vs server decode", ""))}
 # A sweep's factors as judge/sweep/verdict.py keys them in ``details`` (acceptance per text
 # class: "acceptance:<class>"), with the direction a regression moves them.
 _SWEEP = (("tok/s", "tok/s", -1), ("step", "step time", +1), ("acceptance", "avg commit", -1))
@@ -66,7 +76,7 @@ def headline(verdict: Mapping[str, Any]) -> str:
     elif "slope" in details:
         what = _slope(details["slope"])
     else:
-        what = _case_moves(details)
+        what = _case_moves(details, _metrics_of(verdict))
     if not what:
         return _sentence_headline(str(verdict.get("message", "")))
     exact = verdict.get("exact") or {}
@@ -94,7 +104,7 @@ def reason(verdict: Mapping[str, Any], sweep_tolerance: float = SWEEP_TOLERANCE)
     elif "slope" in details:
         found = _slope(details["slope"], status)
     else:
-        found = "; ".join(_case_reason(details, status))
+        found = "; ".join(_case_reason(details, status, _metrics_of(verdict)))
     # Without figures (an older record, or a change only the sentence locates, such as a draft
     # position's), the sentence's end: where a noted or open verdict says why.
     return found or one_line(str(verdict.get("message", "")), tail=True)
@@ -158,8 +168,18 @@ def one_line(message: str, tail: bool = False) -> str:
 
 
 # -- a case's metrics ---------------------------------------------------------------------------
-def _case_moves(details: Mapping[str, Any]) -> str:
-    moved = [(details[key], name, unit, key) for key, name, unit in _METRICS
+Metrics = tuple[tuple[str, str, str], ...]
+
+
+def _metrics_of(verdict: Mapping[str, Any]) -> Metrics:
+    """The figures a verdict's details hold, in the order a line names them: a case's, or a
+    path comparison's (its case id ends with the comparison)."""
+    case = str(verdict.get("case_id", ""))
+    return next((m for end, m in _PATH_METRICS.items() if case.endswith(end)), _METRICS)
+
+
+def _case_moves(details: Mapping[str, Any], metrics: Metrics = _METRICS) -> str:
+    moved = [(details[key], name, unit, key) for key, name, unit in metrics
              if _beyond(details.get(key), key)]
     if not moved:
         return ""
@@ -171,12 +191,13 @@ def _case_moves(details: Mapping[str, Any]) -> str:
     return what
 
 
-def _case_reason(details: Mapping[str, Any], status: str) -> list[str]:
+def _case_reason(details: Mapping[str, Any], status: str, metrics: Metrics = _METRICS
+                 ) -> list[str]:
     """The metrics behind a case's word: for noted, the changes we are sure of (inside their
     limits); for improved, those past the limit on the good side; for undetermined, the
     intervals across a limit."""
     out = []
-    for key, name, unit in _METRICS:
+    for key, name, unit in metrics:
         entry = details.get(key)
         if not entry or entry.get("change") is None or not entry.get("limit"):
             continue

@@ -22,7 +22,7 @@ def _as_perf_test(request):
     # what the perf fixtures mark a perf test with: the run then leaves a record
     request.node.user_properties.append(("specperf_case", request.node.name))
 
-SEEN = {"scope": "sweep", "power": 0.95, "noise": "run-to-run prior ±3.0%: no history yet",
+SEEN = {"scope": "sweep", "power": 0.95, "noise": "run-to-run ±3.0% assumed: no history yet",
         "factors": {"tok_s": -0.126, "step_ms": 0.133, "avg_commit": -0.13},
         "extra_requests": 0, "extra_s": 0.0}
 
@@ -65,4 +65,4 @@ def test_undetermined_fit_and_sweep_are_skips_recorded_in_results_json(
     assert statuses == {"reasoning-fit": "undetermined", "sweep": "undetermined",
                         "padding-ctx13": "fail", "padding-ctx1663": "pass"}
     assert doc["resolution"]["factors"]["step_ms"] == pytest.approx(0.133)
-    assert doc["resolution"]["noise"] == "run-to-run prior ±3.0%: no history yet"
+    assert doc["resolution"]["noise"] == "run-to-run ±3.0% assumed: no history yet"

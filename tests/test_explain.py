@@ -23,7 +23,7 @@ REAL_BOX = "kimi-k26-ddtree-8xpro6000"
 OFFLINE = ["--deployment", REAL_BOX, "--baseline-dir", str(BASELINES), "--class", "reasoning",
            "--context", "3500"]
 PREDICTED = ("predicted 25.8–30.9 tok/s (avg commit 2.90 for reasoning, step time 103 ms at "
-             "3500 tokens + 300 generated; run-to-run prior ±3.0%: no history yet)")
+             "3500 tokens + 300 generated; run-to-run ±3.0% assumed: no history yet)")
 FIT_NOTE = (" Note: step time from the padding fit: the baseline has no reasoning fit (step "
             "time depends on the context, not on the text).")
 
@@ -147,7 +147,7 @@ def test_card_draws_the_observation(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert out.splitlines()[-1] == f"specperf explain: card {card}"
     page = card.read_text(encoding="utf-8")
     assert "<svg" in page and 'data-status="noted"' in page
-    assert "observed 32.0 tok/s" in page and "run-to-run prior ±3.0%" in page
+    assert "observed 32.0 tok/s" in page and "run-to-run ±3.0% assumed" in page
     assert "baseline case reasoning-ctx3333" in page
 
 

@@ -56,7 +56,7 @@ def test_close_contexts_skip_the_slope_check_naming_the_context_to_add(with_base
     result.stdout.fnmatch_lines([
         "SKIPPED [[]1[]] *: reasoning: step time per 1k context * ± * → * ± * ms (*, limit "
         "+*%: the step-time tolerance 10% at context *, wider than the slope's 15%; "
-        "run-to-run prior ±3.0%: no history yet): "
+        "run-to-run ±3.0% assumed: no history yet): "
         "contexts 13,20 lie too close together to determine the slope (±* ms per 1k "
         "against a * ms band), so it is neither a pass nor a fail — add a longer context: "
         "pytest * -m context_scaling --specperf-endpoint * --specperf-baseline-dir * "

@@ -181,8 +181,8 @@ def test_the_regression_is_attributed_to_step_time(fleet_run):
                             r"step time [\d.]+ → [\d.]+ ms \(\+[\d.]+%\) explains it; avg "
                             r"commit [\d.]+ → [\d.]+ "
                             r"\([+−][\d.]+%, within noise\) — step-time regression: check the "
-                            r"kernels, attention backend and KV cache \(run-to-run prior "
-                            r"±3\.0%: no history yet\)\.",
+                            r"kernels, attention backend and KV cache \(run-to-run ±3\.0% "
+                            r"assumed: no history yet\)\.",
                             verdict["message"]), \
             verdict["message"]
         # Ground truth: the server's step time read the injected 1.3, acceptance has no share

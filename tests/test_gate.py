@@ -323,7 +323,7 @@ def test_a_clean_deploy_with_no_history_passes_at_the_resolution_it_has() -> Non
     sweep = judge_sweep(cases, "smoke subset").verdict()
     assert sweep.status == "pass", sweep.message
     assert "step time beyond +" in sweep.message
-    assert ("the run-to-run noise (run-to-run prior ±3.0%: no history yet) keeps it from "
+    assert ("the run-to-run noise (run-to-run ±3.0% assumed: no history yet) keeps it from "
             "telling a change of the 2% sweep tolerance from none.") in sweep.message
 
 

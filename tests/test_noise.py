@@ -37,9 +37,9 @@ def test_no_history_is_the_stated_prior_and_says_so() -> None:
     assert noise.source == "prior" and noise.nights == 0
     assert noise.case_sd() == pytest.approx(DEFAULT_RUN_NOISE)
     assert noise.common == pytest.approx(DEFAULT_RUN_NOISE / 2)
-    assert noise.text() == "run-to-run prior ±3.0%: no history yet"
+    assert noise.text() == "run-to-run ±3.0% assumed: no history yet"
     assert from_history([], "box", total=0.01).of("tok_s").text() == \
-        "run-to-run prior ±1.0%: no history yet"
+        "run-to-run ±1.0% assumed: no history yet"
 
 
 @pytest.mark.parametrize("sigma", [0.01, 0.03])
@@ -123,7 +123,7 @@ def test_a_history_of_one_night_is_not_called_no_history() -> None:
     lines = _dated(_history(rng, 6, 0.02, 0.5, per_segment=100), per_night=6)
     noise = from_history(lines, "box").of("step_ms")
     assert noise.source == "prior" and noise.nights == 1
-    assert noise.text() == "run-to-run prior ±3.0%: 1 night of history, no spread between " \
+    assert noise.text() == "run-to-run ±3.0% assumed: 1 night of history, no spread between " \
         "nights yet"
     stated = from_history(lines, "box", total=0.005, stated=True).of("step_ms")
     assert stated.text() == "run-to-run ±0.5% as stated: 1 night of history, no spread " \

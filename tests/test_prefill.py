@@ -216,7 +216,7 @@ def test_a_slower_prefill_fails_as_a_prefill_regression(perf_project, start_sim,
     result.stdout.fnmatch_lines([
         "_*_ test_context_scaling[[]padding-ctx1663[]] _*_",
         "tok/s * → * (−*%, limit −10%): prefill (TTFT) * → * ms (+*%) explains it;*— "
-        f"{PREFILL_HINT} (run-to-run prior ±3.0%: no history yet)."], consecutive=True)
+        f"{PREFILL_HINT} (run-to-run ±3.0% assumed: no history yet)."], consecutive=True)
     result.stdout.fnmatch_lines(["  padding-ctx1663: tok/s * → * (−*%, limit −10%); also past "
                                  "their limits: prefill (TTFT) +*% — prefill regression"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED

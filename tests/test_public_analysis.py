@@ -68,4 +68,4 @@ def test_the_public_sweep_judge_same_night(rise: float, status: str) -> None:
 
 def test_the_noise_model_from_no_history_is_the_stated_prior() -> None:
     model = specperf.noise_from_history([], "box")
-    assert model.of("step_ms").text() == "run-to-run prior ±3.0%: no history yet"
+    assert model.of("step_ms").text() == "run-to-run ±3.0% assumed: no history yet"

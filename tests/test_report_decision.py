@@ -28,7 +28,7 @@ OPEN_SWEEP = {"case_id": "sweep", "status": "undetermined", "reason": "", "attri
                                     "regressed": 0.0, "noted": 0.0},
                           "step": {"change": 0.0, "low": -0.005, "high": 0.005,
                                    "regressed": 0.0, "noted": 0.0}}}
-RESOLUTION = {"power": 0.95, "noise": "run-to-run prior ±3.0%: no history yet",
+RESOLUTION = {"power": 0.95, "noise": "run-to-run ±3.0% assumed: no history yet",
               "factors": {"tok_s": -0.06, "step_ms": 0.05, "avg_commit": -0.04}}
 STEP = {"base": 62.0, "new": 71.4, "change": 0.15, "limit": 0.1, "low": 0.13, "high": 0.17}
 FAILING = _case("padding-ctx13", "fail", step_ms=STEP) | {
@@ -73,7 +73,7 @@ def test_a_run_without_regressions_ends_with_every_verdicts_word(tmp_path):
         "  not judged (test_context_fit[reasoning]): baseline dep v3 has no reasoning fit: "
         "write one.",
         "This run sees: tok/s −6.0%, step time +5.0%, avg commit −4.0% (95% power; run-to-run "
-        "prior ±3.0%: no history yet).",
+        "±3.0% assumed: no history yet).",
         "decision: UNDETERMINED — 1 verdict could not decide. Sweep: undetermined — tok/s −1.8% "
         "(95% CI −3.5% to −0.1%): its interval reaches past the 2% sweep tolerance. Verdicts: "
         "undetermined 1, noted 1, pass 2."]

@@ -63,7 +63,7 @@ def test_a_five_percent_step_rise_fails_the_sweep_with_its_sentence() -> None:
     step = next(r for r in result.results if r.estimate.factor.name == "step")
     assert seen["factors"]["step_ms"] == pytest.approx(step.resolution)
     assert 0.02 < seen["factors"]["step_ms"] < 0.08
-    assert seen["factors"]["avg_commit"] < 0 and seen["noise"].startswith("run-to-run prior")
+    assert seen["factors"]["avg_commit"] < 0 and seen["noise"].startswith("run-to-run ±")
 
 
 def test_a_two_percent_shift_inside_the_three_percent_tolerance_is_noted_not_failed() -> None:
@@ -250,7 +250,7 @@ def test_night_noise_widens_every_interval_and_the_sentence_says_so() -> None:
     night = judge_sweep(_rated(), "sweep", noise=NoiseModel.prior(0.03)).results
     for q, n in zip(quiet, night, strict=True):
         assert n.estimate.se > 3 * q.estimate.se
-        assert n.estimate.noise == "run-to-run prior ±3.0%: no history yet"
+        assert n.estimate.noise == "run-to-run ±3.0% assumed: no history yet"
     # Requests cannot shrink the night term: the sweep takes no top-ups it cannot use.
     taken: list[str] = []
     result = judge_sweep(_rated(rise=0.03), "sweep", lambda c: taken.append(c.case.id), 64,
@@ -261,7 +261,7 @@ def test_night_noise_widens_every_interval_and_the_sentence_says_so() -> None:
     verdict = result.verdict()
     assert verdict.status == "pass", verdict.message
     assert "It rules out tok/s beyond −1" in verdict.message
-    assert ("the run-to-run noise (run-to-run prior ±3.0%: no history yet) keeps it from "
+    assert ("the run-to-run noise (run-to-run ±3.0% assumed: no history yet) keeps it from "
             "telling a change of the 2% sweep tolerance from none.") in verdict.message
 
 

@@ -101,8 +101,8 @@ def test_acceptance_drop_fails_every_case_attributed_to_acceptance(baselined, tm
     assert len(failing) >= 3, out
     for verdict in failing:
         assert verdict["attribution"]["acceptance"] >= 0.9, verdict
-        assert ("— acceptance regression: check the drafter and the text (run-to-run prior "
-                "±3.0%: no history yet)." in verdict["message"]), verdict["message"]
+        assert ("— acceptance regression: check the drafter and the text (run-to-run ±3.0% "
+                "assumed: no history yet)." in verdict["message"]), verdict["message"]
         assert f"{verdict['case_id']}" in out
     assert "step-time regression" not in out
 

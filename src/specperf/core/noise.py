@@ -120,7 +120,7 @@ class RunNoise:
             return "same-night reference: run-to-run noise cancels"
         pct = format_spread(self.case_sd())
         if self.source == "prior":
-            head = f"run-to-run {pct} as stated" if self.stated else f"run-to-run prior {pct}"
+            head = f"run-to-run {pct} as stated" if self.stated else f"run-to-run {pct} assumed"
             if not self.nights:
                 return f"{head}: no history yet"
             night = "night" if self.nights == 1 else "nights"

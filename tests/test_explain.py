@@ -17,6 +17,7 @@ from sim_fixtures import SimProcess
 from specperf.cli import explain as cli
 from specperf.judge.explain import prediction
 from specperf.servers.livemetrics import NO_TRAFFIC
+from specperf.views.screen import WIDTH, wrap
 
 BASELINES = Path(__file__).resolve().parents[1] / "baselines"
 REAL_BOX = "kimi-k26-ddtree-8xpro6000"
@@ -37,16 +38,23 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+def _screen(*lines: str) -> str:
+    """What explain prints: each line wrapped at the first screen's width."""
+    return "\n".join(wrap(line) for line in lines) + "\n"
+
+
 def test_incident_offline_is_what_the_deployment_does(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, *OFFLINE, "--observed-tok-s", "32")
     assert code == 0
-    assert out == (f"specperf explain: noted — observed 32.0 tok/s; {PREDICTED}: the observation "
-                   f"is what this deployment does on this traffic — long context (step time 34 "
-                   f"→ 103 ms) and low-acceptance text (avg commit 4.75 → 2.90) against the "
-                   f"baseline's fastest case padding-ctx13 (139.6 tok/s), not a regression."
-                   f"{FIT_NOTE}\n"
-                   "  observed 32.0 tok/s: 13.4% above the predicted 28.2 tok/s, 3.7% above "
-                   "the top of its range (30.9)\n")
+    # The answer first, then the prediction it rests on, then how far the observation is.
+    assert out == _screen(
+        "specperf explain: noted — the observation is what this deployment does on this "
+        "traffic — long context (step time 34 → 103 ms) and low-acceptance text (avg commit "
+        "4.75 → 2.90) against the baseline's fastest case padding-ctx13 (139.6 tok/s), not a "
+        f"regression.{FIT_NOTE}", f"  {PREDICTED}",
+        "  observed 32.0 tok/s: 13.4% above the predicted 28.2 tok/s, 3.7% above the top of its "
+        "range (30.9)")
+    assert all(len(line) <= WIDTH for line in out.splitlines())
 
 
 def test_prediction_is_the_judges_model() -> None:
@@ -63,13 +71,13 @@ def test_prediction_is_the_judges_model() -> None:
 def test_slow_tok_s_alone_names_step_time(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, *OFFLINE, "--observed-tok-s", "22")
     assert code == 1
-    assert out == (f"specperf explain: regression — observed 22.0 tok/s; {PREDICTED}: observed "
-                   f"tok/s is 22% below the prediction; with avg commit as predicted, step "
-                   f"time is 28% above the fit at this context: a step-time regression: check "
-                   f"the kernels, attention backend and KV cache (run the nightly job against "
-                   f"this deployment).{FIT_NOTE}\n"
-                   "  observed 22.0 tok/s: 22.0% below the predicted 28.2 tok/s, 14.7% below "
-                   "the bottom of its range (25.8)\n")
+    assert out == _screen(
+        "specperf explain: regression — observed tok/s is 22% below the prediction; with avg "
+        "commit as predicted, step time is 28% above the fit at this context: a step-time "
+        "regression: check the kernels, attention backend and KV cache (run the nightly job "
+        f"against this deployment).{FIT_NOTE}", f"  {PREDICTED}",
+        "  observed 22.0 tok/s: 22.0% below the predicted 28.2 tok/s, 14.7% below the bottom of "
+        "its range (25.8)")
 
 
 def test_low_commit_names_acceptance(capsys: pytest.CaptureFixture[str]) -> None:

@@ -44,8 +44,10 @@ def test_the_live_form_names_the_deployment_and_marks_a_simulator(start_sim, cap
                              "--window", "2", "--html", str(card))
     assert code == 0, out + err
     lines = out.splitlines()
-    assert lines[0].startswith("specperf explain: SIMULATED pass — observed "), out
-    assert lines[1].startswith("  observed ") and "the predicted" in lines[1], out
+    assert lines[0].startswith("specperf explain: SIMULATED pass — the observation is what "
+                               "this deployment does"), out
+    assert any(line.startswith("  predicted ") for line in lines), out
+    assert any(line.startswith("  observed ") and "the predicted" in line for line in lines), out
     live = next(line for line in lines if line.startswith("  live over "))
     assert " s of simulated time (" in live, out
     assert lines[-2] == ("  SIMULATED: the server is the simulator; its times are simulated "

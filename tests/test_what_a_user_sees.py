@@ -159,3 +159,29 @@ def test_the_missing_baseline_command_keeps_the_runs_case_shape_and_noise_limits
             and "--specperf-contexts=16,2000 --specperf-max-spread=0.3 "
             "--specperf-max-repeats=20 --specperf-tolerances=step_ms=0.4,tok_s=0.4 "
             "--specperf-update-baselines`" in line)
+
+
+def test_a_regressed_gate_says_its_open_cases_once_beside_the_root_cause():
+    # A stored-baseline gate on a 15 % step rise printed a ~400-column line per case, each
+    # repeating the step-time figure its root cause already gives.
+    from specperf.views.screen import WIDTH
+    from test_first_screen import OPEN_STEP
+    from test_report_decision import _case, _doc
+    cases = ("reasoning-ctx3333", "padding-ctx3333", "padding-ctx13")
+    sweep = {"case_id": "sweep", "status": "fail", "factor": "step", "reason": "",
+             "message": "sweep", "details": {"step": {"change": 0.149, "low": 0.072,
+                                                      "high": 0.232, "level": 0.98,
+                                                      "regressed": True}}}
+    record = _doc([*(_case(c, "undetermined", step_ms=OPEN_STEP) for c in cases), sweep],
+                  measurements=list(cases))
+    outcomes = tuple(CaseOutcome(c, "skipped", "long sentence " * 30, undetermined=True,
+                                 line="tok/s 30.6 → 26.8 (−12.2%, limit −10%, undetermined) "
+                                      "has a 95% interval of −19.3% to −4.6% " * 3)
+                     for c in cases) + (CaseOutcome("sweep", "failed", "sweep", check="sweep"),)
+    out = summary_lines(GateResult(GateExit.REGRESSION, "step time regressed", outcomes),
+                        "http://gpu-box:30000", record=record)
+    opened = [line for line in out if line.lstrip().startswith("OPEN")]
+    assert len(opened) == 1
+    assert "3 checks (reasoning-ctx3333, padding-ctx3333, padding-ctx13)" in " ".join(out)
+    shown = "\n".join(out[2:]).splitlines()
+    assert all(len(line) <= WIDTH for line in shown if "smoke check" not in line), out

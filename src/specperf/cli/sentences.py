@@ -32,8 +32,16 @@ def summary_lines(result: GateResult, endpoint: str, simulated: bool = False,
     if result.cases:
         lines.append(f"  {_checks(result.cases)} against {endpoint}")
     previous = ""
+    # Beside a root cause, the checks that could not decide are one line: their figures are
+    # the cause's (a 15 % step rise leaves each case's own interval across its 10 % limit).
+    open_ = [c.case_id for c in result.cases if c.undetermined] if causes else []
+    if open_:
+        lines.append(wrap(f"  OPEN  {len(open_)} check{'s' if len(open_) != 1 else ''} "
+                          f"({', '.join(open_)}): each interval reaches across its limit, so "
+                          f"none is a pass or a fail on its own; report.html says why for each."))
     for case in result.cases:
-        if case.outcome == "passed" or (case.outcome == "failed" and causes):
+        if case.outcome == "passed" or (case.outcome == "failed" and causes) or \
+                case.case_id in open_:
             continue  # a pass says nothing more; a regression is in its root cause's line
         # A judged check's one line from its verdicts' figures (its sentences are in
         # report.html); an error's own first line and the rest below it.
@@ -42,7 +50,8 @@ def summary_lines(result: GateResult, endpoint: str, simulated: bool = False,
         if case.message and case.message == previous:
             first, rest = "the same as above", []  # e.g. one missing baseline, every case
         previous = case.message
-        lines.append(f"  {_label(case):<5} {case.case_id}" + (f": {first}" if first else ""))
+        head = f"  {_label(case):<5} {case.case_id}" + (f": {first}" if first else "")
+        lines.append(wrap(head) if case.line else head)  # a judged check's figures wrap
         lines += [f"        {line}" for line in rest]
     requests = sum(c.requests for c in result.cases)
     if requests:
@@ -56,8 +65,8 @@ def summary_lines(result: GateResult, endpoint: str, simulated: bool = False,
         lines.append(f"  cost: {cost} of {clock}")
     if decode:
         lines.append(wrap(f"  decode: {decode}"))
-    # Only the root causes and the decode line wrap: a pipeline greps the decision, and an
-    # error's sentence or a path is copied whole.
+    # The decision line never wraps (a pipeline greps it), nor an error's sentence or a path
+    # (copied whole); figures do.
     return lines + [f"  {line}" for line in where]
 
 

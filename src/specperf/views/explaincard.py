@@ -17,6 +17,7 @@ from ..core.limits import LABELS, format_percent, format_value
 from ..judge.explain import explanation as judge
 from ..judge.explain import prediction
 from . import plots, template
+from .screen import wrap
 from .template import Cell, Table, num
 
 SIMULATED = "SIMULATED"
@@ -41,8 +42,10 @@ def text(outcome: judge.Outcome) -> str:
     """The short explanation the command prints."""
     e = outcome.explanation
     mark = f"{SIMULATED} " if outcome.simulated else ""
-    lines = [f"specperf explain: {mark}{contract.NAMES.get(e.status, e.status)} — {e.message}",
-             f"  observed {distance(outcome)}"]
+    word = f"specperf explain: {mark}{contract.NAMES.get(e.status, e.status)} — "
+    lines = [wrap(word + e.conclusion), wrap(f"  {e.basis}"),
+             wrap(f"  observed {distance(outcome)}")] if e.conclusion else \
+        [f"{word}{e.message}", f"  observed {distance(outcome)}"]
     lines += [f"  ({n})" for n in outcome.notes]
     if outcome.live is not None:
         lv = outcome.live

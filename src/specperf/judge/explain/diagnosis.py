@@ -40,31 +40,33 @@ def _predicted_text(pred: Prediction) -> str:
 
 
 def diagnose(obs: Observation, pred: Prediction, factors: Mapping[str, Mapping[str, Any]],
-             baseline: Baseline) -> tuple[str, str, str]:
-    """The status, the factor that explains the difference, and the sentence, from the judged
-    ``factors`` (tok/s, step time and, when observed, avg commit)."""
+             baseline: Baseline) -> tuple[str, str, str, str]:
+    """The status, the factor that explains the difference, the basis (the prediction) and
+    the conclusion, from the judged ``factors`` (tok/s, step time and, when observed, avg
+    commit). The sentence is ``observed …; {basis}: {conclusion}``; the terminal says the
+    conclusion first."""
     tok = factors["tok_s"]
     step, commit = factors["step_ms"], factors.get("avg_commit")
-    head = f"observed {obs.tok_s:.1f} tok/s; {_predicted_text(pred)}"
+    head = _predicted_text(pred)
     notes = "".join(f" Note: {n}." for n in pred.notes)
     bad = [name for name, f in (("step time", step), ("acceptance", commit))
            if f is not None and f["status"] == REGRESSION]
     if tok["status"] == REGRESSION or bad:
-        return REGRESSION, _factor_name(bad, step, commit), \
-            f"{head}: {_regression(tok, step, commit)}.{notes}"
+        return REGRESSION, _factor_name(bad, step, commit), head, \
+            f"{_regression(tok, step, commit)}.{notes}"
     if tok["status"] == IMPROVED:
-        return IMPROVED, "none", (f"{head}: the observation is {_pct(tok['change'])} faster than "
-                                  f"the baseline predicts — the baseline may be stale; refresh "
-                                  f"it with --specperf-update-baselines.{notes}")
+        return IMPROVED, "none", head, (f"the observation is {_pct(tok['change'])} faster than "
+                                        f"the baseline predicts — the baseline may be stale; "
+                                        f"refresh it with --specperf-update-baselines.{notes}")
     if tok["status"] == contract.UNDETERMINED:
-        return tok["status"], "none", (
-            f"{head}: the observation is {_pct(tok['change'])} "
+        return tok["status"], "none", head, (
+            f"the observation is {_pct(tok['change'])} "
             f"{'below' if tok['change'] < 0 else 'above'} the prediction, which the baseline's "
             f"uncertainty cannot tell from its tolerance — undetermined: a longer window, or "
             f"the box's history (--history), would decide.{notes}")
     why = _why_slow(pred, baseline)
-    return tok["status"], "none", (f"{head}: the observation is what this deployment does on "
-                                   f"this traffic{why}, not a regression.{notes}")
+    return tok["status"], "none", head, (f"the observation is what this deployment does on "
+                                         f"this traffic{why}, not a regression.{notes}")
 
 
 def _factor_name(bad: list[str], step: Mapping[str, Any],

@@ -43,6 +43,10 @@ class Explanation:
     factors: Mapping[str, Mapping[str, Any]]
     curve: Sequence[Mapping[str, float]] = ()
     points: Sequence[Mapping[str, float]] = ()
+    # The sentence's parts: the prediction, and what the observation means against it (the
+    # terminal prints the meaning first).
+    basis: str = ""
+    conclusion: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": contract.NAMES.get(self.status, self.status), "factor": self.factor,
@@ -90,11 +94,13 @@ def explain(baseline: Baseline, obs: Observation, *, noise: NoiseModel | None = 
         factors["avg_commit"] = _judged("avg_commit", obs.avg_commit, pred.avg_commit, tol, +1)
     step = obs.step_ms if obs.step_ms is not None else implied_step_ms(obs.tok_s, commit, pred)
     factors["step_ms"] = _judged("step_ms", step, pred.step_ms, tol, -1, obs.step_ms is None)
-    status, factor, message = diagnose(obs, pred, factors, baseline)
+    status, factor, basis, conclusion = diagnose(obs, pred, factors, baseline)
     regressed = any(f["status"] == REGRESSION for f in factors.values())
     code = EXIT_REGRESSION if regressed else EXIT_OK
     curve, points = curve_of(baseline, pred, noise, conc)
-    return Explanation(status, factor, message, code, obs, pred, factors, curve, points)
+    message = f"observed {obs.tok_s:.1f} tok/s; {basis}: {conclusion}"
+    return Explanation(status, factor, message, code, obs, pred, factors, curve, points, basis,
+                       conclusion)
 
 
 @dataclass(frozen=True)

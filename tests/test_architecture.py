@@ -42,6 +42,9 @@ PRIVATE_BENCHMARKS = {
     "store_scale.py": "bulk-loads millions of rows straight into the results store's tables "
                       "(store/) and runs the drift scan the trend page runs",
     "bisect_power.py": "drives bisect's own search and classification on a modelled box",
+    "record_power.py": "answers the plugin's one request (measure/loop.py Measurer.attempt) "
+                       "from the box's model and counts the record as views/decision.py "
+                       "decides it",
 }
 
 

@@ -22,6 +22,9 @@ from specperf.bisect.lab import BoxLab, deploy_argv, measuring_settings
 from specperf.bisect.search import DeployFailed, Measured, Outcome, Plan, Search, ServeFailed
 from specperf.cli import main
 from specperf.core.errors import ConfigError
+from specperf.core.limits import format_ci, format_percent
+from specperf.views.screen import WIDTH
+from test_first_screen import JARGON, MAX_WORDS, sentences
 
 CASES = {"padding-ctx1663": (57.0, 7.85, 250.0), "reasoning-ctx1663": (57.0, 2.9, 250.0)}
 TOK_S = 40.0
@@ -119,9 +122,14 @@ def test_versions_that_fail_to_deploy_are_skipped_named_and_never_blamed() -> No
     assert (result.status, result.candidates, result.reason) == (
         "undecided", ("v07", "v08", "v09"), "only skipped versions are left between good and bad")
     assert EXIT_OF[outcome.status] == BisectExit.UNDECIDED == 6
-    text = report.text(report.to_dict(outcome, "http://box", 6))
-    assert "  v07          skipped: the deploy command exited 1: image not found" in text
-    assert "the first bad version is one of v07, v08, v09" in text
+    lines = report.text(report.to_dict(outcome, "http://box", 6)).splitlines()
+    assert lines[0] == ("specperf bisect: undecided (exit 6): step time got worse at one of v07, "
+                        "v08, v09.")
+    assert "  skipped v07, v08, never blamed: the deploy command exited 1: image not found" \
+        in lines
+    assert "the first bad version is one of v07, v08, v09: only skipped versions are left" \
+        in " ".join(sentences(lines))
+    assert re.search(r"^ v07 +\| skipped +\|", "\n".join(lines), re.M)
 
 
 def test_skips_away_from_the_culprit_still_name_it() -> None:
@@ -140,7 +148,13 @@ def test_a_regression_that_does_not_reproduce_stops_after_the_ends() -> None:
     assert outcome.factors == ()
     assert sorted(lab.requests) == ["v00", "v15"]
     doc = report.to_dict(outcome, "http://box", 5)
-    assert "the regression did not reproduce tonight (exit 5)" in report.text(doc)
+    lines = report.text(doc).splitlines()
+    assert lines[0] == ("specperf bisect: the regression did not reproduce tonight (exit 5): no "
+                        "factor got worse at v15.")
+    # the ends' rows, and one line for the versions between them that were never measured
+    assert [lines[-3][:20], lines[-2], lines[-1][:20]] == [
+        " v00     | good end ", " v01 … v14 not measured (14 versions)", " v15     | bad end  "]
+    assert "  The shift is not in these versions, or not on this box now." in lines
 
 
 def test_a_tok_s_drop_no_factor_explains_is_bisected_as_tok_s() -> None:
@@ -149,8 +163,12 @@ def test_a_tok_s_drop_no_factor_explains_is_bisected_as_tok_s() -> None:
     assert [(r.factor.name, r.first_bad) for r in outcome.factors] == [("tok/s", "v05")]
     assert outcome.reproduction["tok/s"] == "yes"
     doc = report.to_dict(outcome, "http://box", 0)
-    assert "  tok/s: v05 is the first bad version (v04 the last good): tok_s \u2212" in \
-        report.text(doc)
+    lines = report.text(doc).splitlines()
+    assert lines[0] == "specperf bisect: culprit found (exit 0): v05 made tok/s worse."
+    assert lines[1].startswith("  tok/s \u2212")
+    assert sentences(lines)[1].endswith(" at v05, the first bad version (v04 the last good);")
+    assert sentences(lines)[2].endswith(
+        " from v00 to v15 — check prefill, transport and the client")
     assert 'data-plot="bisect-tok_s"' in report.html(doc)
 
 
@@ -368,21 +386,82 @@ def test_usage_errors_exit_2_before_any_deploy(tmp_path: Path,
 
 
 # -- the views --------------------------------------------------------------------------------
+def _pct(change: dict[str, float]) -> str:
+    return f"{format_percent(change['relative'])} ({format_ci(change['low'], change['high'])})"
+
+
 def test_the_three_views_say_the_same_and_the_page_escapes_names() -> None:
     truths = _history(6, commit=(3, 0.85))
     versions = [Version(i, f"<b>v{i}</b>") for i in range(6)]
     outcome = Search(FakeLab(truths), versions, versions[0], versions[-1]).run()
     doc = report.to_dict(outcome, "http://box", 0)
     assert json.loads(report.to_json(doc))["factors"][0]["first_bad"] == "<b>v3</b>"
-    text = report.text(doc)
-    assert "  acceptance: <b>v3</b> is the first bad version (<b>v2</b> the last good): " \
-           "avg_commit \u22121" in text
+    text = " ".join(sentences(report.text(doc).splitlines()))
+    assert re.search(r"acceptance: avg commit \u22121\d\.\d% \(95% CI \S+ to \S+\) at <b>v3</b>, "
+                     r"the first bad version \(<b>v2</b> the last good\)", text)
     page = report.html(doc)
     assert "<b>v3</b>" not in page and "&lt;b&gt;v3&lt;/b&gt;" in page
     measured = sum(1 for v in outcome.versions if v.repeats)
     # each factor's axis draws a point per measured version (the good end at 0)
     assert page.count("<circle") == 3 * measured
     assert page.count('data-plot="bisect-') == 3
+
+
+SCREENS = {  # the outcomes the text says, each in one screen
+    "two culprits": (_history(16, commit=(4, 0.9), step=(11, 1.08)), None),
+    "three culprits": (_history(16, prefill=(4, 1.3), commit=(6, 0.9), step=(11, 1.08)), None),
+    "skipped around the culprit": (
+        [Truth(fails=True) if i in (7, 8) else t
+         for i, t in enumerate(_history(16, step=(9, 1.06)))], None),
+    "tok/s alone": (_history(16, toks=(5, 0.85)), None),
+    "not reproduced": (_history(16), None),
+    "budget spent midway": (_history(16, step=(9, 1.06)), Plan(budget_s=150.0)),
+    "budget below the ends": (_history(8, step=(3, 1.2)), Plan(budget_s=10.0)),
+}
+
+
+def _logical(lines: list[str]) -> list[int]:
+    """The index of each logical line (a wrapped one continues four columns further in)."""
+    starts, base = [], 0
+    for i, line in enumerate(lines):
+        indent = len(line) - len(line.lstrip())
+        if indent <= 2:  # 0: the decision and titles, 1: the table, 2: the rest
+            starts.append(i)
+            base = indent
+        else:
+            assert indent == base + 4, f"line {i} is indented {indent}: {line!r}"
+    return starts
+
+
+@pytest.mark.parametrize("name", SCREENS)
+def test_the_text_answers_first_in_one_screen_of_plain_sentences(name: str) -> None:
+    truths, plan = SCREENS[name]
+    versions = [Version(i, f"build-{i:04d}") for i in range(len(truths))]  # long names
+    outcome = Search(FakeLab(truths), versions, versions[0], versions[-1], plan).run()
+    doc = report.to_dict(outcome, "http://127.0.0.1:30000", int(EXIT_OF[outcome.status]),
+                         simulated=True)
+    doc["restored"] = versions[-1].name
+    lines = report.text(doc, ["  page: /tmp/bisect.html"]).splitlines()
+    assert max(len(line) for line in lines) <= WIDTH
+    starts = _logical(lines)
+    logical = [" ".join(line.strip() for line in lines[a:b])
+               for a, b in zip(starts, [*starts[1:], len(lines)], strict=True)]
+    # the answer: which version made which factor worse (or why none was named)
+    assert logical[0].startswith(f"specperf bisect: {report.HEADLINE[doc['status']]} "
+                                 f"(exit {doc['exit_code']}): ")
+    for f in doc["factors"]:
+        assert (f"{f['first_bad']} made {f['factor']} worse" if f["status"] == "found" else
+                f"{f['factor']} got worse at one of ") in logical[0]
+    # then one line per factor with what to check; then what was compared, the cost, where
+    # the page is, and the versions last
+    for cause, f in zip(logical[1:], doc["factors"], strict=False):
+        assert cause.startswith(f["factor"]) and " \u2014 check " in cause, cause
+    order = [next(i for i, line in enumerate(lines) if line.startswith(head)) for head in
+             ("  build-0000 (good)", "  cost: ", "  page: ", "versions of the range")]
+    assert order == sorted(order)
+    for sentence in sentences(lines):
+        assert len(sentence.split()) <= MAX_WORDS, sentence
+        assert not JARGON.search(sentence), sentence
 
 
 def test_help_lists_every_option_and_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -407,28 +486,33 @@ def test_the_text_and_json_name_the_runs_the_history_chose() -> None:
                  "fingerprint": {}, "failed": []},
         "bad": {"version": "v03", "run_id": "r7", "created": "2026-12-02T02:00:00+00:00",
                 "fingerprint": {}, "failed": ["sweep"]}}
-    assert report.text(doc).splitlines()[1] == (
-        "  ends from reports: v00 ran the last passing run r3 (2026-12-01T02:00:00+00:00), v03 "
-        "the first failing run r7 (2026-12-02T02:00:00+00:00).")
+    assert ("ends from reports: v00 ran the last passing run r3 (2026-12-01T02:00:00+00:00), v03 "
+            "the first failing run r7 (2026-12-02T02:00:00+00:00).") \
+        in sentences(report.text(doc).splitlines())
     assert json.loads(report.to_json(doc))["from_history"]["bad"]["run_id"] == "r7"
 
 
 def test_on_a_simulator_every_view_says_simulated_and_simulated_time() -> None:
     outcome, _ = _bisect(_history(4, step=(2, 1.3)))
-    seconds = f"{outcome.gpu_s:.1f} s over"
+    seconds = f"{outcome.gpu_s:.1f} s"
     real = report.to_dict(outcome, "http://box", 0)
     assert real["simulated"] is False
-    assert report.text(real).splitlines()[0] == (
-        "specperf bisect: v00 (good) … v03 (bad) on http://box: culprit found (exit 0).")
-    assert f"\nGPU time {seconds}" in report.text(real)
+    lines = report.text(real).splitlines()
+    assert lines[0] == "specperf bisect: culprit found (exit 0): v02 made step time worse."
+    step, whole = (real["factors"][0][k] for k in ("culprit_change", "regression"))
+    assert sentences(lines)[1:3] == [  # the culprit's step, the range's, what to check
+        f"step time {_pct(step)} at v02, the first bad version (v01 the last good);",
+        f"{format_percent(whole['relative'])} from v00 to v03 — check the kernels, attention "
+        "backend and KV cache"]
+    assert "  v00 (good) … v03 (bad) on http://box: 4 of 4 versions measured, each against " \
+           "tonight's v00." in report.text(real).splitlines()
+    assert f"\n  cost: {seconds} of GPU time, 4 deploys." in report.text(real)
     assert "SIMULATED" not in report.text(real) + report.html(real)
     sim = report.to_dict(outcome, "http://127.0.0.1:30000", 0, simulated=True)
     text = report.text(sim)
-    assert text.splitlines()[0] == ("specperf bisect: v00 (good) … v03 (bad) on "
-                                    "http://127.0.0.1:30000 (SIMULATED): culprit found (exit 0).")
-    assert f"\nSimulated time {seconds}" in text and "GPU time" not in text
-    assert text.splitlines()[-1] == ("SIMULATED: the server is the simulator; its times are "
-                                     "simulated time, not a real box's.")
+    assert ("v00 (good) … v03 (bad) on http://127.0.0.1:30000 (SIMULATED): 4 of 4 versions "
+            "measured, each against tonight's v00.") in sentences(text.splitlines())
+    assert f"\n  cost: {seconds} of simulated time," in text and "GPU time" not in text
     page = report.html(sim)
     assert '<span class="badge sim">SIMULATED</span>' in page
     assert "Simulated time" in page and "GPU time" not in page

@@ -13,7 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
+from specperf.bisect import report
 from specperf.cli import main
+from specperf.views.screen import WIDTH
+from test_first_screen import MAX_WORDS, sentences
 
 pytestmark = pytest.mark.slow
 
@@ -86,3 +89,10 @@ def test_bisect_on_the_simulator_names_both_drawn_culprits(
     # the probe found the simulator: every view says so, and its seconds are simulated time
     assert doc["simulated"] is True
     assert '<span class="badge sim">SIMULATED</span>' in html and "GPU time" not in html
+    # the text the same run prints without --json: its answer first, in one screen
+    screen = report.text(doc, [f"  page: {page}"]).splitlines()
+    assert max(len(line) for line in screen) <= WIDTH
+    if code == 0:
+        assert screen[0] == (f"specperf bisect: culprit found (exit 0): {draw['acceptance']} made "
+                             f"acceptance worse, {draw['step time']} made step time worse.")
+    assert all(len(s.split()) <= MAX_WORDS for s in sentences(screen))

@@ -273,7 +273,8 @@ def _bisect(args: argparse.Namespace, lab: BoxLab, search: Search, restore: Vers
         args.html.parent.mkdir(parents=True, exist_ok=True)
         args.html.write_text(report.html(doc), encoding="utf-8")
         _say(f"page {args.html}")
-    print(report.to_json(doc) if args.json else report.text(doc))
+    where = [f"  page: {args.html}"] if args.html is not None else []
+    print(report.to_json(doc) if args.json else report.text(doc, where))
     return code
 
 

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.limits import format_ci, format_percent
 from ..views import template
 from ..views.explaincard import SIMULATED
+from ..views.headline import FACTORS
+from ..views.screen import wrap
 from . import classify as cl
 from .search import FactorResult, Outcome, VersionState
 
@@ -97,54 +99,145 @@ def _pct(change: Mapping[str, Any] | None) -> str:
             f"({format_ci(change['low'], change['high'])})")
 
 
-def _factor_line(f: Mapping[str, Any]) -> str:
+# A factor's metric on the screen: its words, and the closing block's factor whose hint says
+# what to check when it got worse (views/headline.py FACTORS).
+_WORDS = {"avg_commit": ("avg commit", "acceptance"), "step_ms": ("step time", "step"),
+          "ttft_ms": ("prefill (TTFT)", "prefill"), "tok_s": ("tok/s", "unexplained")}
+_COLUMNS = {"avg_commit": "avg commit", "step_ms": "step ms", "ttft_ms": "TTFT ms",
+            "tok_s": "tok/s"}
+
+
+def _hint(metric: str) -> str:
+    """' — check the kernels, attention backend and KV cache' ('' for no hint)."""
+    hint = FACTORS[_WORDS[metric][1]][2].partition(": ")[2]
+    return f" \u2014 {hint}" if hint else ""
+
+
+def _among(names: Sequence[str]) -> str:
+    """'one of v07, v08, v09'; a longer range by its ends ('one of the 6 versions v04 … v09')."""
+    if len(names) <= 3:
+        return f"one of {', '.join(names)}"
+    return f"one of the {len(names)} versions {names[0]} \u2026 {names[-1]}"
+
+
+def _cause_line(f: Mapping[str, Any], doc: Mapping[str, Any]) -> str:
+    """A bisected factor: its size at the culprit, the range's, where it moved, what to check."""
+    words = _WORDS[f["metric"]][0]
+    if not words.startswith(f["factor"]):  # 'acceptance: avg commit', but 'step time' once
+        words = f"{f['factor']}: {words}"
+    whole = (f"{format_percent(f['regression']['relative'])} from {doc['good']} to "
+             f"{doc['bad']}")
     if f["status"] == "found":
-        return (f"  {f['factor']}: {f['first_bad']} is the first bad version ({f['last_good']} "
-                f"the last good): {f['metric']} {_pct(f['culprit_change'])} at {f['first_bad']}; "
-                f"good end → bad end {_pct(f['regression'])}.")
-    return (f"  {f['factor']}: undecided, {f['reason']}; the first bad version is one of "
-            f"{', '.join(f['candidates'])} ({f['metric']} good end → bad end "
-            f"{_pct(f['regression'])}).")
+        step = f["culprit_change"]
+        size = f"{_pct(step)} " if step else ""
+        return (f"{words} {size}at {f['first_bad']}, the first bad version "
+                f"({f['last_good']} the last good); {whole}{_hint(f['metric'])}")
+    return (f"{words} {whole}; the first bad version is "
+            f"{_among(f['candidates'])}: {f['reason']}{_hint(f['metric'])}")
 
 
-def _version_line(v: Mapping[str, Any]) -> str:
-    if v["state"] == "skipped":
-        return f"  {v['name']:<12} skipped: {v['skipped']}"
-    if not v["requests_per_case"]:
-        return f"  {v['name']:<12} not measured"
-    parts = []
-    for metric, entry in v["figures"].items():
-        change = entry.get("change")
-        moved = f" ({format_percent(change['relative'])})" if change else ""
-        parts.append(f"{metric} {entry['median']:.4g}{moved}")
-    verdicts = ", ".join(f"{k} {w}" for k, w in v["verdicts"].items())
-    tail = f" — {verdicts}" if verdicts else ""
-    return (f"  {v['name']:<12} {v['state']:<9} {v['requests_per_case']:>3} req/case  "
-            f"{'  '.join(parts)}{tail}")
+def _decision(doc: Mapping[str, Any]) -> str:
+    """'specperf bisect: culprit found (exit 0): v02 made acceptance worse, v03 made step time
+    worse.' — the answer, which version and which factor."""
+    head = f"specperf bisect: {HEADLINE[doc['status']]} (exit {doc['exit_code']})"
+    answers = [f"{f['first_bad']} made {f['factor']} worse" if f["status"] == "found" else
+               f"{f['factor']} got worse at {_among(f['candidates'])}"
+               for f in doc["factors"]]
+    if answers:
+        return f"{head}: {', '.join(answers)}."
+    if doc["status"] == "undecided":
+        return f"{head}: no version was judged."
+    return f"{head}: no factor got worse at {doc['bad']}."
 
 
-def text(doc: Mapping[str, Any]) -> str:
-    """The terminal summary."""
-    lines = [_headline(doc), *_history(doc), *_findings(doc)]
-    lines.append("versions (change against tonight's good end):")
-    lines += [_version_line(v) for v in doc["versions"]]
-    skipped = sum(1 for v in doc["versions"] if v["state"] == "skipped")
-    budget = f"; budget {doc['budget_s']:g} s" if doc["budget_s"] is not None else ""
-    lines.append(f"{clock(doc, start=True)} {doc['gpu_s']:.1f} s over "
-                 f"{doc['versions_measured']} versions measured, {doc['deploys']} deploys, "
-                 f"{skipped} skipped{budget}.")
-    if doc.get("restored"):
-        lines.append(f"The box runs {doc['restored']} again.")
-    if doc.get("simulated"):
-        lines.append(f"{SIMULATED}: the server is the simulator; its times are simulated time, "
-                     "not a real box's.")
-    return "\n".join(lines)
+def _version_row(v: Mapping[str, Any], shown: Sequence[str], bisected: Mapping[str, str]
+                 ) -> list[str]:
+    """A measured version's cells: its medians (the good end) or its changes against them,
+    each bisected factor's verdict beside its metric."""
+    cells = [v["name"], v["state"], str(v["requests_per_case"] or "")]
+    for metric in shown:
+        entry = v["figures"].get(metric)
+        change = entry.get("change") if entry else None
+        cell = format_percent(change["relative"]) if change else \
+            (f"{entry['median']:.4g}" if entry else "")
+        verdict = v["verdicts"].get(bisected.get(metric, ""))
+        cells.append(f"{cell} {verdict}" if verdict and change else cell)
+    return cells
 
 
-def _headline(doc: Mapping[str, Any]) -> str:
+def _rows(doc: Mapping[str, Any], shown: Sequence[str]) -> list[list[str] | str]:
+    """A row of cells per version, a run of unmeasured ones one line ('v04 … v06 not
+    measured (3 versions)')."""
+    bisected = {f["metric"]: f["factor"] for f in doc["factors"]}
+    rows: list[list[str] | str] = []
+    gap: list[str] = []
+    for v in [*doc["versions"], None]:
+        if v is not None and v["state"] == "not measured":
+            gap.append(v["name"])
+            continue
+        if gap:
+            rows.append(f" {', '.join(gap)} not measured" if len(gap) <= 2 else
+                        f" {gap[0]} \u2026 {gap[-1]} not measured ({len(gap)} versions)")
+            gap = []
+        if v is not None:
+            rows.append(_version_row(v, shown, bisected))
+    return rows
+
+
+def _versions_table(doc: Mapping[str, Any]) -> list[str]:
+    """The range's versions under a header, each column as wide as its widest cell."""
+    shown = [m for m in _COLUMNS if any(m in v["figures"] for v in doc["versions"])]
+    header = ["version", "state", "req/case", *(_COLUMNS[m] for m in shown)]
+    rows = _rows(doc, shown)
+    tables = [header, *(r for r in rows if isinstance(r, list))]
+    widths = [max(len(t[i]) for t in tables) for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        out = [c.ljust(w) if i < 2 else c.rjust(w)
+               for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return " " + " | ".join(out).rstrip()
+
+    title = (f"versions of the range: {doc['good']}'s medians, then each version's change "
+             "against them and its verdict")
+    return [wrap(title), line(header), "-" * len(line(header)),
+            *(line(r) if isinstance(r, list) else r for r in rows)]
+
+
+def text(doc: Mapping[str, Any], where: Sequence[str] = ()) -> str:
+    """The terminal summary, its answer first: the decision (which version, which factor), a
+    line per bisected factor with what to check, the skipped versions, what was compared and
+    what it cost, ``where`` (the page), then the versions' table; every line at most
+    :data:`~specperf.views.screen.WIDTH` columns (the JSON keeps every figure)."""
+    lines = [_decision(doc), *_findings(doc), *_skipped(doc), _compared(doc), *_history(doc),
+             _cost(doc), *where]
+    return "\n".join([*(wrap(line) for line in lines), *_versions_table(doc)])
+
+
+def _skipped(doc: Mapping[str, Any]) -> list[str]:
+    """One line per reason versions were skipped (never blamed)."""
+    reasons: dict[str, list[str]] = {}
+    for v in doc["versions"]:
+        if v["state"] == "skipped":
+            reasons.setdefault(str(v["skipped"]), []).append(v["name"])
+    return [f"  skipped {', '.join(names)}, never blamed: {why}"
+            for why, names in reasons.items()]
+
+
+def _compared(doc: Mapping[str, Any]) -> str:
+    """'  v00 (good) … v15 (bad) on URL (SIMULATED): 6 of 16 versions measured, each against
+    tonight's v00.'"""
     where = f"{doc['endpoint']} ({SIMULATED})" if doc.get("simulated") else doc["endpoint"]
-    return (f"specperf bisect: {doc['good']} (good) … {doc['bad']} (bad) on {where}: "
-            f"{HEADLINE[doc['status']]} (exit {doc['exit_code']}).")
+    measured = sum(1 for v in doc["versions"] if v["requests_per_case"])
+    return (f"  {doc['good']} (good) \u2026 {doc['bad']} (bad) on {where}: {measured} of "
+            f"{len(doc['versions'])} versions measured, each against tonight's {doc['good']}.")
+
+
+def _cost(doc: Mapping[str, Any]) -> str:
+    """'  cost: 96.0 s of simulated time, 6 deploys; the box runs v15 again.'"""
+    budget = f" (budget {doc['budget_s']:g} s)" if doc["budget_s"] is not None else ""
+    restored = f"; the box runs {doc['restored']} again" if doc.get("restored") else ""
+    deploys = f"{doc['deploys']} deploy{'s' if doc['deploys'] != 1 else ''}"
+    return f"  cost: {doc['gpu_s']:.1f} s of {clock(doc)}{budget}, {deploys}{restored}."
 
 
 def _history(doc: Mapping[str, Any]) -> list[str]:
@@ -167,13 +260,14 @@ def _findings(doc: Mapping[str, Any]) -> list[str]:
         return [f"  The budget ({doc['budget_s']:g} s of {clock(doc)}) was spent before both "
                 "ends were measured: raise --budget-s."]
     if doc["status"] == "not-reproduced" or not doc["factors"]:
-        moved = ", ".join(f"{f.metric} {_pct(doc['ends'].get(f.name))}"
+        moved = ", ".join(f"{_WORDS[f.metric][0]} {_pct(doc['ends'].get(f.name))}"
                           for f in cl.ALL_FACTORS if f.name in doc["ends"])
         unsure = [k for k, v in doc["reproduction"].items() if v == "unsure"]
-        note = f"; not confirmed either way: {', '.join(unsure)}" if unsure else ""
-        return [f"  No factor got worse from {doc['good']} to {doc['bad']} measured tonight "
-                f"({moved}){note}: the shift is not in these versions, or not on this box now."]
-    return [_factor_line(f) for f in doc["factors"]]
+        lines = [f"  tonight {doc['good']} \u2192 {doc['bad']}: {moved}."]
+        if unsure:
+            lines.append(f"  Not confirmed either way: {', '.join(unsure)}.")
+        return [*lines, "  The shift is not in these versions, or not on this box now."]
+    return [f"  {_cause_line(f, doc)}" for f in doc["factors"]]
 
 
 def to_json(doc: Mapping[str, Any]) -> str:
@@ -227,6 +321,7 @@ def html(doc: Mapping[str, Any]) -> str:
     shown = {f["metric"] for f in doc["factors"]}
     charts = [_chart(doc, f) for f in cl.ALL_FACTORS if f in cl.FACTORS or f.metric in shown]
     return template.render("bisect.html.j2", title=f"specperf bisect {doc['good']} … {doc['bad']}",
-                           doc=doc, headline=_headline(doc), charts=charts,
+                           doc=doc, headline=_decision(doc), charts=charts,
                            clock=clock(doc, start=True),
-                           factor_lines=[line.strip() for line in _findings(doc)])
+                           factor_lines=[line.strip() for line in
+                                         [*_findings(doc), *_skipped(doc), _compared(doc)]])

@@ -194,3 +194,35 @@ def findings(scan: Callable[[ast.Module], list[int]], skip: tuple[str, ...] = ("
              ) -> set[tuple[str, str]]:
     """``(module, function)`` of every finding of ``scan`` over the package."""
     return {(rel, enclosing(tree, line)) for rel, tree in modules(skip) for line in scan(tree)}
+
+
+def _reads_case_id(node: ast.AST) -> bool:
+    """``v["case_id"]``, ``v.get("case_id")``, ``v.case_id`` (or ``str()`` of one)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Constant) \
+                and sub.slice.value == "case_id":
+            return True
+        if isinstance(sub, ast.Attribute) and sub.attr == "case_id":
+            return True
+        if isinstance(sub, ast.Call) and _name(sub.func) == "get" and sub.args \
+                and isinstance(sub.args[0], ast.Constant) and sub.args[0].value == "case_id":
+            return True
+    return False
+
+
+def kind_guesses(tree: ast.Module) -> list[int]:
+    """Lines that guess what a verdict judged from its id instead of reading its ``scope``:
+    ``….endswith(COMPARISONS)`` or ``….endswith("-fit")``, or a case id compared with
+    "sweep"."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _name(node.func) == "endswith" and any(
+                (isinstance(a, ast.Name | ast.Attribute) and _name(a) == "COMPARISONS")
+                or (isinstance(a, ast.Constant) and a.value == "-fit") for a in node.args):
+            lines.add(node.lineno)
+        if isinstance(node, ast.Compare) and any(
+                isinstance(x, ast.Constant) and x.value == "sweep"
+                for x in (node.left, *node.comparators)) \
+                and any(_reads_case_id(x) for x in (node.left, *node.comparators)):
+            lines.add(node.lineno)
+    return sorted(lines)

@@ -13,7 +13,7 @@ from tests.test_baseline import make_baseline
 
 from specperf.baselines.store import SCHEMA_VERSION, Baseline, BaselineStore
 from specperf.core.contract import PASS, REGRESSION, UNDETERMINED
-from specperf.judge.outcome import Verdict
+from specperf.core.verdict import Scope, Verdict
 from specperf.plugin import updatecheck
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +28,7 @@ def test_a_lineage_is_written_and_read_back(tmp_path: Path,
     monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
     monkeypatch.setenv("GITHUB_REPOSITORY", "o/specperf")
     monkeypatch.setenv("GITHUB_RUN_ID", "42")
-    verdicts = [Verdict("reasoning-ctx13", REGRESSION, "slower", details=STEP)]
+    verdicts = [Verdict("reasoning-ctx13", REGRESSION, "slower", details=STEP, scope=Scope.CASE)]
     judged = updatecheck.check(verdicts)
     lineage = updatecheck.lineage(3, verdicts, judged, "new drafter")
     path = BaselineStore(tmp_path).write_next(replace(make_baseline(), lineage=lineage))
@@ -48,9 +48,11 @@ def test_a_lineage_is_written_and_read_back(tmp_path: Path,
 
 def test_an_undetermined_verdict_blocks_only_when_its_estimate_is_beyond_the_limit() -> None:
     inside = {"step_ms": {**STEP["step_ms"], "change": 0.08}}
-    assert updatecheck.check([Verdict("c", UNDETERMINED, "?", details=inside)]).clear
-    assert not updatecheck.check([Verdict("c", UNDETERMINED, "?", details=STEP)]).clear
-    assert updatecheck.check([Verdict("c", PASS, "ok", details=STEP)]).clear
+    assert updatecheck.check([Verdict("c", UNDETERMINED, "?", details=inside,
+                                      scope=Scope.CASE)]).clear
+    assert not updatecheck.check([Verdict("c", UNDETERMINED, "?", details=STEP,
+                                          scope=Scope.CASE)]).clear
+    assert updatecheck.check([Verdict("c", PASS, "ok", details=STEP, scope=Scope.CASE)]).clear
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))

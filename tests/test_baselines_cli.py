@@ -18,7 +18,7 @@ from specperf.baselines.store import BaselineStore
 from specperf.cli import main
 from specperf.core.contract import IMPROVED, PASS, REGRESSION
 from specperf.core.stats import Summary
-from specperf.judge.outcome import Verdict
+from specperf.core.verdict import Scope, Verdict
 from specperf.plugin import updatecheck
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,14 +54,16 @@ def write_lineage(root: Path) -> None:
     store = BaselineStore(root)
     first = updatecheck.lineage(None, [], updatecheck.check([]), None)
     store.write_next(replace(make_baseline(), lineage=first))
-    slower = [Verdict("padding-ctx3333", REGRESSION, "slower", details=STEP),
-              Verdict("padding-fit", PASS, "ok", details={"slope": {"change": 0.05}})]
+    slower = [Verdict("padding-ctx3333", REGRESSION, "slower", details=STEP, scope=Scope.CASE),
+              Verdict("padding-fit", PASS, "ok", details={"slope": {"change": 0.05}},
+                      scope=Scope.FIT)]
     store.write_next(replace(make_baseline(created="2026-12-03T02:00:00Z", runs=("r1", "r2")),
                              lineage=updatecheck.lineage(1, slower, updatecheck.check(slower),
                                                          "the new drafter is slower")))
-    better = [Verdict("padding-ctx5553", IMPROVED, "better", details=COMMIT),
-              Verdict("padding-ctx3333", PASS, "same", details={}),
-              Verdict("padding-fit", PASS, "ok", details={"slope": {"change": 0.0001}})]
+    better = [Verdict("padding-ctx5553", IMPROVED, "better", details=COMMIT, scope=Scope.CASE),
+              Verdict("padding-ctx3333", PASS, "same", details={}, scope=Scope.CASE),
+              Verdict("padding-fit", PASS, "ok", details={"slope": {"change": 0.0001}},
+                      scope=Scope.FIT)]
     store.write_next(replace(make_baseline(created="2026-12-05T02:00:00Z"),
                              lineage=updatecheck.lineage(2, better, updatecheck.check(better),
                                                          None)))

@@ -13,7 +13,7 @@ pytest_plugins = ["pytester"]
 TESTS = '''
 import pytest
 
-from specperf.judge.outcome import Verdict
+from specperf.core.verdict import Scope, Verdict
 from specperf.plugin.conclude import conclude
 
 
@@ -30,21 +30,22 @@ SEEN = {"scope": "sweep", "power": 0.95, "noise": "run-to-run ±3.0% assumed: no
 def test_fit(request):
     conclude(request, [Verdict("reasoning-fit", "undetermined",
                                "reasoning: the slope sits within its uncertainty, so it is "
-                               "neither a pass nor a fail")])
+                               "neither a pass nor a fail", scope=Scope.FIT)])
 
 
 def test_sweep(request):
     conclude(request, [Verdict("sweep", "undetermined", "step time rose 9.0% across the "
                                "sweep: the interval straddles the 2% sweep tolerance",
-                               resolution=SEEN)])
+                               resolution=SEEN, scope=Scope.SWEEP)])
 
 
 def test_regressed(request):
-    conclude(request, [Verdict("padding-ctx13", "fail", "step time 33 → 40 ms (+21.2%)")])
+    conclude(request, [Verdict("padding-ctx13", "fail", "step time 33 → 40 ms (+21.2%)",
+                               scope=Scope.CASE)])
 
 
 def test_passed(request):
-    conclude(request, [Verdict("padding-ctx1663", "pass", "within tolerance")])
+    conclude(request, [Verdict("padding-ctx1663", "pass", "within tolerance", scope=Scope.CASE)])
 '''
 
 

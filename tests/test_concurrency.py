@@ -12,8 +12,8 @@ from specperf.baselines.store import CaseBaseline
 from specperf.core.errors import BaselineError, ContaminatedMeasurement
 from specperf.core.model import ContextFit
 from specperf.core.stats import Summary
+from specperf.core.verdict import NotJudged
 from specperf.judge.concurrency import judge_batch_fit, judge_level
-from specperf.judge.outcome import NotJudged
 from specperf.measure import guard
 from specperf.measure.burst import batch_fit, check_burst
 from specperf.record import runkind

@@ -137,9 +137,9 @@ def test_a_misspelt_status_does_not_type_check(tmp_path) -> None:
     typo = tmp_path / "typo.py"
     typo.write_text("from specperf.core.contract import PASS\n"
                     "from specperf.judge.exact import ExactResult, ExactStatus\n"
-                    "from specperf.judge.outcome import Verdict\n\n"
-                    "good = Verdict('padding-ctx13', PASS, 'within tolerance')\n"
-                    "bad = Verdict('padding-ctx13', 'passs', 'within tolerance')\n"
+                    "from specperf.core.verdict import Scope, Verdict\n\n"
+                    "good = Verdict('padding-ctx13', PASS, 'ok', scope=Scope.CASE)\n"
+                    "bad = Verdict('padding-ctx13', 'passs', 'ok', scope=Scope.CASE)\n"
                     "same = ExactResult(ExactStatus.UNCHANGED, 'identical verify steps')\n"
                     "odd = ExactResult('unchangd', 'identical verify steps')\n",
                     encoding="utf-8")

@@ -11,8 +11,8 @@ import pytest
 
 from specperf.baselines.store import Baseline, CaseBaseline
 from specperf.core.stats import Summary
+from specperf.core.verdict import Scope, Verdict
 from specperf.judge import exact
-from specperf.judge.outcome import Verdict
 from specperf.measure.determinism import PromptRecord
 from specperf.measure.sample import Measurement, Sample
 from specperf.plan import digest, nonce, reuse
@@ -124,7 +124,7 @@ def test_a_one_prompt_change_inside_the_tolerance_is_noted_and_passes():
     run = _measured(_sample(-1, 68, warmup=True), _sample(0, 68), _sample(1, 71), _sample(2, 69))
     result = exact.compare(run, BASE, True, "")
     assert (result.cause, result.steps_delta) == ("drafter", 1)
-    verdict = exact.combine(Verdict(CASE.id, "pass", STATS), result)
+    verdict = exact.combine(Verdict(CASE.id, "pass", STATS, scope=Scope.CASE), result)
     assert verdict.status == "noted" and verdict.fails() is None
     assert verdict.message == (
         "acceptance changed on 1 of 3 prompts (verify steps 70 → 71 on prompt 2; 207 → 208 in "
@@ -140,7 +140,7 @@ def test_an_exact_change_inside_the_tolerance_beside_a_step_regression_is_not_ca
     result = exact.compare(run, BASE, True, "")
     slower = ("tok/s 30.0 → 20.0 (−33.3%, limit −10%): step time 30 → 45 ms (+50.0%) explains "
               "it — step-time regression: check the kernels, attention backend and KV cache.")
-    verdict = exact.combine(Verdict(CASE.id, "fail", slower), result)
+    verdict = exact.combine(Verdict(CASE.id, "fail", slower, scope=Scope.CASE), result)
     assert verdict.status == "fail"
     assert "not a regression" not in verdict.message
     assert ("Avg commit −0.5% on these prompts, inside the 10% acceptance tolerance: noted; "
@@ -150,7 +150,7 @@ def test_an_exact_change_inside_the_tolerance_beside_a_step_regression_is_not_ca
 def test_more_steps_beyond_the_tolerance_fail_naming_drafter_or_numerics():
     run = _measured(_sample(-1, 68, warmup=True), _sample(0, 68), _sample(1, 79), _sample(2, 92))
     result = exact.compare(run, BASE, True, "")
-    verdict = exact.combine(Verdict(CASE.id, "pass", STATS), result)
+    verdict = exact.combine(Verdict(CASE.id, "pass", STATS, scope=Scope.CASE), result)
     assert verdict.status == "fail"
     assert verdict.fails() == (
         "acceptance changed on 2 of 3 prompts (verify steps 70 → 79 on prompt 2, 69 → 92 on "
@@ -159,14 +159,16 @@ def test_more_steps_beyond_the_tolerance_fail_naming_drafter_or_numerics():
         "prompts, beyond the 10% acceptance tolerance — acceptance regression (drafter or "
         "numerics: here the drafter). Statistics: " + STATS)
     # The tolerance in force decides: the same change inside a 15 % tolerance is noted.
-    assert exact.combine(Verdict(CASE.id, "pass", STATS), result, tolerance=0.15).status == \
+    assert exact.combine(Verdict(CASE.id, "pass", STATS,
+                                 scope=Scope.CASE), result, tolerance=0.15).status == \
         "noted"
 
 
 def test_identical_mode_fails_on_one_changed_prompt():
     run = _measured(_sample(-1, 68, warmup=True), _sample(0, 68), _sample(1, 71), _sample(2, 69))
     result = exact.compare(run, BASE, True, "")
-    verdict = exact.combine(Verdict(CASE.id, "pass", STATS), result, mode="identical")
+    verdict = exact.combine(Verdict(CASE.id, "pass", STATS,
+                                    scope=Scope.CASE), result, mode="identical")
     assert verdict.fails() == (
         "acceptance changed on 1 of 3 prompts (verify steps 70 → 71 on prompt 2; 207 → 208 in "
         "all): the output text is the same, so the drafter proposes differently — check the "
@@ -185,7 +187,8 @@ def test_a_changed_output_is_the_numerics_and_a_small_change_is_noted_not_improv
         "numerics (kernels, precision, attention backend) or the target model; acceptance "
         "moved with the text.")
     # One prompt two steps fewer (+1.0 % avg commit) is a finding, not an improvement.
-    assert exact.combine(Verdict(CASE.id, "pass", "ok."), result).status == "noted"
+    assert exact.combine(Verdict(CASE.id, "pass", "ok.",
+                                 scope=Scope.CASE), result).status == "noted"
 
 
 def test_a_server_that_does_not_repeat_itself_falls_back_to_statistics():
@@ -196,7 +199,7 @@ def test_a_server_that_does_not_repeat_itself_falls_back_to_statistics():
         "exact acceptance unavailable: the server is not shown deterministic here: the same "
         "prompt took 67 verify steps in the warm-up and 68 in repeat 1; acceptance is judged "
         "by statistics.")
-    verdict = Verdict(CASE.id, "pass", "ok.")
+    verdict = Verdict(CASE.id, "pass", "ok.", scope=Scope.CASE)
     assert exact.combine(verdict, result).status == "pass"
 
 

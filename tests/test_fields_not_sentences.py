@@ -4,6 +4,10 @@ tree (tests/astscan.py), so a renamed pattern or a new alias cannot slip past a 
 - no module applies a regex (``re.*`` or a compiled pattern's method) to a verdict's
   ``message`` (``["message"]``, ``.get("message")``, ``.message``, a local bound to one, or a
   parameter named for one);
+- no module guesses what a verdict judged from its id (``case_id.endswith(COMPARISONS)``,
+  ``"-fit"``, ``== "sweep"``): it reads the verdict's ``scope`` through
+  record/readers.py ``scope_of``, whose fallback for records written before 0.3 is the one
+  place that may;
 - no module but core/contract.py compares a status word ("pass", "noted", "fail",
   "improved", "undetermined") as a bare literal: it compares ``core.contract``'s
   ``Status`` constants, so a misspelt word is a mypy error and the words live in one place.
@@ -15,7 +19,10 @@ import ast
 
 import pytest
 
-from astscan import findings, regex_over_messages, status_comparisons
+from astscan import findings, kind_guesses, regex_over_messages, status_comparisons
+from specperf.core.contract import PASS
+from specperf.core.verdict import Scope, Verdict
+from specperf.record.readers import scope_of
 
 # What still parses a sentence, and why it may for now. Issue 48: every judge returns one
 # Verdict with its figures, and views render those fields; until then these are listed.
@@ -87,3 +94,53 @@ def test_the_scan_finds_a_bare_status_word(code: str) -> None:
 ], ids=["constant", "pytest-outcome", "collection", "not-compared"])
 def test_the_scan_leaves_other_comparisons_alone(code: str) -> None:
     assert status_comparisons(ast.parse(code)) == []
+
+
+# The one reader of a verdict's kind from its id: the fallback for records before 0.3.
+KIND_GUESSERS = {("record/readers.py", "scope_of")}
+
+
+def test_views_read_a_verdicts_scope_not_its_id() -> None:
+    assert findings(kind_guesses) == KIND_GUESSERS, \
+        "read the verdict's scope (record/readers.py scope_of), not its id"
+
+
+@pytest.mark.parametrize("code", [
+    "v['case_id'].endswith(COMPARISONS)",
+    "str(v.get('case_id', '')).endswith(pathverdict.COMPARISONS)",
+    "case.endswith('-fit')",
+    "verdict['case_id'] == 'sweep'",
+    "'sweep' != v.case_id",
+], ids=["comparisons", "comparisons-attribute", "fit", "sweep", "sweep-reversed"])
+def test_the_scan_finds_a_kind_guessed_from_an_id(code: str) -> None:
+    assert kind_guesses(ast.parse(code)) != []
+
+
+@pytest.mark.parametrize("code", [
+    "scope_of(v) == 'sweep'",
+    "path.endswith('.json')",
+    "check.kind == 'sweep'",
+], ids=["scope", "other-suffix", "not-an-id"])
+def test_the_scan_leaves_other_tests_alone(code: str) -> None:
+    assert kind_guesses(ast.parse(code)) == []
+
+
+def test_a_verdict_cannot_be_built_without_its_scope_and_records_it() -> None:
+    with pytest.raises(TypeError, match="scope"):
+        Verdict("padding-ctx13", PASS, "within tolerance")  # type: ignore[call-arg]
+    recorded = Verdict("smoke subset", PASS, "ok", scope=Scope.SWEEP).to_dict()
+    assert recorded["scope"] == "sweep" and scope_of(recorded) == "sweep"
+
+
+@pytest.mark.parametrize(("old", "scope"), [
+    ({"case_id": "sweep", "details": {}}, "sweep"),
+    ({"case_id": "smoke subset", "details": {"step": {}, "acceptance:padding": {}}}, "sweep"),
+    ({"case_id": "reasoning-ctx3333 chat vs native", "details": {}}, "path"),
+    ({"case_id": "padding-fit", "details": {"slope": {}}}, "fit"),
+    ({"case_id": "padding-ctx13", "details": {"step_ms": {}}}, "case"),
+], ids=["sweep", "gate-sweep", "path", "fit", "case"])
+def test_a_record_before_scope_is_read_by_its_id_and_details(old: dict, scope: str) -> None:
+    """Records written before 0.3 carry no scope: their kind is read the way they wrote it,
+    and a recorded scope wins over any id."""
+    assert scope_of(old) == scope
+    assert scope_of({**old, "scope": "concurrency"}) == "concurrency"

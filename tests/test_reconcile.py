@@ -10,8 +10,8 @@ from specperf.core.contract import EXPLAINED, NOTED, PASS, REGRESSION, STATUSES,
 from specperf.core.limits import DEFAULT_TOLERANCES
 from specperf.core.model import ContextFit, fit_repeats, predict_tok_s
 from specperf.core.stats import Summary, summarize
+from specperf.core.verdict import Scope, Verdict
 from specperf.judge import reconcile
-from specperf.judge.outcome import Verdict
 from specperf.judge.reconcile import Observed, base_rest, observe
 from specperf.judge.verdict import judge_case
 from specperf.measure.sample import Measurement, Sample
@@ -144,7 +144,7 @@ def test_a_slower_prefill_is_predicted_not_called_unexplained() -> None:
 def test_the_record_copies_the_rows_the_verdicts_carry_by_case_id() -> None:
     fit = ContextFit(STEP - 0.02 * 5853, 0.02, 0.1, 2)
     measured = _measurement(0.5)
-    verdict = reconcile.attach(Verdict(CASE.id, PASS, "ok"), measured,
+    verdict = reconcile.attach(Verdict(CASE.id, PASS, "ok", scope=Scope.CASE), measured,
                                _entry(500.0, measured), fit, 0.10)
     assert verdict.reconcile is not None and verdict.reconcile["status"] == PASS
     other = {"case_id": "a-first", "status": PASS, "reconcile": {**verdict.reconcile,

@@ -64,8 +64,8 @@ _PUBLIC: dict[str, tuple[str, str]] = {
     "scan_drift": ("core.drift", "scan_night"),
     # verdicts
     "DEFAULT_TOLERANCES": ("core.limits", "DEFAULT_TOLERANCES"),
-    "Verdict": ("judge.outcome", "Verdict"),
-    "NotJudged": ("judge.outcome", "NotJudged"),
+    "Verdict": ("core.verdict", "Verdict"),
+    "NotJudged": ("core.verdict", "NotJudged"),
     "judge_case": ("judge.verdict", "judge_case"),
     "judge_fit": ("judge.fit", "judge_fit"),
     "pair_decider": ("measure.pair", "pair_decider"),
@@ -132,8 +132,8 @@ if TYPE_CHECKING:  # the same names, for type checkers and editors
     from .core.noise import NoiseModel, RunNoise
     from .core.noise import from_history as noise_from_history
     from .core.stats import median_se, summarize
+    from .core.verdict import NotJudged, Verdict
     from .judge.fit import judge_fit
-    from .judge.outcome import NotJudged, Verdict
     from .judge.sweep.factor import CaseData as SweepCase
     from .judge.sweep.pooled import judge_sweep
     from .judge.sweep.verdict import SweepResult

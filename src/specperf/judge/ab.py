@@ -18,10 +18,10 @@ from dataclasses import replace
 from ..baselines.store import CaseBaseline
 from ..core.fingerprint import fingerprint_differences
 from ..core.model import ContextFit
+from ..core.verdict import NotJudged, Verdict
 from ..measure.sample import Measurement, context_fit
 from ..measure.session import PerfSession
 from ..plan.workload import Case
-from .outcome import NotJudged, Verdict
 from .positions import Shape
 
 # Every figure in the message reads reference → measured: production → candidate.

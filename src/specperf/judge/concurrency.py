@@ -21,9 +21,9 @@ from ..core.limits import ARROW, Move, format_percent, tolerance
 from ..core.model import ContextFit
 from ..core.noise import NoiseModel
 from ..core.stats import Summary
+from ..core.verdict import NotJudged, Scope, Verdict
 from .fit import slope_limit_text
 from .hints import REFRESH_HINT, STEP_HINT, Rerun, plain_rerun
-from .outcome import NotJudged, Verdict
 from .verdict import case_se, judge_case
 
 AGGREGATE = "aggregate tok/s"
@@ -49,11 +49,12 @@ def judge_level(level: str, current: Mapping[str, Summary], base: Mapping[str, S
     status = contract.combine([verdict.status, agg.status])
     if verdict.status == REGRESSION or status != REGRESSION:
         return Verdict(level, status, _join(verdict.message, f"; {agg.text()}"),
-                       verdict.attribution, details)
+                       verdict.attribution, details, scope=Scope.CONCURRENCY)
     return Verdict(level, REGRESSION,
                    f"{agg.text(limit=True)} while every request stayed within its limits "
                    f"({verdict.message.removeprefix(level + ': ')}) — the burst as a whole "
-                   f"got slower: {STEP_HINT}.", verdict.attribution, details)
+                   f"got slower: {STEP_HINT}.", verdict.attribution, details,
+                   scope=Scope.CONCURRENCY)
 
 
 def _join(message: str, extra: str) -> str:
@@ -93,11 +94,12 @@ def judge_batch_fit(name: str, current: ContextFit, base: ContextFit,
              NOTED: "a change beyond its uncertainty but within tolerance: noted",
              PASS: "within tolerance"}
     if found in words:
-        return Verdict(case_id, found, f"{head} — {words[found]}.", None, details)
+        return Verdict(case_id, found, f"{head} — {words[found]}.", None, details,
+                       scope=Scope.CONCURRENCY)
     # Undetermined is a verdict like the others: recorded, then skipped (plugin/conclude.py).
     # ``rerun``: the run's own command (settings/hints.py); alone, the bare suite's.
     command = rerun or (lambda *a: plain_rerun(*a, marker="concurrency_scaling"))
     return Verdict(case_id, UNDETERMINED, f"{head}: the slope's uncertainty straddles the "
                    f"limit, so it is neither a pass nor a fail — measure again with more "
                    f"repeats: {command('--specperf-repeats', '10')}.",
-                   None, details)
+                   None, details, scope=Scope.CONCURRENCY)

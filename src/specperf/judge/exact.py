@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import contract
 from ..core.limits import ARROW, DEFAULT_TOLERANCES, format_percent, format_share
+from ..core.verdict import Verdict
 from ..measure.determinism import (
     EXACT_SOURCES,
     PromptRecord,
@@ -39,7 +40,6 @@ from ..measure.determinism import (
     deterministic,
     records,
 )
-from .outcome import Verdict
 
 if TYPE_CHECKING:
     from ..measure.sample import Measurement, Sample

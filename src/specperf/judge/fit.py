@@ -16,8 +16,8 @@ from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import ARROW, format_percent, format_share
 from ..core.model import ContextFit
 from ..core.noise import NoiseModel
+from ..core.verdict import Scope, Verdict
 from .hints import REFRESH_HINT, Rerun, plain_rerun
-from .outcome import Verdict
 
 
 def _change(base: float, new: float) -> float:
@@ -56,7 +56,8 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
         return Verdict(case_id, UNDETERMINED,
                        f"{text_class}: the baseline's step time does not grow with context "
                        f"({old:.1f} ms per 1k), so its slope cannot be compared — write a new "
-                       f"version with --specperf-update-baselines.", reason=contract.NO_BASELINE)
+                       f"version with --specperf-update-baselines.", reason=contract.NO_BASELINE,
+                       scope=Scope.FIT)
     change = _change(old, new)
     limit = contract.slope_limit(slope_tolerance, base.b_ms_per_token,
                                  base.predict_step_ms(far), far, step_tolerance)
@@ -77,18 +78,19 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
         head = f"{head[:-1]}; {noise.of('step_ms').text()})"
     if found == REGRESSION:
         named, why = _cause(base, current, change)
-        return Verdict(case_id, REGRESSION, f"{head} — {why}", None, details, factor=named)
+        return Verdict(case_id, REGRESSION, f"{head} — {why}", None, details, factor=named,
+                       scope=Scope.FIT)
     if found == IMPROVED:
         return Verdict(case_id, IMPROVED, f"{head} — flatter than the baseline: "
-                       f"{REFRESH_HINT}.", None, details)
+                       f"{REFRESH_HINT}.", None, details, scope=Scope.FIT)
     if found == NOTED:
         return Verdict(case_id, NOTED, f"{head} — a change beyond its uncertainty but within "
-                       f"tolerance: noted.", None, details)
+                       f"tolerance: noted.", None, details, scope=Scope.FIT)
     if found == PASS:
-        return Verdict(case_id, PASS, f"{head} — within tolerance.", None, details)
+        return Verdict(case_id, PASS, f"{head} — within tolerance.", None, details, scope=Scope.FIT)
     why = _undetermined(text_class, margin, old * limit, se_new, 0.0 if paired else se_old,
                         contexts, rerun)
-    return Verdict(case_id, UNDETERMINED, f"{head}: {why}", None, details)
+    return Verdict(case_id, UNDETERMINED, f"{head}: {why}", None, details, scope=Scope.FIT)
 
 
 def _cause(base: ContextFit, current: ContextFit, slope_change: float) -> tuple[str, str]:

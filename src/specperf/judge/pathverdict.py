@@ -26,9 +26,9 @@ from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import ARROW, MINUS, Move, format_percent, format_value
 from ..core.model import CASE_DRIFT
 from ..core.stats import Summary
+from ..core.verdict import Scope, Verdict
 from ..measure.paths import Figures, Parsers
 from .hints import Rerun
-from .outcome import Verdict
 
 PARSER_HINT = "parser regression: check the reasoning and tool-call parsers, not the drafter"
 CHAT_DECODE_HINT = ("decode regression on the chat route, not post-processing: check what the "
@@ -84,7 +84,7 @@ def unmeasured(case_id: str, needed: dict[str, tuple[Figures, ...]], what: str) 
     return Verdict(case_id, UNDETERMINED, f"not measured: no {', no '.join(missing)}, so "
                    f"{what} cannot be judged — a missing figure is never a pass; check that the "
                    "server returns its timings (meta_info) or serves /metrics.",
-                   reason=UNMEASURED)
+                   reason=UNMEASURED, scope=Scope.PATH)
 
 
 def _rel_se(summary: Summary) -> float:
@@ -186,7 +186,7 @@ def _parsers_ran(chat: Figures, parsers: Parsers) -> str:
 def _failed(case_id: str, message: str, problems: list[str]) -> Verdict:
     """A regression of the chat route against the native one: the parser path's."""
     return Verdict(case_id, REGRESSION, " ".join([message, *problems]) if message else
-                   " ".join(problems), factor="parser")
+                   " ".join(problems), factor="parser", scope=Scope.PATH)
 
 
 # -- chat vs native (non-streaming) --------------------------------------------------------------
@@ -233,7 +233,8 @@ def _judge_parser(j: _Judged, case_id: str, native: Figures, chat: Figures, pars
     if problems:
         return _failed(case_id, "", problems)
     status = contract.combine(found)
-    return Verdict(case_id, status, f"{message} — {_ending(status, 'faster than native', advice)}.")
+    return Verdict(case_id, status, f"{message} — {_ending(status, 'faster than native', advice)}.",
+                   scope=Scope.PATH)
 
 
 def _decode_cmp(base: Figures, new: Figures, tolerances: dict[str, float]) -> Move | None:
@@ -308,7 +309,7 @@ def _judge_stream(j: _Judged, case_id: str, plain: Figures, stream: Figures,
     found = [j.status(judged_by, plain, stream, key)]
     if found[0] == REGRESSION:
         return Verdict(case_id, REGRESSION, f"{judged_by.text(vs=' vs non-streaming', limit=True)}"
-                       f" — {STREAM_DECODE_HINT}.", factor="stream")
+                       f" — {STREAM_DECODE_HINT}.", factor="stream", scope=Scope.PATH)
     delivery = stream.get("delivery_tok_s")
     gap = Move("tok_s", decode.new, delivery or 0.0, tolerances["tok_s"],
                label="client delivery")
@@ -321,12 +322,12 @@ def _judge_stream(j: _Judged, case_id: str, plain: Figures, stream: Figures,
             f"the server decoded at its non-streaming pace "
             f"({judged_by.text(vs=' vs non-streaming', noise=True)}); the chunks reached the "
             f"client late: check proxies, tunnels and the network between client and "
-            f"server. {tail}."), factor="transport")
+            f"server. {tail}."), factor="transport", scope=Scope.PATH)
     status = contract.combine(found)
     return Verdict(case_id, status, f"{judged_by.text(vs=' vs non-streaming')}; {tail}; "
                    f"client delivery {_rate(delivery)} tok/s vs server decode "
                    f"{decode.new:.1f} tok/s — "
-                   f"{_ending(status, 'faster than non-streaming', advice)}.")
+                   f"{_ending(status, 'faster than non-streaming', advice)}.", scope=Scope.PATH)
 
 
 def replace_label(cmp: Move, label: str) -> Move:
@@ -402,9 +403,9 @@ def _judge_chat_stream(j: _Judged, case_id: str, native: Figures, chat: Figures,
             f"{_rate(native.get('delivery_tok_s'))} tok/s against a server decode of "
             f"{_rate(chat.get('decode_tok_s'))} and {_rate(native.get('decode_tok_s'))} tok/s — "
             f"{TRANSPORT_LABEL} and not the parsers: both routes lose it alike; "
-            f"{delivery.text(vs=' vs the native stream', limit=True)}."))
+            f"{delivery.text(vs=' vs the native stream', limit=True)}."), scope=Scope.PATH)
     return Verdict(case_id, status, f"{head}; {post}; {_parsers_ran(chat, parsers)} — "
-                   f"{_ending(status, 'faster than the native stream', advice)}.")
+                   f"{_ending(status, 'faster than the native stream', advice)}.", scope=Scope.PATH)
 
 
 def _late(figs: Figures, tolerance: float) -> bool:

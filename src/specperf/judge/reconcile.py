@@ -31,8 +31,8 @@ from ..core import contract, interval
 from ..core.contract import EXPLAINED, IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import format_percent, format_share, format_value
 from ..core.model import ContextFit, predict_tok_s, rel_se, rest_ratio
+from ..core.verdict import Verdict
 from ..measure.sample import mean_context, sample_values
-from .outcome import Verdict
 
 if TYPE_CHECKING:
     from ..baselines.store import CaseBaseline

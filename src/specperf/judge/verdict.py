@@ -7,7 +7,7 @@ regresses when its median moves past ``baseline · (1 ∓ tolerance)`` in its ba
 with a noise model each move carries its interval, and the contract judges the interval. A
 regression's sentence and its attribution are :mod:`specperf.judge.attribution`'s.
 
-The verdict's value and the context fit's verdict live in :mod:`specperf.judge.outcome` and
+The verdict's value and the context fit's verdict live in :mod:`specperf.core.verdict` and
 :mod:`specperf.judge.fit`; they are imported here too, as the public API has always named
 them ``specperf.judge.verdict``.
 """
@@ -23,10 +23,10 @@ from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED
 from ..core.limits import DIRECTION, FLOOR, LABELS, Move, format_move, format_percent, tolerance
 from ..core.noise import NoiseModel
 from ..core.stats import Summary
+from ..core.verdict import Scope, Verdict
 from . import positions
 from .attribution import HINTS, case_attribution, regression_factor, regression_message
 from .hints import REFRESH_HINT
-from .outcome import Verdict
 
 if TYPE_CHECKING:  # only its type is needed here
     from ..baselines.store import CaseBaseline
@@ -73,7 +73,7 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
                        f"{case_id}: the baseline has no metric this run measured, so "
                        f"nothing can be compared — write a new version with "
                        f"--specperf-update-baselines.",
-                       reason=contract.NO_BASELINE)
+                       reason=contract.NO_BASELINE, scope=Scope.CASE)
     attribution = case_attribution(shown)
     broken = [m for m in ("tok_s", "decode_tok_s", "avg_commit", "step_ms", "ttft_ms")
               if m in moves and moves[m].regressed]
@@ -86,27 +86,29 @@ def judge_case(case_id: str, current: Mapping[str, Summary], base: CaseBaseline,
                                          if not (m == "decode_tok_s" and "tok_s" in broken)])
         return Verdict(case_id, REGRESSION, _with_noise(message, heard), attribution, details,
                        factor=regression_factor(shown, broken[0], attribution,
-                                                base.output_tokens))
+                                                base.output_tokens), scope=Scope.CASE)
     summary = _pass_summary(shown)
     unjudged = _prefill_unjudged(current, moves)
     open_ = [m for m in ("tok_s", "decode_tok_s", "avg_commit", "step_ms", "ttft_ms")
              if m in moves and moves[m].undetermined]
     if status == UNDETERMINED:
         return Verdict(case_id, UNDETERMINED, _undetermined_case(moves, open_, summary, heard),
-                       attribution, details)
+                       attribution, details, scope=Scope.CASE)
     if status == IMPROVED:
         faster = any(moves[m].improved for m in ("tok_s", "decode_tok_s", "step_ms", "ttft_ms")
                      if m in moves)
         word = "faster" if faster else "better"
         message = f"{summary} — {word} than the baseline: {REFRESH_HINT}{unjudged}."
-        return Verdict(case_id, IMPROVED, _with_noise(message, heard), attribution, details)
+        return Verdict(case_id, IMPROVED, _with_noise(message, heard), attribution, details,
+                       scope=Scope.CASE)
     if status == NOTED:  # a change we are sure of, its median inside the tolerance
         sure = ", ".join(LABELS.get(m, m) for m, mv in moves.items() if mv.status == NOTED)
         message = (f"{summary} — within tolerance; a change we are sure of in {sure}: "
                    f"noted{unjudged}.")
-        return Verdict(case_id, NOTED, _with_noise(message, heard), attribution, details)
+        return Verdict(case_id, NOTED, _with_noise(message, heard), attribution, details,
+                       scope=Scope.CASE)
     return Verdict(case_id, PASS, _with_noise(f"{summary} — within tolerance{unjudged}.", heard),
-                   attribution, details)
+                   attribution, details, scope=Scope.CASE)
 
 
 def _settled(move: Move) -> dict[str, float]:
@@ -174,18 +176,19 @@ def _judge_pinned(case_id: str, all_moves: Mapping[str, Move]) -> Verdict:
     if not moves:
         return Verdict(case_id, UNDETERMINED, f"{case_id}: the baseline has no step time to "
                        f"compare and {PINNED_REASON} — write a new version with "
-                       f"--specperf-update-baselines.", reason=contract.NO_BASELINE)
+                       f"--specperf-update-baselines.", reason=contract.NO_BASELINE,
+                       scope=Scope.CASE)
     broken = [m for m in PINNED_METRICS if m in moves and moves[m].regressed]
     if broken:
         return Verdict(case_id, REGRESSION, f"{moves[broken[0]].text(limit=True)} — "
                        f"{HINTS[broken[0]]}; {PINNED_REASON}.", None, details,
-                       factor=regression_factor(moves, broken[0], None))
+                       factor=regression_factor(moves, broken[0], None), scope=Scope.CASE)
     summary = "; ".join(moves[m].text(limit=True) for m in moves)
     if any(mv.improved for mv in moves.values()):
         return Verdict(case_id, IMPROVED, f"{summary} — faster than the baseline: "
-                       f"{REFRESH_HINT}; {PINNED_REASON}.", None, details)
+                       f"{REFRESH_HINT}; {PINNED_REASON}.", None, details, scope=Scope.CASE)
     return Verdict(case_id, PASS, f"{summary} — within tolerance; {PINNED_REASON}.", None,
-                   details)
+                   details, scope=Scope.CASE)
 
 
 def _prefill_unjudged(current: Mapping[str, Summary], moves: Mapping[str, Move]) -> str:

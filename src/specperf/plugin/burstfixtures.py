@@ -22,9 +22,9 @@ from ..baselines.concurrency import ConcurrencyBaseline, ConcurrencyStore
 from ..baselines.store import CaseBaseline
 from ..core.errors import BaselineError, ConfigError, SpecperfError
 from ..core.fingerprint import fingerprint_differences
+from ..core.verdict import NotJudged, Verdict
 from ..core.version import __version__
 from ..judge.concurrency import judge_batch_fit, judge_level
-from ..judge.outcome import NotJudged, Verdict
 from ..measure.burst import Burst, Burster, Level, batch_fit
 from ..measure.session import PerfSession, git_revision
 from ..plan.workload import Case

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import pytest
 
 from ..core.contract import REGRESSION, UNDETERMINED
-from ..judge.outcome import Verdict
+from ..core.verdict import Verdict
 
 
 def record(request: pytest.FixtureRequest, verdicts: Sequence[Verdict]) -> None:

@@ -17,7 +17,7 @@ from ..baselines.store import Baseline, CaseBaseline
 from ..core.contract import UNDETERMINED
 from ..core.errors import BaselineError, SpecperfError, UnmeasuredComparison
 from ..core.limits import NOT_APPLICABLE, SKIP_NOT_APPLICABLE, SKIP_PROPERTY, check_tolerance
-from ..judge.outcome import NotJudged, Verdict
+from ..core.verdict import NotJudged, Verdict
 from ..judge.pathverdict import (
     COMPARISONS,
     UNMEASURED,

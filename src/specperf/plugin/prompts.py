@@ -9,8 +9,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..baselines.store import Baseline, BaselineStore, CaseBaseline
+from ..core.verdict import Verdict
 from ..judge import exact
-from ..judge.outcome import Verdict
 from ..measure.loop import Measurer
 from ..measure.sample import Measurement
 from ..measure.session import PerfSession

@@ -17,8 +17,8 @@ from ..core.errors import BaselineError
 from ..core.limits import DEFAULT_TOLERANCES
 from ..core.model import ContextFit
 from ..core.noise import NoiseModel
+from ..core.verdict import NotJudged
 from ..core.version import __version__
-from ..judge.outcome import NotJudged
 from ..measure.sample import Measurement
 from ..measure.session import git_revision
 from ..plan.workload import Case

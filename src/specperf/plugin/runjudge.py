@@ -14,9 +14,9 @@ from ..baselines.store import CaseBaseline
 from ..core.fingerprint import pinned_flags
 from ..core.limits import tolerance
 from ..core.model import ContextFit
+from ..core.verdict import NotJudged, Verdict
 from ..judge import reconcile
 from ..judge.fit import judge_fit
-from ..judge.outcome import NotJudged, Verdict
 from ..judge.positions import Shape
 from ..judge.verdict import judge_case
 from ..measure.sample import Measurement, context_fit, mean_context

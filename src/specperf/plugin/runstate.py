@@ -17,8 +17,8 @@ from ..core.fingerprint import deployment_name, fingerprint_differences
 from ..core.interval import fixed_ses
 from ..core.model import ContextFit
 from ..core.noise import NoiseModel
+from ..core.verdict import NotJudged, Verdict
 from ..judge.ab import Comparison
-from ..judge.outcome import NotJudged, Verdict
 from ..measure.lock import LockMode
 from ..measure.pair import measure_pair, pair_decider
 from ..measure.repeats import RepeatDecision, decide_repeats

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from ..judge.outcome import NotJudged
+from ..core.verdict import NotJudged
 from ..measure.session import PerfSession
 from ..settings.hints import rerun_command
 from . import sweeprun

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from weakref import WeakKeyDictionary
 
 from ..baselines.store import CaseBaseline
+from ..core.verdict import NotJudged
 from ..judge.exact import ExactStatus
-from ..judge.outcome import NotJudged
 from ..judge.sweep.factor import CaseData
 from ..judge.sweep.pooled import More, judge_sweep
 from ..judge.sweep.verdict import SweepResult

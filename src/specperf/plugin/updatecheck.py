@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.contract import REGRESSION, UNDETERMINED
-from ..judge.outcome import Verdict
+from ..core.verdict import Verdict
 
 
 @dataclass(frozen=True)

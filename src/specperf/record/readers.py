@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.stats import MAD_TO_SIGMA, median_se
+from ..judge.pathverdict import COMPARISONS
 from ..measure import sample
 
 
@@ -38,3 +39,21 @@ def baseline_metrics(doc: Mapping[str, Any], case: Mapping[str, Any]) -> dict[st
         return {}
     metrics: dict[str, Any] = entry["metrics"]
     return metrics
+
+
+def scope_of(verdict: Mapping[str, Any]) -> str:
+    """What a recorded verdict judged (core/verdict.py Scope: case, fit, sweep, path,
+    concurrency): its ``scope`` field. A record written before 0.3 has none; its kind is read
+    from its id and details the way those records wrote them (a sweep's details are per
+    factor, a path's id ends with its comparison, a slope's with "-fit")."""
+    scope = verdict.get("scope")
+    if scope:
+        return str(scope)
+    case = str(verdict.get("case_id", ""))
+    details = verdict.get("details") or {}
+    if case == "sweep" or any(k in ("tok/s", "step") or str(k).startswith("acceptance:")
+                              for k in details):
+        return "sweep"
+    if case.endswith(COMPARISONS):
+        return "path"
+    return "fit" if case.endswith("-fit") else "case"

@@ -20,9 +20,9 @@ from typing import Any
 from ..core import contract
 from ..core.contract import IMPROVED, NOTED, PASS, REGRESSION, UNDETERMINED, UNMEASURED
 from ..core.limits import format_percent
-from ..judge.pathverdict import COMPARISONS
 from ..judge.sweep.factortest import SWEEP_TOLERANCE
 from ..judge.sweep.verdict import RESOLUTION_NAMES, resolution_text
+from ..record.readers import scope_of
 from .headline import FACTORS, factor, headline, is_sweep, one_line, reason
 
 FAIL_WORD, PASS_WORD, UNDETERMINED_WORD = "FAIL", "PASS", "UNDETERMINED"
@@ -196,8 +196,7 @@ def verdict_words(doc: Mapping[str, Any], skipped: Mapping[str, str] | None = No
     a verdict grouped by their reason (regressions, improvements and paths have their own
     lines)."""
     verdicts: list[Mapping[str, Any]] = doc.get("verdicts") or []
-    own = [v for v in verdicts if not str(v["case_id"]).endswith(COMPARISONS)
-           and v.get("reason") != UNMEASURED]
+    own = [v for v in verdicts if scope_of(v) != "path" and v.get("reason") != UNMEASURED]
     skipped = dict(skipped or {})
     if not verdicts and (not skipped or doc.get("baseline") is None):
         return []  # nothing judged at all: the closing block's NOT JUDGED line says why

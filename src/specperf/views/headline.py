@@ -24,6 +24,7 @@ from ..judge.attribution import SECONDARY_SHARE, UNEXPLAINED_SHARE
 from ..judge.hints import ACCEPTANCE_HINT, PREFILL_HINT, STEP_HINT
 from ..judge.pathverdict import COMPARISONS, PARSER_HINT, STREAM_DECODE_HINT
 from ..judge.sweep.factortest import SWEEP_TOLERANCE
+from ..record.readers import scope_of
 
 # The order a line names a case's metrics: what the user feels first.
 _METRICS = (("tok_s", "tok/s", ""), ("avg_commit", "avg commit", ""),
@@ -150,10 +151,8 @@ def _by_shares(shares: Mapping[str, float]) -> str:
 
 
 def is_sweep(verdict: Mapping[str, Any]) -> bool:
-    """A sweep's verdict (its details are per factor: 'tok/s', 'step', 'acceptance:<class>')."""
-    details = verdict.get("details") or {}
-    return verdict.get("case_id") == "sweep" or any(
-        k in ("tok/s", "step") or k.startswith("acceptance:") for k in details)
+    """A sweep's verdict (its scope; record/readers.py scope_of)."""
+    return scope_of(verdict) == "sweep"
 
 
 def one_line(message: str, tail: bool = False) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 from ..core import contract
 from ..core.contract import IMPROVED, NOTED, REGRESSION, UNDETERMINED
 from ..core.limits import format_ci, format_percent, format_share, format_value
-from ..judge.pathverdict import COMPARISONS
+from ..record.readers import scope_of
 from . import decision
 from .headline import FACTORS, factor, is_sweep, sweep_factors
 
@@ -83,26 +83,23 @@ def decision_line(doc: Mapping[str, Any]) -> str:
     return wrap(f"specperf: UNDETERMINED \u2014 {found.why}")
 
 
+# How a check count names each scope (a concurrency verdict judges a level or their slope).
+_KIND_NAMES = {"concurrency": "concurrency check"}
+
+
 def _checks(verdicts: Sequence[Mapping[str, Any]]) -> str:
     """'11 checks: 8 cases, 2 fits, the sweep'."""
     kinds: dict[str, int] = {}
     for v in verdicts:
         kinds[_kind(v)] = kinds.get(_kind(v), 0) + 1
     parts = [("the sweep" if kind == "sweep" and n == 1 else
-              f"{n} {kind}{'s' if n != 1 and kind != 'sweep' else ''}")
+              f"{n} {_KIND_NAMES.get(kind, kind)}{'s' if n != 1 and kind != 'sweep' else ''}")
              for kind, n in kinds.items()]
     return f"{len(verdicts)} check{'s' if len(verdicts) != 1 else ''}: {', '.join(parts)}"
 
 
 def _kind(verdict: Mapping[str, Any]) -> str:
-    case = str(verdict.get("case_id", ""))
-    if is_sweep(verdict):
-        return "sweep"
-    if case.endswith(COMPARISONS):
-        return "path"
-    if case.endswith("-fit"):
-        return "fit"
-    return "case"
+    return scope_of(verdict)
 
 
 def _factors(verdicts: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -19,9 +19,10 @@ from ..core.contract import IMPROVED, REGRESSION
 from ..core.fingerprint import deployment_name, pinned_line
 from ..core.model import ContextFit
 from ..judge import exact
-from ..judge.pathverdict import COMPARISONS, UNMEASURED
+from ..judge.pathverdict import UNMEASURED
 from ..measure.sample import Sample
 from ..record import results
+from ..record.readers import scope_of
 from ..settings.config import Settings
 from ..settings.hints import update_command
 from . import decision, screen
@@ -418,7 +419,7 @@ def verdict_lines(doc: dict[str, Any]) -> list[str]:
         lines.append(f"not measured, so not passed ({len(unmeasured)}):")
         lines += [f"  {v['case_id']}: {v['message']}" for v in unmeasured]
     paths = [v for v in verdicts
-             if v["case_id"].endswith(COMPARISONS) and v["status"] != REGRESSION
+             if scope_of(v) == "path" and v["status"] != REGRESSION
              and v.get("reason") != UNMEASURED]
     if paths:
         lines.append(f"streaming and parser paths ({len(paths)}):")

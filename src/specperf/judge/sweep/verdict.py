@@ -17,9 +17,9 @@ from typing import Any
 from ...core import contract, interval
 from ...core.contract import IMPROVED, NOTED, PASS, REGRESSION
 from ...core.limits import MINUS, format_ci, format_percent
+from ...core.verdict import Scope, Verdict
 from ..attribution import SURE_LEVEL
 from ..hints import ACCEPTANCE_HINT, PREFILL_HINT, REFRESH_HINT, STEP_HINT, Rerun, plain_rerun
-from ..outcome import Verdict
 from .estimate import Estimate
 from .factor import Factor
 from .factortest import SWEEP_BETA, SWEEP_TOLERANCE, FactorResult
@@ -65,7 +65,7 @@ class SweepResult:
             coarse = [r for r in self.results if r.passed_at is not None]
             at = f" {_coarse_sentence(coarse, self.tolerance)}" if coarse else ""
             return Verdict(self.label, PASS, f"no regression across the {self.label}: "
-                           f"{moves}.{at}", None, details, resolution=seen)
+                           f"{moves}.{at}", None, details, resolution=seen, scope=Scope.SWEEP)
         shown = [r for r in self.results if r.status == status]
         message = _once(" ".join(_status_sentence(r, self.label, self.tolerance, self.results,
                                                   self.settled) for r in shown))
@@ -75,7 +75,8 @@ class SweepResult:
         others = f" Otherwise: {', '.join(_move_text(r) for r in rest)}." \
             if rest and status != REGRESSION else ""
         return Verdict(self.label, status, f"{message}{others}", None, details,
-                       resolution=seen, factor=self.factor() if status == REGRESSION else "")
+                       resolution=seen, factor=self.factor() if status == REGRESSION else "",
+                       scope=Scope.SWEEP)
 
     def factor(self) -> str:
         """The factor a regressed sweep names (views/headline.py FACTORS): the factors that

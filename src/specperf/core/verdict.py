@@ -1,19 +1,39 @@
-"""What every judge returns: a :class:`Verdict` (a status and the sentence a person acts on)
-or a :class:`NotJudged` reason.
+"""What every judge returns: a :class:`Verdict` (a status, its scope, its figures and the
+sentence a person acts on) or a :class:`NotJudged` reason.
 
 A :class:`Verdict` is a small value whose :meth:`Verdict.fails` returns the sentence to fail
-with (or None); its status is the verdict contract's (:mod:`specperf.core.contract`).
+with (or None); its status is the verdict contract's (:mod:`specperf.core.contract`) and its
+:class:`Scope` says what was judged, so a view reads the kind of a verdict from a field,
+never from its id or the shape of its details. Here, in core, so every room that judges,
+records or renders shares the one type.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any
 
-from ..core.contract import REGRESSION, Status
-from ..core.model import Attribution
+from .contract import REGRESSION, Status
+from .model import Attribution
 
 Details = dict[str, dict[str, float]]
+
+
+class Scope(str, Enum):
+    """What a verdict judged, as results.json's ``scope`` stores it: one case against its
+    baseline (its exact acceptance, draft positions and reconcile row are parts of it), a text
+    class's context slope, a sweep over cases, a request path (parser, stream, transport), or
+    a concurrency level or the slope over levels."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    CASE = "case"
+    FIT = "fit"
+    SWEEP = "sweep"
+    PATH = "path"
+    CONCURRENCY = "concurrency"
 
 
 @dataclass(frozen=True)
@@ -23,6 +43,8 @@ class Verdict:
     case_id: str
     status: Status
     message: str
+    # What was judged (:class:`Scope`): every judge names it, so no view guesses it.
+    scope: Scope = field(kw_only=True)
     attribution: Attribution | None = None
     details: Details = field(default_factory=dict)
     # The exact acceptance comparison (exact.ExactResult.to_dict()), when one was made.
@@ -42,6 +64,7 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         """The verdict as the record keeps it: every field, the attribution as its shares."""
         data = asdict(self)
+        data["scope"] = str(self.scope)
         data["attribution"] = None if self.attribution is None else {
             part: self.attribution.share(part) for part in ("acceptance", "step", "rest")}
         return data

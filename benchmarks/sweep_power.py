@@ -558,7 +558,8 @@ def lean_trial(setup: Setup, lean: Lean, change: Change, seed: Sequence[int]
         gpu += warm + len(got) * cost + base_gpu
         requests_ += 2 * lc.warmup + len(got) + len(base.values["tok_s"])
         data.append((SweepCase(ph.case, run, dict(base.metrics), None, cost,
-                               base_requests=dict(base.values)), now))
+                               base_requests=dict(base.values),
+                               acceptance_settled=exact == "unchanged"), now))
     for lc in lean.reference_only:
         gpu += lc.warmup_s() + lc.reference * cost_s(physics(*lc.key, lc.tokens))
         requests_ += lc.warmup + lc.reference

@@ -81,10 +81,12 @@ class FactorTest:
 
 
 def tests_for(found: Sequence[Factor], alpha: float = SWEEP_ALPHA, beta: float = SWEEP_BETA,
-              effect: float = SWEEP_EFFECT,
-              tolerance: float = SWEEP_TOLERANCE) -> dict[str, FactorTest]:
-    """Each factor's SPRT: the sweep's alpha split evenly over its tests."""
-    share = alpha / max(1, len(found))
+              effect: float = SWEEP_EFFECT, tolerance: float = SWEEP_TOLERANCE,
+              family: int = 0) -> dict[str, FactorTest]:
+    """Each factor's SPRT: the sweep's alpha split evenly over its tests. ``family``: how
+    many tests the sweep holds when some were settled exactly before it ran (they are in
+    the split, so a settled factor never enlarges the others' share)."""
+    share = alpha / max(1, len(found), family)
     out = {}
     for f in found:
         null = _worse_log(tolerance, f.sign)

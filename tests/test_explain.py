@@ -155,8 +155,14 @@ def test_card_draws_the_observation(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert out.splitlines()[-1] == f"specperf explain: card {card}"
     page = card.read_text(encoding="utf-8")
     assert "<svg" in page and 'data-status="noted"' in page
-    assert "observed 32.0 tok/s" in page and "run-to-run ±3.0% assumed" in page
+    assert "Observed 32.0 tok/s" in page and "run-to-run ±3.0% assumed" in page
     assert "baseline case reasoning-ctx3333" in page
+    # The answer first, then the prediction it rests on, then the distance: the terminal's
+    # order (issue 47), not the record's one sentence that opens with the observation.
+    answer, basis, distance = (page.index('class="explanation"'), page.index('class="basis"'),
+                               page.index('class="distance"'))
+    assert answer < basis < distance
+    assert page[basis:].split(">", 1)[1].startswith("Predicted ")
 
 
 def test_faster_than_predicted_is_improved(capsys: pytest.CaptureFixture[str]) -> None:

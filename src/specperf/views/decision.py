@@ -97,9 +97,9 @@ def _sweep_text(doc: Mapping[str, Any], verdicts: Sequence[Mapping[str, Any]]) -
         coarse = _coarse(sweep.get("details") or {})
         # passed at the run's resolution, not at the tolerance (judge/sweep/factortest.py)
         if coarse:
-            return (f"pass at this run's resolution \u2014 it rules out {coarse}; the "
-                    f"run-to-run noise keeps it from resolving the {100 * tolerance:g}% sweep "
-                    f"tolerance")
+            return (f"pass as far as this run can see \u2014 it rules out {coarse}; the "
+                    f"run-to-run noise hides a change as small as the {100 * tolerance:g}% "
+                    f"sweep tolerance")
         return f"pass \u2014 no factor moved past the {100 * tolerance:g}% sweep tolerance"
     return f"{contract.NAMES[status]} \u2014 {reason(sweep, tolerance)}"
 

@@ -127,7 +127,8 @@ def card(outcome: judge.Outcome) -> str:
             "status": e.status, "status_word": contract.NAMES.get(e.status, e.status),
             "badge": _BADGES.get(e.status, "error"),
             "factor": _factor_word(outcome),
-            "message": e.message,
+            # The answer first, then the prediction it rests on, as the terminal prints it.
+            "message": e.conclusion or e.message, "basis": e.basis if e.conclusion else "",
             "plot": template.figure("explain", svg, "The observation (red) on the baseline's "
                                     "predicted tok/s for this class, with its 95 % band; squares "
                                     "are the baseline's measured cases."),

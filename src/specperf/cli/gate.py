@@ -198,7 +198,7 @@ class _Run:
 def _run_suite(tests: Path, flags: list[str], pytest_args: list[str],
                marker: str = runner.SMOKE_MARKER, flag: str = "--endpoint",
                verbose: bool = True) -> _Run:
-    """Run the perf tests in a subprocess (the command printed first) and decide; ``flag``
+    """Run the perf tests in a subprocess (the command printed first, on stderr) and decide; ``flag``
     is how the user named the endpoint, for the sentence of a wrong URL. Unless ``verbose``,
     pytest's output goes to a file beside the run's record, not to the terminal."""
     reports = report_dir_of(pytest_args)
@@ -206,7 +206,9 @@ def _run_suite(tests: Path, flags: list[str], pytest_args: list[str],
     with tempfile.TemporaryDirectory(prefix="specperf-gate-") as tmp:
         junit = Path(tmp) / "smoke.xml"
         cmd = pytest_command(tests, junit, flags, pytest_args, marker)
-        print("specperf gate: python " + shlex.join(cmd[1:]), flush=True)
+        # Progress, on stderr: stdout is the answer's one screen (a pipeline reads the exit
+        # code, a person the screen; the command is for whoever reruns it by hand).
+        print("specperf gate: python " + shlex.join(cmd[1:]), file=sys.stderr, flush=True)
         log = None if verbose else Path(tmp) / "pytest.log"
         code = run_pytest(cmd, log)
         record = find_record(reports, before)

@@ -101,7 +101,9 @@ def test_a_deploy_that_changes_nothing_passes(start_sim, before_deploy, tmp_path
     result = _gate(tmp_path, "--reference", str(refs), "--endpoint", sim.url)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
-    assert "--specperf-same-night" in out.splitlines()[0]
+    # the command it ran is progress, on stderr; stdout opens with the answer
+    assert "--specperf-same-night" in result.stderr.splitlines()[0]
+    assert out.startswith("specperf gate: PASS (exit 0)"), out
     flat = " ".join(out.split())
     assert "specperf gate: PASS (exit 0): all 5 smoke checks within their limits. 5 smoke " \
         f"checks (3 cases, 1 path, the sweep) against {sim.url}, judged against its same-night " \

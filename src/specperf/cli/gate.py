@@ -139,10 +139,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         lines = summary_lines(result, endpoint, run.simulated, record=run.document(),
                               where=run.where())
-    run.show_output_if(result)
-    for line in lines:
-        print(line)
+    _print_block(lines, run.show_output_if(result) or _verbose(args))
     return int(result.code)
+
+
+def _print_block(lines: list[str], after_output: bool) -> None:
+    """The closing block; its leading blank line parts it from pytest's output, and only
+    when that output was printed above it (stdout then opens with the answer)."""
+    for line in lines if after_output or (lines and lines[0]) else lines[1:]:
+        print(line)
 
 
 def _verbose(args: argparse.Namespace) -> bool:
@@ -183,22 +188,24 @@ class _Run:
             found.append(f"pytest's output (every sentence; -v prints it here): {self.log}")
         return found
 
-    def show_output_if(self, result: GateResult) -> None:
+    def show_output_if(self, result: GateResult) -> bool:
         """pytest's kept output, printed when the decision points at it: a usage error, or a
-        run that ended before it could judge (its message is the only account)."""
+        run that ended before it could judge (its message is the only account). Whether it
+        printed."""
         if self.log is None or not (result.code == GateExit.USAGE or (
                 result.code == GateExit.INFRASTRUCTURE and self.code not in (0, 1))):
-            return
+            return False
         try:
             print(self.log.read_text(encoding="utf-8", errors="replace"), end="")
         except OSError:
-            pass
+            return False
+        return True
 
 
 def _run_suite(tests: Path, flags: list[str], pytest_args: list[str],
                marker: str = runner.SMOKE_MARKER, flag: str = "--endpoint",
                verbose: bool = True) -> _Run:
-    """Run the perf tests in a subprocess (the command printed first, on stderr) and decide; ``flag``
+    """Run the perf tests in a subprocess (its command printed on stderr) and decide; ``flag``
     is how the user named the endpoint, for the sentence of a wrong URL. Unless ``verbose``,
     pytest's output goes to a file beside the run's record, not to the terminal."""
     reports = report_dir_of(pytest_args)
@@ -267,8 +274,8 @@ def _save_reference(args: argparse.Namespace, tests: Path, endpoint: str) -> int
     extra = [a for a in args.pytest_args if a != "--"]
     after = shlex.join(["specperf", "gate", "--reference", str(directory), "--endpoint",
                         endpoint, *(["--", *extra] if extra else [])])
-    print(f"\nspecperf gate: reference saved in {directory}: {saved.describe()}. After the "
-          f"deploy: `{after}`.")
+    _print_block(["", f"specperf gate: reference saved in {directory}: {saved.describe()}. "
+                      f"After the deploy: `{after}`."], _verbose(args))
     for line in run.where():
         print(f"  {line}")
     return int(GateExit.PASS)
@@ -291,15 +298,14 @@ def _judge_against_reference(args: argparse.Namespace, tests: Path, endpoint: st
     result = run.result
     if any(c.no_baseline for c in result.cases):  # the reference lacks a case: another subset
         result = GateResult(GateExit.USAGE, reference.other_subset(ref, fix), result.cases)
-    run.show_output_if(result)
+    shown = run.show_output_if(result) or _verbose(args)
     record = run.document()
     decode = " ".join(s for s in (ref.decode_sentence(), reference.path_sentence(
         record, max(ref.lengths().values(), default=0))) if s) or None
-    for line in summary_lines(result, f"{endpoint}, judged against its same-night reference "
-                                      f"({ref.describe()})", run.simulated,
-                              reference_cost=(ref.requests, ref.server_s),
-                              record=record, where=run.where(), decode=decode):
-        print(line)
+    _print_block(summary_lines(result, f"{endpoint}, judged against its same-night reference "
+                                       f"({ref.describe()})", run.simulated,
+                               reference_cost=(ref.requests, ref.server_s),
+                               record=record, where=run.where(), decode=decode), shown)
     return int(result.code)
 
 

@@ -226,3 +226,25 @@ def kind_guesses(tree: ast.Module) -> list[int]:
                 and any(_reads_case_id(x) for x in (node.left, *node.comparators)):
             lines.add(node.lineno)
     return sorted(lines)
+
+
+def pytest_outcomes(tree: ast.Module) -> list[int]:
+    """Lines that end a test by hand: ``pytest.fail(…)``, ``pytest.skip(…)``,
+    ``pytest.xfail(…)``, through whatever name the module bound pytest or those functions
+    to (``import pytest as p``, ``from pytest import skip``)."""
+    outcomes = {"fail", "skip", "xfail"}
+    modules_, functions = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules_ |= {a.asname or a.name for a in node.names if a.name == "pytest"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "pytest":
+            functions |= {a.asname or a.name for a in node.names if a.name in outcomes}
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if (isinstance(f, ast.Attribute) and f.attr in outcomes and isinstance(f.value, ast.Name)
+                and f.value.id in modules_) or (isinstance(f, ast.Name) and f.id in functions):
+            lines.append(node.lineno)
+    return sorted(lines)

@@ -14,7 +14,7 @@ TESTS = '''
 import pytest
 
 from specperf.core.verdict import Scope, Verdict
-from specperf.plugin.conclude import conclude
+from specperf.plugin.conclude import conclude, not_judged
 
 
 @pytest.fixture(autouse=True)
@@ -46,6 +46,10 @@ def test_regressed(request):
 
 def test_passed(request):
     conclude(request, [Verdict("padding-ctx1663", "pass", "within tolerance", scope=Scope.CASE)])
+
+
+def test_no_entry(request):
+    not_judged(request, "baseline box v1 has no entry for this case. Write a new version.")
 '''
 
 
@@ -55,7 +59,7 @@ def test_undetermined_fit_and_sweep_are_skips_recorded_in_results_json(
     reports = pytester.path / "reports"
     result = pytester.runpytest("-p", "no:cacheprovider", "-rs",
                                 f"--specperf-report-dir={reports}")
-    result.assert_outcomes(passed=1, failed=1, skipped=2)
+    result.assert_outcomes(passed=1, failed=1, skipped=3)
     result.stdout.fnmatch_lines([
         "SKIPPED*reasoning-fit undetermined: reasoning: the slope sits within its "
         "uncertainty, so it is neither a pass nor a fail",
@@ -67,3 +71,10 @@ def test_undetermined_fit_and_sweep_are_skips_recorded_in_results_json(
                         "padding-ctx13": "fail", "padding-ctx1663": "pass"}
     assert doc["resolution"]["factors"]["step_ms"] == pytest.approx(0.133)
     assert doc["resolution"]["noise"] == "run-to-run ±3.0% assumed: no history yet"
+    # A test that reached no verdict is in the record too, by case, with its reason; the
+    # report's first screen says it as the terminal's does, from the record.
+    assert doc["not_judged"] == {
+        "test_no_entry": "baseline box v1 has no entry for this case. Write a new version."}
+    page = (doc_path.parent / "report.html").read_text(encoding="utf-8")
+    assert "not judged 1 (test_no_entry): baseline box v1 has no entry for this case." in page
+    result.stdout.fnmatch_lines(["*not judged 1 (test_no_entry): baseline box v1 has no entry*"])

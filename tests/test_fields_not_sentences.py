@@ -19,7 +19,13 @@ import ast
 
 import pytest
 
-from astscan import findings, kind_guesses, regex_over_messages, status_comparisons
+from astscan import (
+    findings,
+    kind_guesses,
+    pytest_outcomes,
+    regex_over_messages,
+    status_comparisons,
+)
 from specperf.core.contract import PASS
 from specperf.core.verdict import Scope, Verdict
 from specperf.record.readers import scope_of
@@ -144,3 +150,20 @@ def test_a_record_before_scope_is_read_by_its_id_and_details(old: dict, scope: s
     and a recorded scope wins over any id."""
     assert scope_of(old) == scope
     assert scope_of({**old, "scope": "concurrency"}) == "concurrency"
+
+
+def test_only_conclude_turns_a_judgement_into_a_pytest_outcome() -> None:
+    """plugin/conclude.py alone fails or skips a judged test (a verdict, or a reason there is
+    none, recorded first); the perf tests users copy keep their own skips."""
+    found = {module for module, _ in findings(pytest_outcomes, skip=("sim/", "perf_tests/"))}
+    assert found == {"plugin/conclude.py"}, sorted(found)
+
+
+@pytest.mark.parametrize(("code", "hits"), [
+    ("import pytest\npytest.skip(reason)", 1),
+    ("import pytest\npytest.fail(message, pytrace=False)", 1),
+    ("import pytest as p\np.skip('x')", 1), ("from pytest import skip as s\ns('x')", 1),
+    ("skip(reason)", 0), ("import pytest\nself.skip()", 0)],
+    ids=["skip", "fail", "aliased-module", "aliased-function", "unbound", "method"])
+def test_the_scan_finds_pytest_outcomes(code: str, hits: int) -> None:
+    assert len(pytest_outcomes(ast.parse(code))) == hits

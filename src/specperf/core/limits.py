@@ -43,6 +43,9 @@ NOT_APPLICABLE = "not applicable:"
 # The user property a skipped test carries to say why as data (the gate reads it, never the
 # skip's words): a test that judges nothing that exists on this server.
 SKIP_PROPERTY, SKIP_NOT_APPLICABLE = "specperf_skip", "not-applicable"
+# The user property a judged test that reached no verdict records its reason under
+# (plugin/conclude.py not_judged): the record keeps it as ``not_judged``, by case.
+NOT_JUDGED_PROPERTY = "specperf_not_judged"
 
 MINUS = "\u2212"
 ARROW = "\u2192"

@@ -33,7 +33,7 @@ from ..settings.config import Settings
 from ..settings.hints import accept_command, rerun_command, update_command
 from ..views import summary
 from . import updatecheck
-from .conclude import conclude
+from .conclude import conclude, not_judged
 from .fixtures import STATE, _marker_tolerances
 from .runstate import RunState
 
@@ -294,11 +294,12 @@ class ConcurrencyChecks:
         if self.run.state.settings.update_baselines:
             # An update judges first (recorded, never failed here; update_baseline decides).
             if isinstance(verdict, NotJudged):
-                pytest.skip("a baseline-writing run judges nothing against a baseline.")
+                not_judged(self.request, "a baseline-writing run judges nothing against a "
+                                         "baseline.")
             self.run.verdicts.append(verdict)
             conclude(self.request, [verdict], judging=False)
             return
         if isinstance(verdict, NotJudged):
-            pytest.skip(verdict.reason)
+            not_judged(self.request, verdict.reason)
         self.run.state.verdicts.append(verdict)
         conclude(self.request, [verdict])

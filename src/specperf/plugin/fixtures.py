@@ -33,7 +33,7 @@ from ..plan.workload import Case, TextClass
 from ..settings.config import Settings
 from ..settings.endpoints import Endpoint
 from ..settings.hints import rerun_command
-from .conclude import conclude, record
+from .conclude import conclude, not_judged, record
 from .runstate import RunState
 
 STATE = pytest.StashKey[RunState]()
@@ -190,7 +190,7 @@ class Checks:
         if isinstance(found, NotJudged):
             if self.state.settings.require_baseline and not self.state.settings.update_baselines:
                 raise BaselineError(f"--specperf-require-baseline: {found.reason}")
-            pytest.skip(found.reason)
+            not_judged(self.request, found.reason)
         return found
 
     def compare(self, measured: Measurement) -> None:
@@ -206,7 +206,7 @@ class Checks:
         """Compare a class's slope with the baseline's (its cases are measured in setup)."""
         verdict = self.state.judging.judge_fit(text_class, _marker_tolerances(self.request))
         if isinstance(verdict, NotJudged):
-            pytest.skip(verdict.reason)
+            not_judged(self.request, verdict.reason)
         self._notes()
         conclude(self.request, [verdict], notes=self._fingerprint_lines(),
                  judging=not self.state.settings.update_baselines)
@@ -246,9 +246,9 @@ def _require_parsers(request: pytest.FixtureRequest, sampler: PathSampler) -> No
     if not sampler.parsers.any:
         # The gate reads this mark, never the skip's words (cli/runner.py).
         request.node.user_properties.append((SKIP_PROPERTY, SKIP_NOT_APPLICABLE))
-        pytest.skip(f"{NOT_APPLICABLE} the server names no reasoning_parser or tool_call_parser "
-                    "in /model_info: no parser runs on the chat route, so there is nothing to "
-                    "gate there.")
+        not_judged(request, f"{NOT_APPLICABLE} the server names no reasoning_parser or "
+                   "tool_call_parser in /model_info: no parser runs on the chat route, so there "
+                   "is nothing to gate there.")
 
 
 def _decided(request: pytest.FixtureRequest, kind: str) -> Callable[[PathRun], bool]:
@@ -380,8 +380,5 @@ class PathChecks:
         return self.state.tolerances_for(run.case, _marker_tolerances(self.request))
 
     def _conclude(self, verdict: Verdict) -> None:
-        # A comparison that could not be measured is never a pass (its fixture errors first).
-        if verdict.reason == UNMEASURED:
-            record(self.request, [verdict])
-            pytest.fail(verdict.message, pytrace=False)
+        # A comparison that could not be measured is never a pass: conclude fails it.
         conclude(self.request, [verdict])

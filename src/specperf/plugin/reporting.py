@@ -178,7 +178,8 @@ def endpoint_document(run: results.RunInfo, state: RunState, found: summary.Coll
         outcomes=found.outcomes, errors=dict(errors),
         baseline=None if only_levels else judged_baseline(state, found.server),
         paths=found.paths, partial=found.partials, concurrency=found.concurrency,
-        concurrency_baseline=found.concurrency_baseline if found.concurrency else None)
+        concurrency_baseline=found.concurrency_baseline if found.concurrency else None,
+        not_judged=found.skipped)
     doc["interrupted"] = interrupted
     doc["run"] = kind.to_dict()
     doc["persists"] = _streak(state.settings, doc)

@@ -11,7 +11,7 @@ from ..core.verdict import NotJudged
 from ..measure.session import PerfSession
 from ..settings.hints import rerun_command
 from . import sweeprun
-from .conclude import conclude
+from .conclude import conclude, not_judged
 from .fixtures import state_of
 
 
@@ -32,11 +32,11 @@ class SweepChecks:
     def check(self, label: str, cases: Sequence[tuple[str, int]] | None = None) -> None:
         """Judge ``cases`` (default: the run's planned matrix) as one sweep named ``label``."""
         if self.state.settings.update_baselines:
-            pytest.skip("a baseline-writing run judges nothing against a baseline.")
+            not_judged(self.request, "a baseline-writing run judges nothing against a baseline.")
         chosen = sweeprun.chosen_cases(self.state, cases)
         result = sweeprun.judge(self.state, chosen, label)
         if isinstance(result, NotJudged):
-            pytest.skip(result.reason)
+            not_judged(self.request, result.reason)
         marker = "smoke" if self.request.node.get_closest_marker("smoke") else \
             "context_scaling"
         settings = self.state.settings

@@ -65,8 +65,12 @@ def build(run: RunInfo, *, server: Mapping[str, Any], measurements: Mapping[str,
           paths: Sequence[Mapping[str, Any]] = (),
           partial: Mapping[str, Any] | None = None,
           concurrency: Mapping[str, Any] | None = None,
-          concurrency_baseline: Mapping[str, Any] | None = None) -> dict[str, Any]:
+          concurrency_baseline: Mapping[str, Any] | None = None,
+          not_judged: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The results document of one run (see results.schema.json).
+
+    ``not_judged``: why each judged test that reached no verdict has none, by case id
+    (plugin/conclude.py not_judged: no baseline entry, nothing to fit, a baseline-writing run).
 
     ``partial``: the samples of cases that errored or were interrupted before they were
     measured, by case id; kept apart from ``measurements`` so no fit or verdict reads them.
@@ -99,6 +103,7 @@ def build(run: RunInfo, *, server: Mapping[str, Any], measurements: Mapping[str,
         else dict(concurrency_baseline),
         "acceptance_shapes": acceptance_shapes(measurements, baseline),
         "resolution": resolution_of(verdicts),
+        "not_judged": dict(sorted((not_judged or {}).items())),
     }
     return doc
 

@@ -34,7 +34,7 @@ def summary(doc: Mapping[str, Any], report: Path | None) -> str:
     causes = screen.cause_lines(verdicts, list(doc.get("measurements") or {}))
     lines += [f"- :x: {_cell(line)}" for line in causes]
     lines += [f"- {_cell(line)}" for line in screen.other_lines(
-        doc, {}, "report.html says why for each")]
+        doc, doc.get("not_judged") or {}, "report.html says why for each")]
     seen = screen.could_see(doc)
     if len(lines) > 4 or seen:
         lines += ([f"- {_cell(seen)}"] if seen else []) + [""]

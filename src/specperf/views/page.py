@@ -72,7 +72,8 @@ def _decision(doc: Mapping[str, Any]) -> dict[str, Any]:
     verdicts = list(doc.get("verdicts") or [])
     return {"word": found.word, "text": line[len(found.word):], "cls": found.word.lower(),
             "causes": screen.cause_lines(verdicts, list(doc.get("measurements") or {})),
-            "others": screen.other_lines(doc, {}, "the verdicts below say why"),
+            "others": screen.other_lines(doc, doc.get("not_judged") or {},
+                                         "the verdicts below say why"),
             "resolution": screen.could_see(doc),
             "detail": found.line()}
 

@@ -17,6 +17,7 @@ import pytest
 
 from ..core.contract import IMPROVED, REGRESSION
 from ..core.fingerprint import deployment_name, pinned_line
+from ..core.limits import NOT_JUDGED_PROPERTY
 from ..core.model import ContextFit
 from ..judge import exact
 from ..judge.pathverdict import UNMEASURED
@@ -124,7 +125,12 @@ class Collector:
         if case is None:
             return
         judged = any(k == "specperf_verdict" for k, _ in report.user_properties)
-        if report.skipped and not judged and isinstance(report.longrepr, tuple):
+        reason = next((str(v) for k, v in report.user_properties if k == NOT_JUDGED_PROPERTY),
+                      None)
+        if report.skipped and not judged and reason is not None:  # plugin/conclude.py
+            self.skipped[case] = reason
+        elif report.skipped and not judged and isinstance(report.longrepr, tuple):
+            # a skip of the test's own (pytest.skip in a perf test): pytest's words
             self.skipped[case] = str(report.longrepr[2]).removeprefix("Skipped: ")
         if report.failed or report.when == "call" or report.skipped:
             self.perf_outcomes[report.nodeid] = ("error" if report.failed and

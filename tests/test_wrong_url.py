@@ -105,7 +105,8 @@ def test_the_gate_at_a_web_server_exits_2_with_one_sentence(tmp_path, web_server
     done = _specperf(tmp_path, "gate", "--endpoint", web_server)
     out = done.stdout + done.stderr
     assert done.returncode == 2, out
-    assert out.splitlines()[-1] == (
+    # the answer ends stdout (the pytest command the gate ran is progress, on stderr)
+    assert done.stdout.splitlines()[-1] == (
         f"specperf gate: USAGE ERROR (exit 2): {web_server} is not an LLM server specperf can "
         "measure (the error above says what answered): point --endpoint at the SGLang, vLLM "
         "or llama.cpp server itself, then run the gate again.")

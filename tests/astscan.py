@@ -107,17 +107,23 @@ def combined_errors(tree: ast.Module) -> list[int]:
     return sorted(lines)
 
 
-def _reads_message(node: ast.AST) -> bool:
+def _reads_field(node: ast.AST, field: str) -> bool:
+    """Whether ``node`` reads a verdict's ``field``: ``v[field]``, ``v.get(field)``,
+    ``v.<field>`` (or a call around one)."""
     for sub in ast.walk(node):
         if isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Constant) \
-                and sub.slice.value == "message":
+                and sub.slice.value == field:
             return True
-        if isinstance(sub, ast.Attribute) and sub.attr == "message":
+        if isinstance(sub, ast.Attribute) and sub.attr == field:
             return True
         if isinstance(sub, ast.Call) and _name(sub.func) == "get" and sub.args \
-                and isinstance(sub.args[0], ast.Constant) and sub.args[0].value == "message":
+                and isinstance(sub.args[0], ast.Constant) and sub.args[0].value == field:
             return True
     return False
+
+
+def _reads_message(node: ast.AST) -> bool:
+    return _reads_field(node, "message")
 
 
 _REGEX_CALLS = {"search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split"}
@@ -196,20 +202,6 @@ def findings(scan: Callable[[ast.Module], list[int]], skip: tuple[str, ...] = ("
     return {(rel, enclosing(tree, line)) for rel, tree in modules(skip) for line in scan(tree)}
 
 
-def _reads_case_id(node: ast.AST) -> bool:
-    """``v["case_id"]``, ``v.get("case_id")``, ``v.case_id`` (or ``str()`` of one)."""
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Subscript) and isinstance(sub.slice, ast.Constant) \
-                and sub.slice.value == "case_id":
-            return True
-        if isinstance(sub, ast.Attribute) and sub.attr == "case_id":
-            return True
-        if isinstance(sub, ast.Call) and _name(sub.func) == "get" and sub.args \
-                and isinstance(sub.args[0], ast.Constant) and sub.args[0].value == "case_id":
-            return True
-    return False
-
-
 def kind_guesses(tree: ast.Module) -> list[int]:
     """Lines that guess what a verdict judged from its id instead of reading its ``scope``:
     ``….endswith(COMPARISONS)`` or ``….endswith("-fit")``, or a case id compared with
@@ -223,7 +215,7 @@ def kind_guesses(tree: ast.Module) -> list[int]:
         if isinstance(node, ast.Compare) and any(
                 isinstance(x, ast.Constant) and x.value == "sweep"
                 for x in (node.left, *node.comparators)) \
-                and any(_reads_case_id(x) for x in (node.left, *node.comparators)):
+                and any(_reads_field(x, "case_id") for x in (node.left, *node.comparators)):
             lines.add(node.lineno)
     return sorted(lines)
 

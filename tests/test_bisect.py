@@ -280,7 +280,7 @@ def test_the_gpu_budget_stops_the_bisect_undecided_with_the_range_it_narrowed() 
     outcome, _ = _bisect(_history(32, step=(20, 1.08)), plan)
     assert outcome.status == "undecided"
     [result] = outcome.factors
-    assert result.reason == "the GPU budget is spent"
+    assert result.reason == "the --budget-s limit was reached"
     assert "v20" in result.candidates
     assert outcome.gpu_s <= 150.0
 

@@ -257,7 +257,7 @@ class Search:
                 self.progress(f"skipping {state.version.name}: {state.skipped}")
                 continue
             except BudgetSpent:
-                return self._open(factor, regression, lo, hi, "the GPU budget is spent")
+                return self._open(factor, regression, lo, hi, "the --budget-s limit was reached")
             if found == "unknown":
                 return self._open(factor, regression, lo, hi,
                                   f"{state.version.name} stayed between good and bad at "

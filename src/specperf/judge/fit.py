@@ -76,6 +76,12 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
     found = contract.status(_slope_change(old, new, margin, current), -1, limit)
     if noise is not None:
         head = f"{head[:-1]}; {noise.of('step_ms').text()})"
+    reach = _reach(margin, current.dof, old, limit, run_sd, change)
+    if found == UNDETERMINED and reach is not None:
+        details["slope"]["passed_at"] = reach
+        return Verdict(case_id, PASS, f"{head} — pass as far as this run can see: it rules out "
+                       f"a rise beyond +{math.ceil(100 * reach)}%; the noise between nights hides "
+                       f"one as small as the limit.", None, details, scope=Scope.FIT)
     if found == REGRESSION:
         named, why = _cause(base, current, change)
         return Verdict(case_id, REGRESSION, f"{head} — {why}", None, details, factor=named,
@@ -91,6 +97,24 @@ def judge_fit(text_class: str, current: ContextFit, base: ContextFit,
     why = _undetermined(text_class, margin, old * limit, se_new, 0.0 if paired else se_old,
                         contexts, rerun)
     return Verdict(case_id, UNDETERMINED, f"{head}: {why}", None, details, scope=Scope.FIT)
+
+
+def _reach(margin: float, dof: float, old: float, limit: float, run_sd: float,
+           change: float) -> float | None:
+    """The slope rise this run would call a regression 95 times in 100, when it passes at
+    that resolution rather than at its limit; None when it does not.
+
+    As the sweep does (judge/sweep/factortest.py ``factor_result``): where the comparison
+    carries the noise between nights (``run_sd`` > 0: a baseline of another night), its
+    interval is narrower than the limit's band (more repeats are not what is missing: the
+    contexts and the baseline suffice), the estimate lies inside the limit, and the interval
+    still reaches past it, the slope passes at the rise it could have caught — the limit
+    plus its decisive margin plus the one-sided 95 % quantile of its error — and says so.
+    A decisive rise beyond the limit still fails; on the same night it stays undetermined."""
+    if run_sd <= 0 or not 0 < margin <= limit * old or change >= limit or old <= 0:
+        return None
+    se = margin / interval.half_width(1.0, dof)
+    return limit + (margin + interval.one_sided(0.95) * se) / old
 
 
 def _cause(base: ContextFit, current: ContextFit, slope_change: float) -> tuple[str, str]:

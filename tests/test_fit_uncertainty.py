@@ -192,3 +192,7 @@ def test_a_slope_the_nights_noise_keeps_from_its_limit_passes_at_the_rise_it_cou
     assert beyond is not None
     over = judge_fit("reasoning", beyond, BASE, 0.15, [13, 5553], noise=NoiseModel.prior(0.03))
     assert over.status in ("undetermined", "fail") and "passed_at" not in over.details["slope"]
+    # a slope too uncertain to rule out doubling keeps its advice (here: a longer context)
+    assert CLOSE is not None
+    close = judge_fit("reasoning", CLOSE, BASE, 0.15, [13, 20], noise=NoiseModel.prior(0.03))
+    assert close.status == "undetermined" and "add a longer context" in close.message

@@ -105,16 +105,19 @@ def _reach(margin: float, dof: float, old: float, limit: float, run_sd: float,
     that resolution rather than at its limit; None when it does not.
 
     As the sweep does (judge/sweep/factortest.py ``factor_result``): where the comparison
-    carries the noise between nights (``run_sd`` > 0: a baseline of another night), its
-    interval is narrower than the limit's band (more repeats are not what is missing: the
-    contexts and the baseline suffice), the estimate lies inside the limit, and the interval
-    still reaches past it, the slope passes at the rise it could have caught — the limit
-    plus its decisive margin plus the one-sided 95 % quantile of its error — and says so.
-    A decisive rise beyond the limit still fails; on the same night it stays undetermined."""
-    if run_sd <= 0 or not 0 < margin <= limit * old or change >= limit or old <= 0:
+    carries the noise between nights (``run_sd`` > 0: a baseline of another night), the
+    estimate lies inside the limit and the interval still reaches past it, the slope passes
+    at the rise it could have caught — the limit plus its decisive margin plus the one-sided
+    95 % quantile of its error — and says so. Each case's own night term scatters the points
+    of both fits, so more repeats or a longer context would not narrow it much. A decisive
+    rise beyond the limit still fails; on the same night it stays undetermined, and so does
+    a slope too uncertain to rule out doubling (its advice, contexts or repeats, helps
+    there)."""
+    if run_sd <= 0 or not 0 < margin < math.inf or change >= limit or old <= 0:
         return None
     se = margin / interval.half_width(1.0, dof)
-    return limit + (margin + interval.one_sided(0.95) * se) / old
+    reach = limit + (margin + interval.one_sided(0.95) * se) / old
+    return reach if reach <= 1.0 else None
 
 
 def _cause(base: ContextFit, current: ContextFit, slope_change: float) -> tuple[str, str]:

@@ -6,7 +6,6 @@ simulator, a separate server, is not the suite's judge."""
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 from pathlib import Path
@@ -49,29 +48,6 @@ def test_only_core_interval_combines_standard_errors() -> None:
              for line in combined_errors(tree)]
     assert not found, "combine standard errors with specperf.core.interval " \
         "(se_of, combine, pooled_sd, case_run_sd):\n" + "\n".join(found)
-
-
-@pytest.mark.parametrize("code", [
-    "se = math.sqrt(a_se**2 + b_se**2)",
-    "se = np.sqrt(now + then_var)",
-    "se = math.hypot(x, y)",
-    "se = (var_a + var_b) ** 0.5",
-    "se = math.sqrt(sum(e * e for e in errors))",
-    "se = sqrt(sum(v for v, _ in parts))",
-    "def f(parts):\n    var = sum(v for v, _ in parts) + run\n    return math.sqrt(var)",
-], ids=["squares", "variances", "hypot", "pow", "sum-of-products", "sum-of-parts", "via-local"])
-def test_the_scan_finds_a_hand_combined_error(code: str) -> None:
-    assert combined_errors(ast.parse(code)) != []
-
-
-@pytest.mark.parametrize("code", [
-    "x = math.sqrt(2.0) * hw",
-    "sd = math.sqrt(ss / n)",
-    "r = math.sqrt(count)",
-    "se = interval.se_of(a**2, b)",
-], ids=["constant", "mean-square", "one-name", "the-helper"])
-def test_the_scan_leaves_other_roots_alone(code: str) -> None:
-    assert combined_errors(ast.parse(code)) == []
 
 
 def test_a_comparison_carries_both_medians_and_the_run_term() -> None:
